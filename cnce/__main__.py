@@ -1,0 +1,5 @@
+import sys
+
+from cnce.cli import main
+
+sys.exit(main())

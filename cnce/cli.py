@@ -1,0 +1,42 @@
+"""Command line: ``python -m cnce <command> ...`` (also installed as ``cnce``).
+
+Sub-commands are contributed by the package's parts; each part exposes
+``register(subparsers)`` that adds its commands with ``set_defaults(func=...)``.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# Modules that contribute sub-commands. A part that is not installed is skipped only when
+# the missing module is that part itself (a broken import inside it still fails loudly).
+_PARTS = ["cnce.experiments.cli", "cnce.batch", "cnce.images.cli"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m cnce", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in _PARTS:
+        try:
+            mod = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name and name.startswith(exc.name):
+                continue
+            raise
+        mod.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    rc = args.func(args)
+    return int(rc or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
