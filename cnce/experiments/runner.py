@@ -1,0 +1,467 @@
+"""Run the configured experiments: one batched :func:`cnce.fit` per cell, resumable.
+
+For each study (a model with its data generator) the runner draws, once, from generators
+whose seeds derive from the experiment seed:
+
+* ``truth``: the ground-truth parameters of the ``S`` simulations (and, for the ring model,
+  the known radius ``mu``);
+* ``init``:  one initialisation per simulation, shared by every method, ``N`` and ``kappa``;
+* ``data``:  ``S`` data sets of the scale's largest size ``N_max``; a cell with ``N`` data
+  points uses the prefix ``x[:, :N]``;
+* ``noise``: a noise base (:func:`cnce.noise.draw_base`) per simulation, drawn one column
+  ``j = 0, 1, ...`` at a time from its own generator, so that the base of a cell,
+  ``[:, :N, :kappa]``, is a prefix of a single base that is never held in memory whole.
+  CNCE and NCE read the same numbers (the paper's "one noise base per simulation, reused
+  across N and kappa").
+
+Seeds depend on the experiment seed and the study's model family (the data seed also on
+the generator), never on the order in which cells run: a cell's results are the same
+whether it ran first, last, or after an interruption. The two ring studies share truth,
+initialisation and noise and differ only in their data.
+
+Each cell is one call ``cnce.fit(model, x[:, :N], method, kappa, noise_base=...)`` with all
+``S`` simulations batched. After each cell the study's table is rewritten atomically
+(:mod:`cnce.experiments.store`), so an interrupted run resumes where it stopped.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import socket
+import subprocess
+import sys
+import time
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .configs import FIGURES, KAPPA_METHODS, STUDIES, Cell, ExperimentConfig, Study, get_config
+from .store import REPO_ROOT, CorruptResultsError, ResultStore, default_results_dir
+
+__all__ = [
+    "DRAW_SCHEME",
+    "derive_seed",
+    "StudyProblem",
+    "build_problem",
+    "run",
+    "run_cell",
+    "missing_cells",
+    "load_results",
+    "ensure",
+    "provenance_table",
+    "environment_record",
+]
+
+#: Version of the way truth, data and noise are drawn from the seeds; stored in the
+#: provenance so that results drawn differently are never mixed in one table.
+DRAW_SCHEME = 1
+
+
+def derive_seed(seed: int, *keys) -> int:
+    """A 63-bit seed from the experiment ``seed`` and string/int ``keys`` (stable across runs)."""
+    entropy = [int(seed)] + [zlib.crc32(str(k).encode("utf-8")) for k in keys]
+    state = np.random.SeedSequence(entropy).generate_state(2, dtype=np.uint32)
+    return int((int(state[0]) << 31) ^ int(state[1])) & ((1 << 63) - 1)
+
+
+def _generator(seed: int, *keys) -> torch.Generator:
+    g = torch.Generator()
+    g.manual_seed(derive_seed(seed, *keys))
+    return g
+
+
+# ---------------------------------------------------------------------------- models
+def _models():
+    from .. import models  # imported lazily: the runner's tests do not need them
+
+    return models
+
+
+def _build_gaussian(S, seed, **kw):
+    return _models().Gaussian(**kw)
+
+
+def _build_ica(S, seed, **kw):
+    return _models().ICA(**kw)
+
+
+def _build_ring(S, seed, **kw):
+    Ring = _models().Ring
+    mu = Ring.draw_mu(S, generator=_generator(seed, "ring", "mu"))
+    return Ring(mu=mu, **kw)
+
+
+def _build_lognormal(S, seed, **kw):
+    return _models().LogNormal(**kw)
+
+
+def _build_bernoulli(S, seed, **kw):
+    return _models().Bernoulli(**kw)
+
+
+#: family -> ``builder(S, seed, **model_kwargs) -> model``. Tests may add entries.
+FAMILY_BUILDERS = {
+    "gaussian": _build_gaussian,
+    "ica": _build_ica,
+    "ring": _build_ring,
+    "lognormal": _build_lognormal,
+    "bernoulli": _build_bernoulli,
+}
+
+
+def _draw_base(model, S, N, kappa, generator):
+    from ..noise import draw_base
+
+    return draw_base(model, S, N, kappa, generator=generator)
+
+
+@dataclass
+class StudyProblem:
+    """Everything a study's cells share: model, truth, initialisation, data, noise columns."""
+
+    study: Study
+    seed: int
+    n_sims: int
+    N_max: int
+    model: object
+    theta_true: torch.Tensor
+    theta0: torch.Tensor
+    x: torch.Tensor
+    _noise_cols: list = field(default_factory=list, repr=False)
+    draw_base: object = field(default=None, repr=False)
+
+    def data(self, N: int) -> torch.Tensor:
+        if N > self.N_max:
+            raise ValueError(f"N must be <= N_max = {self.N_max}; got {N}")
+        return self.x[:, :N].contiguous()
+
+    def noise_base(self, N: int, kappa: int) -> torch.Tensor:
+        """``(S, N, kappa, D)``: the prefix of the study's noise base (columns drawn lazily)."""
+        draw = self.draw_base or _draw_base
+        while len(self._noise_cols) < kappa:
+            j = len(self._noise_cols)
+            g = _generator(self.seed, self.study.family, "noise", j)
+            col = draw(self.model, self.n_sims, self.N_max, 1, g)
+            self._noise_cols.append(col)
+        return torch.cat([c[:, :N] for c in self._noise_cols[:kappa]], dim=2)
+
+
+def build_problem(study: str | Study, n_sims: int, N_max: int, seed: int = 0, *, draw_base=None) -> StudyProblem:
+    """Draw a study's truth, initialisation and data (noise is drawn lazily per column)."""
+    st = STUDIES[study] if isinstance(study, str) else study
+    if st.family not in FAMILY_BUILDERS:
+        raise ValueError(f"study.family must be one of {sorted(FAMILY_BUILDERS)}; got {st.family!r}")
+    model = FAMILY_BUILDERS[st.family](n_sims, seed, **dict(st.model_kwargs))
+    theta_true = model.random_params(n_sims, generator=_generator(seed, st.family, "truth"))
+    theta0 = model.init_params(n_sims, generator=_generator(seed, st.family, "init"))
+    x = model.sample(theta_true, N_max, generator=_generator(seed, st.name, "data"), **dict(st.sample_kwargs))
+    return StudyProblem(st, seed, n_sims, N_max, model, theta_true, theta0, x, draw_base=draw_base)
+
+
+def _np(t) -> np.ndarray:
+    if t is None:
+        return None
+    if isinstance(t, torch.Tensor):
+        return t.detach().to("cpu").double().numpy() if t.is_floating_point() else t.detach().to("cpu").numpy()
+    return np.asarray(t)
+
+
+def _col(res, name, S, fill=np.nan):
+    v = getattr(res, name, None)
+    if v is None:
+        return np.full(S, fill)
+    a = _np(v)
+    return np.broadcast_to(a, (S,)) if a.ndim == 0 else a
+
+
+def run_cell(problem: StudyProblem, cell: Cell, *, fit=None, device="cpu") -> pd.DataFrame:
+    """Fit one cell (all simulations batched) and return its rows of the tidy table."""
+    if fit is None:
+        from .. import fit
+    S = problem.n_sims
+    x = problem.data(cell.N)
+    kw = dict(method=cell.method, seed=derive_seed(problem.seed, problem.study.name, "fit", cell.method, cell.N, cell.kappa),
+              theta0=problem.theta0, device=device, progress=False)
+    if cell.method in KAPPA_METHODS:
+        kw["kappa"] = cell.kappa
+        kw["noise_base"] = problem.noise_base(cell.N, cell.kappa)
+    if cell.method == "cnce":
+        kw["eps"] = "auto"
+    t0 = time.perf_counter()
+    res = fit(problem.model, x, **kw)
+    seconds = time.perf_counter() - t0
+    theta_hat = res.theta.detach().to(problem.theta_true.device)
+    err = _np(problem.model.error(theta_hat, problem.theta_true))
+    return pd.DataFrame(
+        {
+            "study": problem.study.name,
+            "model": getattr(problem.model, "name", problem.study.family),
+            "method": cell.method,
+            "N": cell.N,
+            "kappa": pd.array([cell.kappa] * S, dtype="Int64"),
+            "sim": np.arange(S),
+            "error": err,
+            "eps": _col(res, "eps", S),
+            "loss": _col(res, "loss", S),
+            "init_loss": _col(res, "init_loss", S),
+            "iterations": _col(res, "n_iter", S, fill=-1).astype(np.int64),
+            "converged": _col(res, "converged", S, fill=False).astype(bool),
+            "grad_norm": _col(res, "grad_norm", S),
+            "theta_true_0": _np(problem.theta_true[:, 0]),
+            "theta_hat_0": _np(theta_hat[:, 0]),
+            "seconds": seconds / S,
+            "cell_seconds": seconds,
+        }
+    )
+
+
+# ---------------------------------------------------------------------------- provenance
+def _git(*args) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def environment_record(device) -> dict:
+    """Package version, git commit, library versions, machine and device of this process."""
+    import scipy
+
+    from .. import __version__
+
+    dirty = _git("status", "--porcelain", "--", "cnce")
+    return {
+        "package_version": __version__,
+        "git_commit": _git("rev-parse", "HEAD"),
+        "git_dirty_package": bool(dirty) if dirty is not None else None,
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+        "pandas": pd.__version__,
+        "scipy": scipy.__version__,
+        "platform": platform.platform(),
+        "hostname": socket.gethostname(),
+        "cpu": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "device": str(device),
+    }
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _check_provenance(prov: dict | None, config: ExperimentConfig, study: str, path: Path) -> None:
+    if prov is None:
+        return
+    want = {"seed": config.seed, "n_sims": config.n_sims, "N_max": config.N_max, "draw_scheme": DRAW_SCHEME}
+    for k, v in want.items():
+        if prov.get(k) != v:
+            raise ValueError(
+                f"results for study {study!r} in {path.parent} were computed with {k} = {prov.get(k)!r}, "
+                f"but this run asks for {k} = {v!r}; pass another results_dir or delete {path.name} and its table"
+            )
+
+
+# ---------------------------------------------------------------------------- running
+def _resolve(name_or_config, scale, seed) -> ExperimentConfig:
+    if isinstance(name_or_config, ExperimentConfig):
+        return name_or_config
+    return get_config(name_or_config, scale, seed)
+
+
+def missing_cells(config: ExperimentConfig, store: ResultStore) -> list[Cell]:
+    """The cells of ``config`` that ``store`` does not hold yet."""
+    out = []
+    for study in config.studies:
+        done = store.done_cells(study, n_sims=config.n_sims)
+        out += [c for c in config.cells_of(study) if c.key() not in done]
+    return out
+
+
+def run(
+    name: str | ExperimentConfig,
+    scale: str = "quick",
+    seed: int = 0,
+    *,
+    results_dir: str | os.PathLike | None = None,
+    device: str = "cpu",
+    progress: bool = True,
+    fit=None,
+    draw_base=None,
+) -> dict:
+    """Compute the cells of experiment ``name`` at ``scale`` that are not stored yet.
+
+    Returns a summary ``{"experiment", "scale", "seed", "results_dir", "cells_total",
+    "cells_run", "wall_seconds"}``. ``fit`` and ``draw_base`` replace :func:`cnce.fit` and
+    :func:`cnce.noise.draw_base` (for tests).
+    """
+    config = _resolve(name, scale, seed)
+    store = ResultStore(results_dir if results_dir is not None else default_results_dir(config.scale, config.seed))
+    t_start = time.perf_counter()
+    todo = missing_cells(config, store)
+    for study in config.studies:
+        _check_provenance(store.read_provenance(study), config, study, store.provenance_path(study))
+    env = environment_record(device) if todo else None
+    bar = None
+    if progress and todo:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(todo), desc=f"{config.name} ({config.scale})", unit="cell", dynamic_ncols=True)
+    n_run = 0
+    try:
+        for study in config.studies:
+            cells = [c for c in todo if c.study == study]
+            if not cells:
+                continue
+            prov = store.read_provenance(study) or {
+                "study": study,
+                "scale": config.scale,
+                "seed": config.seed,
+                "n_sims": config.n_sims,
+                "N_max": config.N_max,
+                "draw_scheme": DRAW_SCHEME,
+                "study_config": {"family": STUDIES[study].family if study in STUDIES else None,
+                                 "model_kwargs": dict(STUDIES[study].model_kwargs) if study in STUDIES else None,
+                                 "sample_kwargs": dict(STUDIES[study].sample_kwargs) if study in STUDIES else None},
+                "runs": [],
+            }
+            entry = {"experiment": config.name, "started": _now(), "finished": None, "status": "running",
+                     "cells_computed": 0, "compute_seconds": 0.0, "wall_seconds": 0.0, **env}
+            prov["runs"].append(entry)
+            t_study = time.perf_counter()
+            if bar is not None:
+                bar.set_postfix_str(f"{study}: drawing data")
+            problem = build_problem(study, config.n_sims, config.N_max, config.seed, draw_base=draw_base)
+            try:
+                for cell in cells:
+                    if bar is not None:
+                        bar.set_postfix_str(str(cell))
+                    rows = run_cell(problem, cell, fit=fit, device=device)
+                    store.append(study, rows, n_sims=config.n_sims)
+                    n_run += 1
+                    entry["cells_computed"] += 1
+                    entry["compute_seconds"] = round(entry["compute_seconds"] + float(rows["cell_seconds"].iloc[0]), 3)
+                    entry["wall_seconds"] = round(time.perf_counter() - t_study, 3)
+                    store.write_provenance(study, prov)
+                    if bar is not None:
+                        bar.update(1)
+                entry["status"] = "complete"
+            except BaseException:
+                entry["status"] = "interrupted"
+                raise
+            finally:
+                entry["finished"] = _now()
+                entry["wall_seconds"] = round(time.perf_counter() - t_study, 3)
+                store.write_provenance(study, prov)
+                del problem
+    finally:
+        if bar is not None:
+            bar.close()
+    return {
+        "experiment": config.name,
+        "scale": config.scale,
+        "seed": config.seed,
+        "results_dir": str(store.root),
+        "cells_total": len(config.cells),
+        "cells_run": n_run,
+        "wall_seconds": round(time.perf_counter() - t_start, 3),
+    }
+
+
+def load_results(
+    name: str | ExperimentConfig,
+    scale: str = "quick",
+    seed: int = 0,
+    *,
+    results_dir: str | os.PathLike | None = None,
+    allow_missing: bool = False,
+) -> pd.DataFrame:
+    """The tidy rows of experiment ``name`` (only its cells), with provenance in ``df.attrs``.
+
+    ``df.attrs["provenance"]`` maps each study to its provenance record. Raises
+    ``ValueError`` listing what is missing unless ``allow_missing``; a corrupt file raises
+    :class:`~cnce.experiments.store.CorruptResultsError`.
+    """
+    config = _resolve(name, scale, seed)
+    store = ResultStore(results_dir if results_dir is not None else default_results_dir(config.scale, config.seed))
+    frames, provs = [], {}
+    for study in config.studies:
+        provs[study] = store.read_provenance(study)
+        _check_provenance(provs[study], config, study, store.provenance_path(study))
+        frames.append(store.load(study, n_sims=config.n_sims))
+    df = pd.concat(frames, ignore_index=True)
+    wanted = pd.DataFrame([{"study": c.study, "method": c.method, "N": c.N, "kappa": c.kappa} for c in config.cells])
+    wanted["kappa"] = wanted["kappa"].astype("Int64")
+    wanted["study"] = wanted["study"].astype("string")
+    wanted["method"] = wanted["method"].astype("string")
+    keys = ["study", "method", "N", "kappa"]
+    df = df.merge(wanted, on=keys, how="inner")
+    have = df[keys].drop_duplicates()
+    n_missing = len(wanted) - len(have)
+    if n_missing and not allow_missing:
+        raise ValueError(
+            f"{n_missing} of {len(wanted)} cells of experiment {config.name!r} at scale {config.scale!r} are missing in "
+            f"{store.root}; run `python -m cnce run {config.name} --scale {config.scale}` first"
+        )
+    df = df.sort_values(keys + ["sim"], na_position="first", kind="stable").reset_index(drop=True)
+    df.attrs["provenance"] = provs
+    df.attrs["experiment"] = config.name
+    df.attrs["scale"] = config.scale
+    df.attrs["seed"] = config.seed
+    df.attrs["results_dir"] = str(store.root)
+    return df
+
+
+def ensure(
+    name: str,
+    scale: str = "quick",
+    seed: int = 0,
+    *,
+    results_dir: str | os.PathLike | None = None,
+    device: str = "cpu",
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Compute whatever cells of ``name`` are missing (nothing if all are stored), then load."""
+    run(name, scale, seed, results_dir=results_dir, device=device, progress=progress)
+    return load_results(name, scale, seed, results_dir=results_dir)
+
+
+def provenance_table(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per study and run behind ``df`` (from :func:`load_results`): when, what, where."""
+    rows = []
+    for study, prov in (df.attrs.get("provenance") or {}).items():
+        if not prov:
+            continue
+        for r in prov.get("runs", []):
+            rows.append({
+                "study": study,
+                "experiment": r.get("experiment"),
+                "finished": r.get("finished"),
+                "status": r.get("status"),
+                "cells": r.get("cells_computed"),
+                "wall_s": r.get("wall_seconds"),
+                "commit": (r.get("git_commit") or "")[:10],
+                "cnce": r.get("package_version"),
+                "torch": r.get("torch"),
+                "device": r.get("device"),
+                "threads": r.get("torch_threads"),
+            })
+    return pd.DataFrame(rows)

@@ -1,0 +1,243 @@
+"""The results store: one tidy CSV table and one provenance record per study.
+
+Layout under a results directory (default ``data/results/<scale>/``)::
+
+    <study>.csv               one row per simulation x N x kappa x method
+    <study>.provenance.json   seed, grids, and one entry per run (package version, git
+                              commit, library versions, device, wall time)
+
+Every write goes to a temporary file in the same directory followed by ``os.replace``, so a
+file on disk is always either the old or the new complete version: an interrupted run
+loses at most the cell it was computing. Reading checks the table (columns, types, whole
+cells) and raises :class:`CorruptResultsError` (a ``ValueError``) naming the file and the
+problem.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["COLUMNS", "CorruptResultsError", "ResultStore", "atomic_write_text", "default_results_dir"]
+
+#: Column -> dtype of the tidy table. ``kappa`` is missing (<NA>) for MLE.
+COLUMNS: dict[str, str] = {
+    "study": "string",
+    "model": "string",
+    "method": "string",
+    "N": "int64",
+    "kappa": "Int64",
+    "sim": "int64",
+    "error": "float64",
+    "eps": "float64",
+    "loss": "float64",
+    "init_loss": "float64",
+    "iterations": "int64",
+    "converged": "bool",
+    "grad_norm": "float64",
+    "theta_true_0": "float64",
+    "theta_hat_0": "float64",
+    "seconds": "float64",
+    "cell_seconds": "float64",
+}
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def default_results_dir(scale: str, seed: int = 0) -> Path:
+    """``data/results/<scale>`` for the default seed 0, ``data/results/<scale>-seed<k>`` otherwise."""
+    base = REPO_ROOT / "data" / "results"
+    return base / (scale if seed == 0 else f"{scale}-seed{seed}")
+
+
+class CorruptResultsError(ValueError):
+    """A results or provenance file exists but cannot be read as a valid table."""
+
+
+def _atomic_write(path: Path, write) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and ``os.replace``."""
+    _atomic_write(path, lambda fh: fh.write(text))
+
+
+class ResultStore:
+    """Tidy results of the studies of one scale and seed, kept in ``root``."""
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root)
+        self._cache: dict[str, tuple[tuple, pd.DataFrame]] = {}
+
+    def _signature(self, path: Path):
+        st = path.stat()
+        return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+    def __repr__(self) -> str:
+        return f"ResultStore({str(self.root)!r})"
+
+    # -------------------------------------------------------------- paths
+    def path(self, study: str) -> Path:
+        return self.root / f"{study}.csv"
+
+    def provenance_path(self, study: str) -> Path:
+        return self.root / f"{study}.provenance.json"
+
+    def studies(self) -> list[str]:
+        return sorted(p.name[: -len(".csv")] for p in self.root.glob("*.csv"))
+
+    # -------------------------------------------------------------- table
+    @staticmethod
+    def empty() -> pd.DataFrame:
+        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in COLUMNS.items()})
+
+    @staticmethod
+    def coerce(df: pd.DataFrame, *, source: str = "rows") -> pd.DataFrame:
+        """Order and type the columns of ``df``; raise ``CorruptResultsError`` if impossible."""
+        missing = [c for c in COLUMNS if c not in df.columns]
+        if missing:
+            raise CorruptResultsError(f"{source}: missing column(s) {missing}; expected {list(COLUMNS)}")
+        out = {}
+        for c, t in COLUMNS.items():
+            col = df[c]
+            try:
+                if t == "bool":
+                    if col.dtype == bool:
+                        out[c] = col
+                    else:
+                        mapped = col.astype("string").str.strip().str.lower().map({"true": True, "false": False, "1": True, "0": False})
+                        if mapped.isna().any():
+                            raise ValueError(f"non-boolean value {col[mapped.isna()].iloc[0]!r}")
+                        out[c] = mapped.astype(bool)
+                elif t == "string":
+                    if col.isna().any():
+                        raise ValueError("empty value")
+                    out[c] = col.astype("string")
+                elif t == "Int64":
+                    num = pd.to_numeric(col, errors="raise")
+                    if (num.dropna() % 1 != 0).any():
+                        raise ValueError("non-integer value")
+                    out[c] = num.astype("Int64")
+                elif t == "int64":
+                    num = pd.to_numeric(col, errors="raise")
+                    if num.isna().any() or (num % 1 != 0).any():
+                        raise ValueError("missing or non-integer value")
+                    out[c] = num.astype("int64")
+                else:
+                    out[c] = pd.to_numeric(col, errors="raise").astype("float64")
+            except (ValueError, TypeError) as exc:
+                raise CorruptResultsError(f"{source}: column {c!r} cannot be read as {t}: {exc}") from exc
+        return pd.DataFrame(out, index=range(len(df)))
+
+    def load(self, study: str, *, n_sims: int | None = None) -> pd.DataFrame:
+        """The study's table (empty if there is no file yet).
+
+        Raises :class:`CorruptResultsError` naming the file when it cannot be parsed, lacks
+        columns, holds values of the wrong type, or holds a cell without exactly ``n_sims``
+        distinct simulations.
+        """
+        path = self.path(study)
+        if not path.exists():
+            return self.empty()
+        cached = self._cache.get(study)
+        if cached is not None and cached[0] == self._signature(path):
+            df = cached[1]
+            self.check_cells(df, n_sims=n_sims, source=f"results file {path}")
+            return df.copy()
+        hint = "delete it (or restore it with git) and rerun to recompute"
+        try:
+            raw = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
+            raise CorruptResultsError(f"results file {path} is corrupt ({type(exc).__name__}: {exc}); {hint}") from exc
+        try:
+            df = self.coerce(raw, source=f"results file {path}")
+            self.check_cells(df, n_sims=n_sims, source=f"results file {path}")
+        except CorruptResultsError as exc:
+            raise CorruptResultsError(f"{exc}; {hint}") from exc
+        if (df["study"] != study).any():
+            raise CorruptResultsError(f"results file {path} holds rows of another study ({df['study'].unique().tolist()}); {hint}")
+        self._cache[study] = (self._signature(path), df)
+        return df.copy()
+
+    @staticmethod
+    def check_cells(df: pd.DataFrame, *, n_sims: int | None = None, source: str = "rows") -> None:
+        if df.empty:
+            return
+        keys = ["study", "method", "N", "kappa"]
+        g = df.assign(kappa=df["kappa"].fillna(-1)).groupby(keys, sort=False)["sim"]
+        sizes, uniq = g.size(), g.nunique()
+        bad = sizes[(sizes != uniq) | ((sizes != n_sims) if n_sims is not None else False)]
+        if len(bad):
+            key = bad.index[0]
+            raise CorruptResultsError(
+                f"{source}: cell {dict(zip(keys, key))} has {int(bad.iloc[0])} rows "
+                f"({int(uniq.loc[key])} distinct simulations); expected {n_sims if n_sims is not None else 'one per simulation'}"
+            )
+
+    def done_cells(self, study: str, *, n_sims: int | None = None) -> set[tuple]:
+        """``{(method, N, kappa)}`` of the cells already stored (kappa ``None`` for MLE)."""
+        df = self.load(study, n_sims=n_sims)
+        out = set()
+        for m, n, k in df[["method", "N", "kappa"]].drop_duplicates().itertuples(index=False):
+            out.add((str(m), int(n), None if pd.isna(k) else int(k)))
+        return out
+
+    def append(self, study: str, rows: pd.DataFrame, *, n_sims: int | None = None) -> pd.DataFrame:
+        """Add ``rows`` (whole cells) to the study's table and write it atomically."""
+        new = self.coerce(rows, source="new rows")
+        old = self.load(study, n_sims=n_sims)
+        df = new if old.empty else pd.concat([old, new], ignore_index=True)
+        self.check_cells(df, n_sims=n_sims, source=f"results for {study}")
+        df = df.sort_values(["method", "kappa", "N", "sim"], na_position="first", kind="stable").reset_index(drop=True)
+        self.write(study, df)
+        return df
+
+    def write(self, study: str, df: pd.DataFrame) -> None:
+        df = self.coerce(df, source="table")
+        self._cache.pop(study, None)
+        _atomic_write(self.path(study), lambda fh: df.to_csv(fh, index=False, float_format="%.9g"))
+
+    # -------------------------------------------------------------- provenance
+    def read_provenance(self, study: str) -> dict | None:
+        path = self.provenance_path(study)
+        if not path.exists():
+            return None
+        try:
+            prov = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise CorruptResultsError(f"provenance file {path} is not valid JSON ({exc}); delete it and the table beside it, or restore them with git") from exc
+        if not isinstance(prov, dict):
+            raise CorruptResultsError(f"provenance file {path} must hold a JSON object; got {type(prov).__name__}")
+        return prov
+
+    def write_provenance(self, study: str, prov: dict) -> None:
+        atomic_write_text(self.provenance_path(study), json.dumps(prov, indent=2, sort_keys=False, default=_json_default) + "\n")
+
+
+def _json_default(o):
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")

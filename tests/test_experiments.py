@@ -1,0 +1,265 @@
+"""The experiment runner: grid expansion, resume after an interruption, atomic writes,
+clear errors for corrupt files. A tiny fake model and a fake (but deterministic) fit keep
+these tests fast and independent of the estimator."""
+from __future__ import annotations
+
+import json
+import os
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from cnce.experiments import configs, runner, store as store_mod
+from cnce.experiments.configs import Cell, ExperimentConfig, Study, get_config
+from cnce.experiments.store import CorruptResultsError, ResultStore
+
+
+# ----------------------------------------------------------------------------- fakes
+class FakeModel:
+    name = "fake"
+    dim = 2
+    n_params = 2
+
+    def random_params(self, S, generator=None):
+        return 1.0 + torch.rand(S, 2, generator=generator, dtype=torch.float64)
+
+    def init_params(self, S, generator=None):
+        return torch.rand(S, 2, generator=generator, dtype=torch.float64)
+
+    def sample(self, theta, n, generator=None, shift=0.0):
+        return theta[:, None, :] + shift + torch.randn(theta.shape[0], n, 2, generator=generator, dtype=torch.float64)
+
+    def error(self, theta_hat, theta_true):
+        return ((theta_hat - theta_true) ** 2).sum(-1)
+
+
+def fake_draw_base(model, S, N, kappa, generator):
+    return torch.randn(S, N, kappa, model.dim, generator=generator, dtype=torch.float64)
+
+
+class FakeFit:
+    """Deterministic in its inputs; optionally raises on the k-th call (an interruption)."""
+
+    def __init__(self, fail_at=None):
+        self.calls = []
+        self.fail_at = fail_at
+
+    def __call__(self, model, x, method="cnce", kappa=10, eps="auto", seed=0, theta0=None, noise_base=None, device="cpu", progress=False):
+        self.calls.append((method, x.shape[1], kappa if noise_base is not None else None))
+        if self.fail_at is not None and len(self.calls) == self.fail_at:
+            raise KeyboardInterrupt
+        S = x.shape[0]
+        theta = x.mean(1)
+        if noise_base is not None:
+            assert noise_base.shape == (S, x.shape[1], kappa, model.dim)
+            theta = theta + 0.1 * noise_base.mean(dim=(1, 2))
+        return SimpleNamespace(
+            theta=theta, eps=torch.full((S,), 0.5), loss=torch.zeros(S), init_loss=torch.ones(S),
+            n_iter=torch.full((S,), 7), converged=torch.ones(S, dtype=torch.bool), grad_norm=torch.full((S,), 1e-9),
+            seconds=0.0, method=method, kappa=kappa,
+        )
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    monkeypatch.setitem(runner.FAMILY_BUILDERS, "fake", lambda S, seed, **kw: FakeModel())
+    monkeypatch.setitem(configs.STUDIES, "fake-a", Study("fake-a", "fake"))
+    monkeypatch.setitem(configs.STUDIES, "fake-b", Study("fake-b", "fake", sample_kwargs=(("shift", 3.0),)))
+    cells = tuple(sorted(
+        [Cell(s, m, k, n) for s in ("fake-a", "fake-b") for m in ("cnce", "nce") for k in (2, 5) for n in (10, 40)]
+        + [Cell(s, "mle", None, n) for s in ("fake-a", "fake-b") for n in (10, 40)],
+        key=Cell.sort_key,
+    ))
+    return ExperimentConfig(name="fakefig", figure="Fig. 0", description="fake", scale="quick", seed=0, n_sims=4,
+                            N_max=40, kappa_max=5, studies=("fake-a", "fake-b"), cells=cells)
+
+
+def _run(cfg, path, fit):
+    return runner.run(cfg, results_dir=path, fit=fit, draw_base=fake_draw_base, progress=False)
+
+
+NUMERIC = ["error", "eps", "loss", "init_loss", "iterations", "grad_norm", "theta_true_0", "theta_hat_0"]
+
+
+# ----------------------------------------------------------------------------- configs
+def test_paper_grids_expand_to_the_papers_cells():
+    cfg = get_config("consistency", "paper")
+    assert cfg.n_sims == 100 and cfg.N_max == 20000
+    Ns, kappas = (100, 500, 1000, 5000, 10000, 20000), (2, 6, 10, 20)
+    want = {Cell(s, "cnce", k, n) for s in ("gaussian", "ica") for k in kappas for n in Ns}
+    want |= {Cell(s, "mle", None, n) for s in ("gaussian", "ica") for n in Ns}
+    assert set(cfg.cells) == want and len(cfg.cells) == 60
+
+    nce = get_config("nce", "paper")
+    sweep = {(c.method, c.kappa) for c in nce.cells if c.N == 5000 and c.study == "ica"}
+    assert {("nce", k) for k in (2, 4, 6, 8, 10, 20, 40, 60)} <= sweep
+    assert {("cnce", k) for k in (2, 4, 6, 8, 10, 20, 40, 60)} <= sweep
+    assert len(set(nce.cells)) == len(nce.cells)  # shared cells (kappa grid at N = 5000) appear once
+
+    ring = get_config("ring", "paper")
+    assert {c.kappa for c in ring.cells if c.method != "mle"} == {10}
+    assert {c.study for c in ring.cells} == {"ring-exact", "ring-authors"}
+    assert {c.method for c in ring.cells} == {"cnce", "nce", "mle"}
+
+
+def test_quick_scale_is_smaller_and_every_figure_resolves():
+    for name in configs.FIGURES:
+        q, p = get_config(name, "quick"), get_config(name, "paper")
+        assert q.n_sims < p.n_sims and len(q.cells) <= len(p.cells)
+        assert all(c.N <= q.N_max for c in q.cells)
+
+
+@pytest.mark.parametrize("kw, arg", [({"name": "fig9"}, "name"), ({"scale": "huge"}, "scale"), ({"seed": -1}, "seed")])
+def test_bad_config_arguments_name_themselves(kw, arg):
+    args = {"name": "consistency", "scale": "quick", "seed": 0, **kw}
+    with pytest.raises(ValueError, match=arg):
+        get_config(**args)
+
+
+def test_derived_seeds_are_stable_and_distinct():
+    a = runner.derive_seed(0, "gaussian", "truth")
+    assert a == runner.derive_seed(0, "gaussian", "truth")
+    assert len({a, runner.derive_seed(1, "gaussian", "truth"), runner.derive_seed(0, "gaussian", "data"), runner.derive_seed(0, "ica", "truth")}) == 4
+    assert 0 <= a < 2**63
+
+
+# ----------------------------------------------------------------------------- runner
+def test_run_writes_tidy_table_with_provenance_and_skips_done_cells(fake, tmp_path):
+    fit = FakeFit()
+    summary = _run(fake, tmp_path, fit)
+    assert summary["cells_run"] == len(fake.cells) == len(fit.calls)
+    df = runner.load_results(fake, results_dir=tmp_path)
+    assert len(df) == len(fake.cells) * fake.n_sims
+    assert list(df.columns) == list(store_mod.COLUMNS)
+    assert df.loc[df.method == "mle", "kappa"].isna().all()
+    assert df.loc[df.method != "mle", "kappa"].notna().all()
+    prov = json.loads((tmp_path / "fake-a.provenance.json").read_text())
+    assert prov["seed"] == 0 and prov["n_sims"] == 4 and prov["runs"][-1]["status"] == "complete"
+    for key in ("package_version", "git_commit", "torch", "numpy", "device", "wall_seconds"):
+        assert key in prov["runs"][-1]
+    # a second run finds everything stored and fits nothing
+    fit2 = FakeFit()
+    assert _run(fake, tmp_path, fit2)["cells_run"] == 0 and fit2.calls == []
+
+
+def test_interrupted_run_resumes_and_matches_an_uninterrupted_run(fake, tmp_path):
+    full = tmp_path / "full"
+    _run(fake, full, FakeFit())
+    part = tmp_path / "part"
+    with pytest.raises(KeyboardInterrupt):
+        _run(fake, part, FakeFit(fail_at=4))
+    store = ResultStore(part)
+    assert len(runner.missing_cells(fake, store)) == len(fake.cells) - 3
+    assert json.loads((part / "fake-a.provenance.json").read_text())["runs"][-1]["status"] == "interrupted"
+    assert not [p for p in part.iterdir() if p.name.endswith(".tmp")]
+    fit = FakeFit()
+    _run(fake, part, fit)
+    assert len(fit.calls) == len(fake.cells) - 3
+    a = runner.load_results(fake, results_dir=full)
+    b = runner.load_results(fake, results_dir=part)
+    pd.testing.assert_frame_equal(a[NUMERIC], b[NUMERIC])
+
+
+def test_noise_base_of_a_cell_is_a_prefix_of_the_studys_base(fake):
+    prob = runner.build_problem("fake-a", 3, 40, seed=0, draw_base=fake_draw_base)
+    small = prob.noise_base(10, 2).clone()
+    big = prob.noise_base(40, 5)
+    assert torch.equal(big[:, :10, :2], small)
+    prob2 = runner.build_problem("fake-a", 3, 40, seed=0, draw_base=fake_draw_base)
+    assert torch.equal(prob2.noise_base(40, 5), big)  # independent of the order of requests
+    assert torch.equal(prob2.x, prob.x)
+    other = runner.build_problem("fake-b", 3, 40, seed=0, draw_base=fake_draw_base)
+    assert torch.equal(other.theta_true, prob.theta_true)  # same family: same truth
+    assert not torch.equal(other.x - 3.0, prob.x)  # its own data
+
+
+def test_seed_mismatch_with_stored_results_is_refused(fake, tmp_path):
+    _run(fake, tmp_path, FakeFit())
+    other = ExperimentConfig(**{**fake.__dict__, "seed": 1})
+    with pytest.raises(ValueError, match="seed"):
+        _run(other, tmp_path, FakeFit())
+
+
+# ----------------------------------------------------------------------------- store
+def test_atomic_write_keeps_the_old_file_when_writing_fails(fake, tmp_path, monkeypatch):
+    _run(fake, tmp_path, FakeFit())
+    path = tmp_path / "fake-a.csv"
+    before = path.read_bytes()
+    st = ResultStore(tmp_path)
+    df = st.load("fake-a")
+
+    def broken_to_csv(self, fh, **kw):
+        fh.write("study,model,method\nfake-a,fa")  # half a file, then the process "dies"
+        raise OSError("disk full")
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", broken_to_csv)
+    with pytest.raises(OSError, match="disk full"):
+        st.write("fake-a", df)
+    assert path.read_bytes() == before
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize(
+    "content, match",
+    [
+        (b"\x00\xff\xfe garbage", "corrupt|cannot be read|missing column"),
+        (b"study,model\nfake-a,fake\n", "missing column"),
+        (None, "cell"),  # a table cut after a few rows: a cell without all simulations
+        (b"", "corrupt"),
+    ],
+)
+def test_corrupt_results_file_gives_a_clear_error(fake, tmp_path, content, match):
+    _run(fake, tmp_path, FakeFit())
+    path = tmp_path / "fake-a.csv"
+    if content is None:
+        lines = path.read_text().splitlines()
+        path.write_text("\n".join(lines[:3]) + "\n")
+    else:
+        path.write_bytes(content)
+    with pytest.raises(CorruptResultsError, match=match) as info:
+        ResultStore(tmp_path).load("fake-a", n_sims=4)
+    assert str(path) in str(info.value)
+    assert isinstance(info.value, ValueError)
+    with pytest.raises(CorruptResultsError):
+        _run(fake, tmp_path, FakeFit())
+
+
+def test_non_numeric_value_is_reported_with_its_column(fake, tmp_path):
+    _run(fake, tmp_path, FakeFit())
+    path = tmp_path / "fake-a.csv"
+    df = pd.read_csv(path, dtype=str)
+    df.loc[2, "error"] = "oops"
+    df.to_csv(path, index=False)
+    with pytest.raises(CorruptResultsError, match="'error'"):
+        ResultStore(tmp_path).load("fake-a")
+
+
+def test_corrupt_provenance_gives_a_clear_error(fake, tmp_path):
+    _run(fake, tmp_path, FakeFit())
+    (tmp_path / "fake-b.provenance.json").write_text("{not json")
+    with pytest.raises(CorruptResultsError, match="provenance"):
+        runner.load_results(fake, results_dir=tmp_path)
+
+
+def test_load_results_reports_missing_cells(fake, tmp_path):
+    with pytest.raises(ValueError, match="missing"):
+        runner.load_results(fake, results_dir=tmp_path)
+    assert runner.load_results(fake, results_dir=tmp_path, allow_missing=True).empty
+
+
+# ----------------------------------------------------------------------------- CLI
+def test_cli_lists_and_runs(monkeypatch, tmp_path, capsys):
+    from cnce.cli import main
+
+    assert main(["list", "--scale", "paper", "--results-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "consistency" in out and "Fig. 2a-b" in out and "100" in out
+    seen = {}
+    monkeypatch.setattr(runner, "run", lambda name, scale, seed, **kw: seen.setdefault(name, (scale, seed)) and {"wall_seconds": 0.0} or {"wall_seconds": 0.0})
+    assert main(["run", "ring", "--scale", "paper", "--no-progress", "--results-dir", str(tmp_path)]) == 0
+    assert seen == {"ring": ("paper", 0)}
+    with pytest.raises(SystemExit):
+        main(["run", "nonsense"])
