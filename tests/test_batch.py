@@ -1,0 +1,127 @@
+"""The papermill batch command and the golden machinery, on tiny notebooks made here."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cnce import batch
+from cnce.cli import main
+
+OK_NB = '''# %% [markdown]
+# # A notebook that works
+
+# %% tags=["parameters"]
+scale = "quick"
+seed = 0
+alpha = 1.5
+
+# %%
+print("scale", scale, "seed", seed, "alpha", alpha)
+'''
+
+BAD_NB = '''# %% [markdown]
+# # A notebook that fails
+
+# %% tags=["parameters"]
+scale = "quick"
+seed = 0
+
+# %%
+raise ZeroDivisionError("on purpose")
+'''
+
+
+@pytest.fixture
+def nb_dir(tmp_path):
+    d = tmp_path / "notebooks"
+    d.mkdir()
+    (d / "01_ok.py").write_text(OK_NB)
+    (d / "02_bad.py").write_text(BAD_NB)
+    return d
+
+
+def test_find_notebooks_by_prefix_stem_and_file(nb_dir):
+    assert [p.name for p in batch.find_notebooks(None, nb_dir)] == ["01_ok.py", "02_bad.py"]
+    assert [p.name for p in batch.find_notebooks(["02"], nb_dir)] == ["02_bad.py"]
+    assert [p.name for p in batch.find_notebooks(["01_ok", "01_ok.py"], nb_dir)] == ["01_ok.py"]
+    assert [p.name for p in batch.find_notebooks([str(nb_dir / "02_bad.py")], nb_dir)] == ["02_bad.py"]
+
+
+def test_find_notebooks_rejects_unknown_and_ambiguous_names(nb_dir):
+    with pytest.raises(ValueError, match="matches no notebook.*available: 01_ok, 02_bad"):
+        batch.find_notebooks(["99"], nb_dir)
+    with pytest.raises(ValueError, match="ambiguous"):
+        batch.find_notebooks(["0"], nb_dir)
+    with pytest.raises(ValueError, match="notebooks_dir"):
+        batch.find_notebooks(None, nb_dir / "missing")
+
+
+def test_parse_parameter():
+    assert batch.parse_parameter("3") == 3
+    assert batch.parse_parameter("0.5") == 0.5
+    assert batch.parse_parameter("[1, 2]") == [1, 2]
+    assert batch.parse_parameter("true") is True
+    assert batch.parse_parameter("None") is None
+    assert batch.parse_parameter("cuda") == "cuda"
+
+
+def test_notebook_parameters(nb_dir):
+    nb = batch.read_notebook(nb_dir / "01_ok.py")
+    assert batch.notebook_parameters(nb) == {"scale": "quick", "seed": 0, "alpha": 1.5}
+
+
+def test_run_batch_validates_arguments(nb_dir, tmp_path):
+    with pytest.raises(ValueError, match="scale"):
+        batch.run_batch(scale="huge", notebooks_dir=nb_dir, out=tmp_path / "o")
+    with pytest.raises(ValueError, match="threads"):
+        batch.run_batch(threads=0, notebooks_dir=nb_dir, out=tmp_path / "o")
+
+
+def test_batch_command_runs_all_records_failures_and_exits_nonzero(nb_dir, tmp_path, capsys):
+    out = tmp_path / "run"
+    rc = main(["batch", "--notebooks-dir", str(nb_dir), "--out", str(out), "--threads", "1",
+               "-p", "alpha", "2.5", "-p", "device", "cpu"])
+    assert rc == 1
+    err = capsys.readouterr().err
+    assert "FAILED: 02_bad" in err and "ZeroDivisionError" in err
+    summary = json.loads((out / "summary.json").read_text())
+    rows = {r["notebook"]: r for r in summary["notebooks"]}
+    assert rows["01_ok"]["status"] == "ok" and rows["02_bad"]["status"] == "failed"
+    assert rows["01_ok"]["parameters"] == {"scale": "quick", "alpha": 2.5}
+    assert rows["01_ok"]["ignored_parameters"] == {"device": "cpu"}
+    assert rows["01_ok"]["wall_s"] > 0
+    assert (out / "summary.csv").read_text().splitlines()[0].startswith("notebook,status,wall_s,parameters")
+    executed = json.loads((out / "01_ok.ipynb").read_text())
+    text = "".join("".join(o.get("text", "")) for c in executed["cells"] for o in c.get("outputs", []))
+    assert "alpha 2.5" in text
+    assert (out / "02_bad.ipynb").exists()  # papermill keeps the partly executed notebook
+
+
+def test_batch_command_succeeds_on_chosen_notebook(nb_dir, tmp_path):
+    out = tmp_path / "run"
+    assert main(["batch", "01", "--notebooks-dir", str(nb_dir), "--out", str(out), "--scale", "paper"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["scale"] == "paper"
+    assert [r["notebook"] for r in summary["notebooks"]] == ["01_ok"]
+
+
+def test_batch_command_rejects_unknown_notebook(nb_dir, tmp_path, capsys):
+    assert main(["batch", "nope", "--notebooks-dir", str(nb_dir), "--out", str(tmp_path / "o")]) == 2
+    assert "matches no notebook" in capsys.readouterr().err
+
+
+def test_goldens_command_writes_goldens_without_images(nb_dir, tmp_path):
+    gdir = tmp_path / "golden"
+    (nb_dir / "02_bad.py").unlink()
+    assert main(["goldens", "--notebooks-dir", str(nb_dir), "--golden-dir", str(gdir)]) == 0
+    golden = batch.read_notebook(gdir / "01_ok.ipynb")
+    assert batch.code_cells(golden) == batch.code_cells(batch.read_notebook(nb_dir / "01_ok.py"))
+    outputs = [o for c in golden.cells if c.cell_type == "code" for o in c.outputs]
+    assert any("alpha 1.5" in o.get("text", "") for o in outputs)
+
+
+def test_goldens_command_names_failures(nb_dir, tmp_path, capsys):
+    assert main(["goldens", "--notebooks-dir", str(nb_dir), "--golden-dir", str(tmp_path / "g")]) == 1
+    assert "02_bad" in capsys.readouterr().err
