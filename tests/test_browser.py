@@ -1,0 +1,206 @@
+"""Open every page of the built book in headless Chromium and check what a reader sees.
+
+For each page (the table of contents' pages and every notebook): the page loads without
+JavaScript errors, every figure is a loaded image of non-trivial size, MathJax typeset the
+math (no raw ``$$``, ``\\[`` or ``\\(`` left in the text), and every link inside the book
+points to an existing page and anchor. A full-page screenshot of each page is saved under
+``runs/browser-<UTC timestamp>/``.
+
+The book is reused when ``_build/html`` was built from the current sources (as
+``scripts/test.sh`` does just before pytest); otherwise the test builds it. Skipped where no
+Chromium (``/usr/bin/chromium`` or ``$CNCE_CHROMIUM``) or no ``playwright`` package exists.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+import yaml
+
+from cnce.batch import book_is_current, build_book, find_notebooks, repo_root
+
+pytestmark = pytest.mark.browser
+
+ROOT = repo_root()
+HTML = ROOT / "_build" / "html"
+CHROMIUM = os.environ.get("CNCE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+MIN_FIGURE_PX = 40  # a real plot is far larger; a broken or placeholder image is 0 or a few px
+
+
+def _pages() -> list[str]:
+    """Docnames of the book's pages, from _toc.yml (globs expanded like the notebooks')."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    names = [toc["root"]]
+    for part in toc.get("parts", []):
+        for ch in part.get("chapters", []):
+            if "file" in ch:
+                names.append(ch["file"])
+            elif "glob" in ch:
+                names += sorted(str(p.relative_to(ROOT).with_suffix(""))
+                                for p in ROOT.glob(ch["glob"]) if p.suffix in (".py", ".md", ".ipynb"))
+    for nb in find_notebooks():  # every notebook must have a page, whatever the TOC says
+        name = f"notebooks/{nb.stem}"
+        if name not in names:
+            names.append(name)
+    return names
+
+
+PAGES = _pages()
+
+
+class _Ids(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        for k, v in attrs:
+            if k in ("id", "name") and v:
+                self.ids.add(v)
+
+
+_ID_CACHE: dict[Path, set[str]] = {}
+
+
+def _ids_of(path: Path) -> set[str]:
+    if path not in _ID_CACHE:
+        p = _Ids()
+        p.feed(path.read_text(errors="replace"))
+        _ID_CACHE[path] = p.ids
+    return _ID_CACHE[path]
+
+
+@pytest.fixture(scope="session")
+def book() -> Path:
+    if not book_is_current():
+        build_book(strict=True)
+    assert (HTML / "index.html").is_file()
+    return HTML
+
+
+@pytest.fixture(scope="session")
+def shots_dir() -> Path:
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    d = ROOT / "runs" / f"browser-{stamp}"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory):
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (scripts/test.sh installs Debian's chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    with sync_api.sync_playwright() as pw:
+        ctx = pw.chromium.launch_persistent_context(
+            str(profile), executable_path=CHROMIUM, headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync"],
+            viewport={"width": 1280, "height": 900},
+        )
+        try:
+            yield ctx
+        finally:
+            ctx.close()
+
+
+_PAGE_REPORT_JS = r"""
+async () => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    await MathJax.startup.promise;
+  }
+  const main = document.querySelector('main') || document.body;
+  const imgs = Array.from(main.querySelectorAll('img')).map(img => ({
+    src: img.getAttribute('src') || '', complete: img.complete,
+    w: img.naturalWidth, h: img.naturalHeight,
+    shownW: img.getBoundingClientRect().width, shownH: img.getBoundingClientRect().height,
+    output: !!img.closest('.cell_output, figure, .output'),
+  }));
+  const clone = main.cloneNode(true);
+  clone.querySelectorAll('pre, code, script, style, mjx-container, .MathJax, textarea').forEach(e => e.remove());
+  const links = Array.from(document.querySelectorAll('a[href]')).map(a => a.href);
+  return {
+    title: document.title,
+    mathjax: !!window.MathJax,
+    mathNodes: main.querySelectorAll('.math, .amsmath, div.math, span.math').length,
+    typeset: main.querySelectorAll('mjx-container').length,
+    mjxErrors: main.querySelectorAll('mjx-merror, [data-mjx-error]').length,
+    text: clone.innerText,
+    imgs, links,
+  };
+}
+"""
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_in_browser(page, book, browser, shots_dir):
+    path = book / f"{page}.html"
+    assert path.is_file(), f"page {page} was not built ({path} missing)"
+    tab = browser.new_page()
+    errors: list[str] = []
+    tab.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        resp = tab.goto(path.as_uri(), wait_until="load", timeout=60_000)
+        assert resp is None or resp.ok, f"{page}: load failed"
+        report = tab.evaluate(_PAGE_REPORT_JS)
+        tab.screenshot(path=str(shots_dir / f"{page.replace('/', '__')}.png"), full_page=True)
+    finally:
+        tab.close()
+
+    assert report["title"].strip(), f"{page}: empty title"
+    assert not errors, f"{page}: JavaScript errors: {errors}"
+
+    # Figures: every image shown in the page body is loaded and not a stub.
+    for img in report["imgs"]:
+        assert img["complete"] and img["w"] > 0, f"{page}: image {img['src']!r} did not load"
+        if img["output"]:
+            assert min(img["w"], img["h"]) >= MIN_FIGURE_PX, f"{page}: figure {img['src']!r} is only {img['w']}x{img['h']} px"
+            assert img["shownW"] > 0 and img["shownH"] > 0, f"{page}: figure {img['src']!r} is not displayed"
+
+    # Math: MathJax ran and left no raw TeX delimiters in the visible text.
+    if report["mathNodes"]:
+        assert report["mathjax"], f"{page}: has math but MathJax did not load"
+        assert report["typeset"] >= 1, f"{page}: MathJax typeset nothing"
+        assert report["mjxErrors"] == 0, f"{page}: MathJax reported {report['mjxErrors']} TeX errors"
+    text = report["text"]
+    for raw in ("$$", "\\[", "\\]", "\\(", "\\)", "\\begin{"):
+        assert raw not in text, f"{page}: raw TeX {raw!r} left in the page: ...{_around(text, raw)}..."
+    m = re.search(r"\$[^$\n]{1,80}\$", text)
+    assert m is None, f"{page}: raw inline math {m.group(0)!r} left in the page"
+
+    # Links inside the book: target file exists, and so does the anchor.
+    broken = []
+    for href in report["links"]:
+        url = urlparse(href)
+        if url.scheme != "file":
+            continue
+        target = Path(unquote(url.path))
+        if HTML not in target.parents and target != HTML:
+            broken.append(f"{href} (outside the book)")
+            continue
+        if target.is_dir():
+            target = target / "index.html"
+        if not target.is_file():
+            broken.append(href)
+        elif url.fragment and target.suffix == ".html" and unquote(url.fragment) not in _ids_of(target):
+            broken.append(f"{href} (no anchor #{url.fragment})")
+    assert not broken, f"{page}: broken links: {broken}"
+
+
+def _around(text: str, needle: str, width: int = 40) -> str:
+    i = text.find(needle)
+    return text[max(0, i - width): i + width].replace("\n", " ")
+
+
+def test_every_notebook_has_a_page(book):
+    missing = [nb.stem for nb in find_notebooks() if not (book / "notebooks" / f"{nb.stem}.html").is_file()]
+    assert not missing, f"notebooks without a page in _build/html: {missing}"
+    reports = sorted(p.name for p in (book / "reports").glob("*.err.log")) if (book / "reports").is_dir() else []
+    assert not reports, f"notebooks that failed during the build: {reports}"
