@@ -1,0 +1,93 @@
+"""Named configurations of the image-model training: ``quick``, ``demo`` and ``paper``.
+
+* ``paper``: the paper's layer sizes (Supp. D.1, Table 1) and the authors' schedule
+  (200k/200k/150k/100k patches, 40/20/20/20 meta-iterations of 10 line-search steps). Meant
+  for a GPU (``device="auto"``); the authors' CPU code needed 1-2 days.
+* ``demo``: the full-width first layer (600 -> 600) and full second layer, on fewer patches
+  and meta-iterations, so that it trains on two CPU cores in about half an hour.
+* ``quick``: D = 600 but few units and a short schedule; what CI and the notebook tests run.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+
+__all__ = ["ImageConfig", "CONFIGS", "get_config"]
+
+
+@dataclass(frozen=True)
+class ImageConfig:
+    name: str
+    # data
+    patch: int = 32
+    D: int = 600
+    n_whiten: int = 50_000
+    # layer sizes (Table 1)
+    K1: int = 600
+    K2: int = 200
+    D3: int = 196
+    K3: int = 60
+    K4: int = 30
+    # CNCE
+    kappa: int = 6
+    eps_n: int = 2_000  # data points used by the epsilon rule
+    # schedule per layer: patches per meta-iteration, meta-iterations, optimiser steps each
+    n_patches: tuple[int, int, int, int] = (200_000, 200_000, 150_000, 100_000)
+    meta_iters: tuple[int, int, int, int] = (40, 20, 20, 20)
+    optimizer: str = "lbfgs"  # "lbfgs": `steps` line-search steps per meta-iteration (authors' style)
+    steps: int = 10
+    lr: float = 1e-2  # Adam: one pass over each fresh sample in minibatches of `batch`
+    batch: int = 250
+    chunk: int = 4_096  # data points per evaluation chunk (bounds memory)
+    # Supp. D.2: CNCE vs NCE first-layer features from a common initialisation
+    compare_K1: int = 100
+    compare_n: int = 20_000
+    compare_meta: int = 11
+
+    def sizes(self) -> dict:
+        return dict(D=self.D, K1=self.K1, K2=self.K2, D3=self.D3, K3=self.K3, K4=self.K4)
+
+    def for_comparison(self) -> "ImageConfig":
+        """The smaller first layer trained for the CNCE/NCE comparison of Supp. D.2."""
+        n = (self.compare_n,) + self.n_patches[1:]
+        m = (self.compare_meta,) + self.meta_iters[1:]
+        return replace(self, name=f"{self.name}-compare", K1=self.compare_K1, n_patches=n, meta_iters=m)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+CONFIGS: dict[str, ImageConfig] = {
+    "paper": ImageConfig(name="paper"),
+    "demo": ImageConfig(
+        name="demo",
+        n_whiten=30_000,
+        n_patches=(8_000, 8_000, 8_000, 8_000),
+        meta_iters=(24, 8, 8, 8),
+        compare_n=4_000,
+        compare_meta=11,
+    ),
+    "quick": ImageConfig(
+        name="quick",
+        n_whiten=10_000,
+        K1=64,
+        K2=32,
+        D3=28,
+        K3=16,
+        K4=8,
+        eps_n=1_000,
+        n_patches=(3_000, 3_000, 3_000, 3_000),
+        meta_iters=(4, 2, 2, 2),
+        compare_K1=16,
+        compare_n=1_000,
+        compare_meta=3,
+    ),
+}
+
+
+def get_config(name: str | ImageConfig) -> ImageConfig:
+    """Look up a named configuration (``quick``, ``demo``, ``paper``); configs pass through."""
+    if isinstance(name, ImageConfig):
+        return name
+    if name not in CONFIGS:
+        raise ValueError(f"config must be one of {sorted(CONFIGS)}; got {name!r}")
+    return CONFIGS[name]

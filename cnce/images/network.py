@@ -1,0 +1,161 @@
+"""The four-layer unnormalised neural image model of Section 4 (Eqs. 18-25, footnote 1).
+
+Only the *effective* model ``log phi~`` is computed: the Gaussian term ``-u.u/2`` of Eq. (18)
+cancels against the one in the conditional noise of Eq. (19), so that G depends on ``phi~``
+and the effective noise ``p~_c`` alone (Eq. 20).
+
+Layers (Table 1 of Supp. D.1 for the paper's sizes ``D, K1, K2, D3, K3, K4``)::
+
+    u~  = gain_control(u)                          Eq. (21), u in the D-dim PCA space
+    z1  = W1 u~                                    Eq. (22)   K1 x D
+    z2  = log((W2**2) z1**2 + 1)                   Eq. (23)   K2 x K1, squared weights
+    u3  = gain_control(whiten2(z2))                whitening of z2 to D3 dims, then Eq. (21)
+    z3  = W3 u3                                    Eq. (24)   K3 x D3
+    z4  = (W4**2) z3                               Eq. (24)   K4 x K3, squared weights
+    log phi~^(L) = sum_j f_th(z_j^(L) + b_j^(L))   Eq. (25), L = 2, 3, 4
+    log phi~^(1) = sum_j f_th(log(z1_j**2 + 1) + b_j^(1))
+
+The network is trained greedily (:mod:`cnce.images.train`): while layer L is trained, layers
+``< L`` are frozen, so their output (the *input* of layer L, :meth:`ImageNetwork.layer_input`)
+is computed once per meta-iteration without gradients and :meth:`ImageNetwork.layer_log_phi`
+evaluates the trainable top.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = ["f_th", "gain_control", "ImageNetwork"]
+
+
+def f_th(u: torch.Tensor) -> torch.Tensor:
+    """The smooth rectifier of footnote 1: ``f_th(u) = 0.25 log(cosh(2u)) + 0.5 u + 0.17``.
+
+    ``log cosh(a) = |a| + log(1 + exp(-2|a|)) - log 2`` keeps it finite for any ``u``.
+    """
+    a = 2.0 * u
+    logcosh = a.abs() + F.softplus(-2.0 * a.abs()) - math.log(2.0)
+    return 0.25 * logcosh + 0.5 * u + 0.17
+
+
+def gain_control(u: torch.Tensor) -> torch.Tensor:
+    """Eq. (21): centre each vector and rescale it to norm ``sqrt(D - 1)``, ``D = u.shape[-1]``."""
+    D = u.shape[-1]
+    c = u - u.mean(-1, keepdim=True)
+    return math.sqrt(D - 1) * c / c.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+
+
+class ImageNetwork(nn.Module):
+    """Weights ``W1..W4``, thresholds ``b1..b4`` and the between-layer whitening (buffers).
+
+    Args:
+        D: input dimension (PCA space).
+        K1, K2, K3, K4: numbers of units per layer.
+        D3: dimension after the intermediate whitening (``<= K2``).
+        seed: seed of the random initialisation.
+    """
+
+    LAYERS = (1, 2, 3, 4)
+
+    def __init__(self, D: int = 600, K1: int = 600, K2: int = 200, D3: int = 196, K3: int = 60, K4: int = 30, seed: int = 0):
+        super().__init__()
+        for name, v in dict(D=D, K1=K1, K2=K2, D3=D3, K3=K3, K4=K4).items():
+            if isinstance(v, bool) or not isinstance(v, int) or v < 2:
+                raise ValueError(f"{name} must be an int >= 2; got {v!r}")
+        if D3 > K2:
+            raise ValueError(f"D3 must be <= K2 = {K2}; got {D3!r}")
+        self.sizes = dict(D=D, K1=K1, K2=K2, D3=D3, K3=K3, K4=K4)
+        g = torch.Generator().manual_seed(int(seed))
+        # Rows of W1 and W3 have unit norm, so z = w . u~ is of order one (|u~| = sqrt(D - 1)).
+        W1 = torch.randn(K1, D, generator=g)
+        W3 = torch.randn(K3, D3, generator=g)
+        self.W1 = nn.Parameter(W1 / W1.norm(dim=1, keepdim=True))
+        self.b1 = nn.Parameter(torch.full((K1,), -1.0))
+        # Pooling weights q = w**2 start small and dense: each unit pools ~ a 1/K1 share of everything.
+        self.W2 = nn.Parameter(torch.rand(K2, K1, generator=g) * math.sqrt(2.0 / K1))
+        self.b2 = nn.Parameter(torch.full((K2,), -1.0))
+        self.W3 = nn.Parameter(W3 / W3.norm(dim=1, keepdim=True))
+        self.b3 = nn.Parameter(torch.full((K3,), -1.0))
+        self.W4 = nn.Parameter(torch.rand(K4, K3, generator=g) * math.sqrt(2.0 / K3))
+        self.b4 = nn.Parameter(torch.full((K4,), -1.0))
+        # Intermediate whitening of z2 (fitted after layer 2 is trained).
+        self.register_buffer("wh2_mean", torch.zeros(K2))
+        self.register_buffer("wh2_P", torch.eye(K2)[:, :D3].clone())
+
+    # -- parameters per layer -------------------------------------------------------------
+    def layer_params(self, layer: int) -> list[nn.Parameter]:
+        self._check_layer(layer)
+        return [getattr(self, f"W{layer}"), getattr(self, f"b{layer}")]
+
+    def _check_layer(self, layer: int) -> None:
+        if layer not in self.LAYERS:
+            raise ValueError(f"layer must be one of {self.LAYERS}; got {layer!r}")
+
+    # -- the blocks ------------------------------------------------------------------------
+    def z1(self, u: torch.Tensor) -> torch.Tensor:
+        return gain_control(u) @ self.W1.T
+
+    def z2(self, z1: torch.Tensor) -> torch.Tensor:
+        return torch.log((z1**2) @ (self.W2**2).T + 1.0)
+
+    def u3(self, z2: torch.Tensor) -> torch.Tensor:
+        return gain_control((z2 - self.wh2_mean) @ self.wh2_P)
+
+    def z3(self, u3: torch.Tensor) -> torch.Tensor:
+        return u3 @ self.W3.T
+
+    def z4(self, z3: torch.Tensor) -> torch.Tensor:
+        return z3 @ (self.W4**2).T
+
+    def fit_whitening2(self, z2: torch.Tensor) -> float:
+        """PCA-whiten the layer-2 outputs to ``D3`` dimensions (the intermediate gain control);
+        returns the fraction of variance retained."""
+        z2 = z2.double()
+        mean = z2.mean(0)
+        lam, V = torch.linalg.eigh(torch.cov((z2 - mean).T))
+        lam, V = lam.flip(0).clamp_min(1e-12), V.flip(1)
+        D3 = self.sizes["D3"]
+        self.wh2_mean.copy_(mean.to(self.wh2_mean))
+        self.wh2_P.copy_((V[:, :D3] / lam[:D3].sqrt()).to(self.wh2_P))
+        return float(lam[:D3].sum() / lam.sum())
+
+    def layer_input(self, u: torch.Tensor, layer: int) -> torch.Tensor:
+        """The input of layer ``layer`` given whitened patches ``u (..., D)``, through the frozen
+        layers below it: ``u~`` (L1), ``z1`` (L2), ``u3`` (L3), ``z3`` (L4)."""
+        self._check_layer(layer)
+        if layer == 1:
+            return gain_control(u)
+        h = self.z1(u)
+        if layer == 2:
+            return h
+        h = self.u3(self.z2(h))
+        if layer == 3:
+            return h
+        return self.z3(h)
+
+    def layer_output(self, h: torch.Tensor, layer: int) -> torch.Tensor:
+        """Pre-threshold outputs of layer ``layer`` from its input ``h``: ``log(z1**2 + 1)`` for
+        L1 (the extra nonlinearity of Sec. 4.1), ``z2``, ``z3``, ``z4``."""
+        self._check_layer(layer)
+        if layer == 1:
+            return torch.log((h @ self.W1.T) ** 2 + 1.0)
+        if layer == 2:
+            return self.z2(h)
+        if layer == 3:
+            return self.z3(h)
+        return self.z4(h)
+
+    def layer_log_phi(self, h: torch.Tensor, layer: int) -> torch.Tensor:
+        """Eq. (25): ``log phi~^(L) = sum_j f_th(z_j^(L) + b_j^(L))`` from the layer input ``h``."""
+        b = getattr(self, f"b{layer}")
+        return f_th(self.layer_output(h, layer) + b).sum(-1)
+
+    def log_phi(self, u: torch.Tensor, layer: int = 4) -> torch.Tensor:
+        """The effective model ``log phi~^(layer)(u)`` of Eqs. (20) and (25) for patches ``u (..., D)``."""
+        return self.layer_log_phi(self.layer_input(u, layer), layer)
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.sizes.items())

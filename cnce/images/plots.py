@@ -1,0 +1,253 @@
+"""Figure helpers for the neural image model (Figs. 4-6 and Supp. D.2-D.4 of the paper).
+
+Every function takes arrays computed by :mod:`cnce.images` and returns the matplotlib figure.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "mosaic",
+    "plot_mosaic",
+    "plot_pooling",
+    "plot_space_orientation",
+    "plot_layer4",
+    "plot_training",
+    "plot_comparison",
+    "plot_gabor_summary",
+    "pooled_units",
+]
+
+
+def mosaic(tiles: np.ndarray, ncol: int | None = None, pad: int = 1, normalise: bool = True) -> np.ndarray:
+    """Arrange ``tiles (K, n, n)`` in a grid image; each tile scaled to ``[-1, 1]`` by its max |.|
+    (``normalise``); padding is NaN (drawn as background)."""
+    tiles = np.asarray(tiles, dtype=float)
+    K, n, m = tiles.shape
+    if normalise:
+        tiles = tiles / np.maximum(np.abs(tiles).max(axis=(1, 2), keepdims=True), 1e-12)
+    ncol = ncol or int(np.ceil(np.sqrt(K)))
+    nrow = int(np.ceil(K / ncol))
+    out = np.full((nrow * (n + pad) + pad, ncol * (m + pad) + pad), np.nan)
+    for k in range(K):
+        r, c = divmod(k, ncol)
+        out[pad + r * (n + pad): pad + r * (n + pad) + n, pad + c * (m + pad): pad + c * (m + pad) + m] = tiles[k]
+    return out
+
+
+def _show(ax, img, title=None):
+    import matplotlib.pyplot as plt
+
+    cmap = plt.get_cmap("gray").with_extremes(bad="white")
+    lim = np.nanmax(np.abs(img)) if np.isfinite(img).any() else 1.0
+    ax.imshow(img, cmap=cmap, vmin=-lim, vmax=lim, interpolation="nearest")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    if title:
+        ax.set_title(title, fontsize=9)
+
+
+def plot_mosaic(panels: dict[str, np.ndarray], ncol: int | None = None, size: float = 4.0):
+    """Side-by-side mosaics, one per entry of ``panels`` (title -> tiles ``(K, n, n)``)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(size * len(panels), size), squeeze=False)
+    for ax, (title, tiles) in zip(axes[0], panels.items()):
+        _show(ax, mosaic(tiles, ncol), title)
+    fig.tight_layout()
+    return fig
+
+
+def pooled_units(q: np.ndarray, max_units: int = 10, mass: float = 0.9) -> list[np.ndarray]:
+    """For each row of non-negative pooling weights ``q (K, K_below)``, the indices of the largest
+    weights: at most ``max_units``, or fewer when they already hold ``mass`` of the total."""
+    out = []
+    for row in np.asarray(q):
+        order = np.argsort(-row)
+        cum = np.cumsum(row[order]) / max(row.sum(), 1e-12)
+        n = min(max_units, int(np.searchsorted(cum, mass) + 1))
+        out.append(order[:n])
+    return out
+
+
+def plot_pooling(units: list[int], q: np.ndarray, features: np.ndarray, max_units: int = 10, mass: float = 0.9):
+    """Fig. 5 (right): each selected second-layer unit (a row) with the first-layer features it pools
+    and bars for their pooling weights ``q = w**2`` (normalised by the unit's largest weight)."""
+    import matplotlib.pyplot as plt
+
+    sel = pooled_units(q[units], max_units, mass)
+    fig = plt.figure(figsize=(max_units * 0.8 + 0.8, len(units) * 1.15))
+    gs = fig.add_gridspec(2 * len(units), max_units + 1, height_ratios=[1, 0.35] * len(units), hspace=0.05, wspace=0.08)
+    for r, (j, idx) in enumerate(zip(units, sel)):
+        lab = fig.add_subplot(gs[2 * r: 2 * r + 2, 0])
+        lab.text(0.5, 0.5, f"unit {j}", ha="center", va="center", fontsize=8)
+        lab.axis("off")
+        w = q[j, idx] / q[j].max()
+        for c, (k, wk) in enumerate(zip(idx, w)):
+            ax = fig.add_subplot(gs[2 * r, c + 1])
+            _show(ax, features[k] / np.abs(features[k]).max())
+            bx = fig.add_subplot(gs[2 * r + 1, c + 1])
+            bx.bar([0], [wk], width=0.6, color="C0")
+            bx.set_ylim(0, 1)
+            bx.set_xlim(-0.5, 0.5)
+            bx.axis("off")
+    return fig
+
+
+def _polar_segments(resp: list[np.ndarray], positions: list[np.ndarray], freqs, orientations):
+    """Closed polar curves (one per probe position and frequency) for one unit.
+
+    ``resp[f] (n_pos, n_orient)`` are normalised responses in [0, 1]; the curve at a position
+    has radius ``resp * 0.5 / freq`` in the direction of the stimulus' bars (perpendicular
+    to its wave vector), mirrored, so lower frequencies draw larger circles.
+    """
+    segs, alphas = [], []
+    ang = np.concatenate([orientations, orientations + np.pi, orientations[:1] + 2 * np.pi]) + np.pi / 2
+    for R, pos, fr in zip(resp, positions, freqs):
+        for (x, y), r in zip(pos, R):
+            if r.max() <= 0.05:
+                continue
+            rr = np.concatenate([r, r, r[:1]]) * 0.5 / fr
+            segs.append(np.stack([x + rr * np.cos(ang), y - rr * np.sin(ang)], 1))
+            alphas.append(float(r.max()))
+    return segs, alphas
+
+
+def normalise_responses(resp: list[np.ndarray]) -> list[np.ndarray]:
+    """Per unit: subtract the median response over all stimuli, divide by the largest excess,
+    clip at zero. ``resp[f] (K, n_pos, n_orient)`` -> same shapes in [0, 1]."""
+    allr = np.concatenate([r.reshape(r.shape[0], -1) for r in resp], 1)
+    med = np.median(allr, 1)
+    top = np.maximum(allr.max(1) - med, 1e-12)
+    return [np.clip((r - med[:, None, None]) / top[:, None, None], 0, 1) for r in resp]
+
+
+def _draw_so(ax, resp_unit, probe, size):
+    from matplotlib.collections import LineCollection
+
+    segs, alphas = _polar_segments(resp_unit, [probe.positions(f) for f in probe.freqs], probe.freqs, probe.orientations)
+    cols = [(0.1, 0.2, 0.6, a) for a in alphas]
+    ax.add_collection(LineCollection(segs, colors=cols, linewidths=0.8))
+    ax.set_xlim(-0.5, size - 0.5)
+    ax.set_ylim(size - 0.5, -0.5)
+    ax.set_aspect("equal")
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def plot_space_orientation(resp: list[np.ndarray], probe, units=None, ncol: int = 10, size: float = 1.2):
+    """Space-orientation receptive fields of third-layer units (Fig. 6, Supp. D.3).
+
+    ``resp`` from :func:`cnce.images.probes.probe_layer`; ``units`` selects units (default all).
+    """
+    import matplotlib.pyplot as plt
+
+    norm = normalise_responses(resp)
+    units = list(range(norm[0].shape[0])) if units is None else list(units)
+    nrow = int(np.ceil(len(units) / ncol))
+    fig, axes = plt.subplots(nrow, ncol, figsize=(ncol * size, nrow * size), squeeze=False)
+    for ax in axes.flat:
+        ax.axis("off")
+    for ax, j in zip(axes.flat, units):
+        ax.axis("on")
+        _draw_so(ax, [r[j] for r in norm], probe, probe.size)
+        ax.set_title(str(j), fontsize=7, pad=1)
+    fig.tight_layout(pad=0.2)
+    return fig
+
+
+def plot_layer4(units: list[int], q4: np.ndarray, resp3: list[np.ndarray], probe, patches: np.ndarray, top_idx: np.ndarray,
+                max_units: int = 10, mass: float = 0.9, n_patches: int = 8):
+    """Fig. 6 / Supp. D.4: per fourth-layer unit (a row): the third-layer units it pools (their
+    space-orientation receptive fields, bars for the pooling weight) and, on the right, the
+    image patches of a large batch that drive it most."""
+    import matplotlib.pyplot as plt
+
+    norm = normalise_responses(resp3)
+    sel = pooled_units(q4[units], max_units, mass)
+    n = probe.size
+    ncols = max_units + 1 + n_patches
+    fig = plt.figure(figsize=(ncols * 0.8, len(units) * 1.15))
+    gs = fig.add_gridspec(2 * len(units), ncols, height_ratios=[1, 0.35] * len(units), hspace=0.05, wspace=0.08)
+    for r, (j, idx) in enumerate(zip(units, sel)):
+        w = q4[j, idx] / q4[j].max()
+        for c, (k, wk) in enumerate(zip(idx, w)):
+            ax = fig.add_subplot(gs[2 * r, c])
+            _draw_so(ax, [x[k] for x in norm], probe, n)
+            bx = fig.add_subplot(gs[2 * r + 1, c])
+            bx.bar([0], [wk], width=0.6, color="C0")
+            bx.set_ylim(0, 1)
+            bx.set_xlim(-0.5, 0.5)
+            bx.axis("off")
+        lab = fig.add_subplot(gs[2 * r: 2 * r + 2, max_units])
+        lab.text(0.5, 0.5, f"L4 unit {j}", ha="center", va="center", fontsize=7)
+        lab.axis("off")
+        for c, pi in enumerate(top_idx[j][:n_patches]):
+            ax = fig.add_subplot(gs[2 * r, max_units + 1 + c])
+            _show(ax, patches[pi].reshape(n, n))
+    return fig
+
+
+def plot_training(history: dict, title: str = ""):
+    """Loss on each fresh sample (before its updates) and eps, per meta-iteration and layer."""
+    import matplotlib.pyplot as plt
+
+    from cnce.losses import LOG4
+
+    layers = sorted(history, key=int)
+    fig, axes = plt.subplots(2, len(layers), figsize=(3.2 * len(layers), 4.6), squeeze=False, sharex="col")
+    for c, L in enumerate(layers):
+        h = history[L]
+        m = [r["meta"] + 1 for r in h]
+        axes[0, c].plot(m, [r["loss"] for r in h], "o-", ms=3)
+        axes[0, c].axhline(LOG4, color="gray", ls=":", lw=1)
+        axes[0, c].set_title(f"layer {L}")
+        axes[1, c].plot(m, [r["eps"] for r in h], "s-", ms=3, color="C1")
+        axes[1, c].set_xlabel("meta-iteration")
+    axes[0, 0].set_ylabel("CNCE loss J (fresh sample)")
+    axes[1, 0].set_ylabel("eps")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def plot_comparison(snaps: dict[str, dict[int, np.ndarray]], iters: list[int], ncol: int | None = None, size: float = 2.2):
+    """Supp. D.2: first-layer features (image space) of each method (rows) after each meta-iteration
+    in ``iters`` (columns); ``snaps[method][m] (K, n, n)``, ``m = 0`` the common initialisation."""
+    import matplotlib.pyplot as plt
+
+    methods = list(snaps)
+    fig, axes = plt.subplots(len(methods), len(iters), figsize=(size * len(iters), size * len(methods) + 0.3), squeeze=False)
+    for r, meth in enumerate(methods):
+        for c, m in enumerate(iters):
+            _show(axes[r, c], mosaic(snaps[meth][m], ncol), f"{meth.upper()}, {'init' if m == 0 else f'meta-it {m}'}")
+    fig.tight_layout()
+    return fig
+
+
+def plot_gabor_summary(fits: dict[str, np.ndarray], baseline_r2: np.ndarray | None = None, r2_min: float = 0.5):
+    """Explained variance of the Gabor fits (against a baseline, e.g. the random initial features),
+    and orientation and frequency of the well-fitted features (``r2 >= r2_min``)."""
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=(11, 3.2))
+    ax = fig.add_subplot(1, 3, 1)
+    bins = np.linspace(0, 1, 21)
+    ax.hist(np.clip(fits["r2"], 0, 1), bins=bins, alpha=0.8, label="learned")
+    if baseline_r2 is not None:
+        ax.hist(np.clip(baseline_r2, 0, 1), bins=bins, alpha=0.6, label="random init")
+    ax.set_xlabel("explained variance of Gabor fit")
+    ax.set_ylabel("features")
+    ax.legend(fontsize=8)
+    good = fits["r2"] >= r2_min
+    axp = fig.add_subplot(1, 3, 2, projection="polar")
+    th = np.concatenate([fits["theta"][good], fits["theta"][good] + np.pi])
+    axp.hist(th, bins=24)
+    axp.set_title(f"orientation (r2 >= {r2_min})", fontsize=9)
+    axp.set_yticklabels([])
+    ax3 = fig.add_subplot(1, 3, 3)
+    ax3.hist(fits["freq"][good], bins=np.linspace(0, 0.5, 21))
+    ax3.set_xlabel("frequency (cycles / pixel)")
+    fig.tight_layout()
+    return fig

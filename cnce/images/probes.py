@@ -1,0 +1,175 @@
+"""Probing the trained network: Gabor fits of first-layer features, Gabor-stimulus responses of
+third-layer units (space-orientation receptive fields, Sec. 4.2 and Supp. D.3), and the image
+patches that drive a unit most (Fig. 6, Supp. D.4).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from cnce.images.data import Whitener
+from cnce.images.network import ImageNetwork
+
+__all__ = ["gabor", "fit_gabor", "fit_gabors", "GaborProbe", "probe_layer", "top_patches"]
+
+
+def gabor(size: int, x0, y0, theta, freq, phase, sigma, gamma=1.0, amp=1.0) -> np.ndarray:
+    """A ``size x size`` Gabor function: a cosine grating of ``freq`` cycles/pixel, orientation
+    ``theta`` (direction of the wave vector, radians) and ``phase``, under a Gaussian envelope
+    centred at ``(x0, y0)`` with width ``sigma`` along the wave and ``sigma * gamma`` across it.
+
+    Array arguments broadcast; the output has shape ``broadcast_shape + (size, size)``.
+    """
+    args = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (x0, y0, theta, freq, phase, sigma, gamma, amp)))
+    x0, y0, theta, freq, phase, sigma, gamma, amp = (a[..., None, None] for a in args)
+    yy, xx = np.mgrid[0:size, 0:size].astype(float)
+    xr = (xx - x0) * np.cos(theta) + (yy - y0) * np.sin(theta)
+    yr = -(xx - x0) * np.sin(theta) + (yy - y0) * np.cos(theta)
+    env = np.exp(-0.5 * (xr**2 / sigma**2 + yr**2 / (sigma * gamma) ** 2))
+    return amp * env * np.cos(2 * np.pi * freq * xr + phase)
+
+
+@dataclass
+class GaborFit:
+    """Fitted parameters of one feature and the fraction of its variance the fit explains."""
+
+    x0: float
+    y0: float
+    theta: float  # orientation of the wave vector, in [0, pi)
+    freq: float  # cycles per pixel
+    phase: float
+    sigma: float
+    gamma: float
+    amp: float
+    r2: float
+
+
+def fit_gabor(feature: np.ndarray) -> GaborFit:
+    """Least-squares fit of :func:`gabor` to one square ``feature``; returns a :class:`GaborFit`.
+
+    The start comes from the feature itself: frequency and orientation from the peak of its
+    Fourier amplitude, the centre from its energy-weighted centroid; two phases are tried.
+    ``r2`` is the explained variance ``1 - SSE / sum((f - mean f)^2)``.
+    """
+    from scipy.optimize import least_squares
+
+    f = np.asarray(feature, dtype=float)
+    if f.ndim != 2 or f.shape[0] != f.shape[1]:
+        raise ValueError(f"feature must be a square 2-D array; got shape {f.shape}")
+    n = f.shape[0]
+    F = np.abs(np.fft.fft2(f - f.mean()))
+    F[0, 0] = 0
+    ky, kx = np.unravel_index(np.argmax(F), F.shape)
+    fx = (kx if kx <= n // 2 else kx - n) / n
+    fy = (ky if ky <= n // 2 else ky - n) / n
+    freq0 = max(math.hypot(fx, fy), 1.0 / n)
+    theta0 = math.atan2(fy, fx)
+    E = f**2 / max((f**2).sum(), 1e-12)
+    yy, xx = np.mgrid[0:n, 0:n]
+    x0, y0 = float((E * xx).sum()), float((E * yy).sum())
+    sig0 = max(2.0, 0.5 / freq0)
+    tot = ((f - f.mean()) ** 2).sum()
+    best = None
+    lower = [-2, -2, -10, 0.5 / n, -10, 1.0, 0.2, -np.inf]
+    upper = [n + 1, n + 1, 10, 0.5, 10, n, 5.0, np.inf]
+    for ph in (0.0, np.pi / 2):
+        p0 = np.clip([x0, y0, theta0, freq0, ph, sig0, 1.0, f.std() * 3 + 1e-9], np.array(lower) + 1e-6, np.array(upper) - 1e-6)
+
+        def resid(p):
+            return (gabor(n, *p) - f).ravel()
+
+        r = least_squares(resid, p0, bounds=(lower, upper), max_nfev=200)
+        if best is None or r.cost < best.cost:
+            best = r
+    x0, y0, th, fr, ph, sg, gm, amp = best.x
+    if amp < 0:  # a negative amplitude is a phase shift by pi
+        amp, ph = -amp, ph + np.pi
+    th = th % (2 * np.pi)
+    if th >= np.pi:  # (theta + pi, -phase) is the same Gabor
+        th, ph = th - np.pi, -ph
+    r2 = 1.0 - 2 * best.cost / tot if tot > 0 else 0.0
+    return GaborFit(x0, y0, th, fr, (ph + np.pi) % (2 * np.pi) - np.pi, sg, gm, amp, float(r2))
+
+
+def fit_gabors(features: np.ndarray) -> dict[str, np.ndarray]:
+    """Fit every feature of ``features (K, n, n)``; returns arrays of the fitted parameters."""
+    fits = [fit_gabor(f) for f in np.asarray(features)]
+    keys = GaborFit.__dataclass_fields__.keys()
+    return {k: np.array([getattr(g, k) for g in fits]) for k in keys}
+
+
+@dataclass
+class GaborProbe:
+    """Gabor stimuli over position, orientation and frequency (Gutmann & Hyvarinen, 2013).
+
+    For each frequency the positions lie on a grid with spacing ``1/freq`` pixels (coarser
+    for lower frequencies, whose envelopes are larger); each stimulus is averaged over
+    ``n_phase`` phases at the level of the unit responses.
+    """
+
+    size: int = 32
+    freqs: tuple[float, ...] = (0.25, 0.125, 0.0625)
+    n_orient: int = 12
+    n_phase: int = 4
+    cycles: float = 1.0  # envelope sigma in wavelengths
+
+    def positions(self, freq: float) -> np.ndarray:
+        step = 1.0 / freq
+        n = max(1, int(round(self.size / step)) - 1)
+        centre = (self.size - 1) / 2
+        c = centre + (np.arange(n) - (n - 1) / 2) * step
+        return np.array([(x, y) for y in c for x in c])
+
+    @property
+    def orientations(self) -> np.ndarray:
+        return np.arange(self.n_orient) * np.pi / self.n_orient
+
+    def stimuli(self, freq: float) -> np.ndarray:
+        """``(n_pos, n_orient, n_phase, size, size)`` stimuli at frequency ``freq``."""
+        pos = self.positions(freq)
+        th = self.orientations
+        ph = np.arange(self.n_phase) * 2 * np.pi / self.n_phase
+        P, T, H = np.meshgrid(np.arange(len(pos)), th, ph, indexing="ij")
+        return gabor(self.size, pos[P, 0], pos[P, 1], T, freq, H, self.cycles / freq)
+
+
+def _as_u(patches: np.ndarray, whitener: Whitener) -> torch.Tensor:
+    X = torch.as_tensor(patches.reshape(patches.shape[0], -1), dtype=torch.float32)
+    X = X - X.mean(1, keepdim=True)  # DC removal, as for data patches
+    return whitener.transform(X)
+
+
+@torch.no_grad()
+def probe_layer(net: ImageNetwork, whitener: Whitener, probe: GaborProbe | None = None, *, layer: int = 3) -> list[np.ndarray]:
+    """Responses ``z^(layer)`` (pre-threshold) of every unit to the Gabor stimuli of ``probe``.
+
+    Returns one array per probe frequency, of shape ``(K, n_pos, n_orient)`` (phase-averaged).
+    """
+    probe = probe or GaborProbe(size=int(round(math.sqrt(whitener.V.shape[0]))))
+    out = []
+    for fr in probe.freqs:
+        S = probe.stimuli(fr)
+        n_pos, n_or, n_ph = S.shape[:3]
+        u = _as_u(S.reshape(-1, probe.size, probe.size), whitener)
+        z = _layer_z(net, u, layer).reshape(n_pos, n_or, n_ph, -1).mean(2)
+        out.append(z.permute(2, 0, 1).cpu().numpy())
+    return out
+
+
+def _layer_z(net: ImageNetwork, u: torch.Tensor, layer: int) -> torch.Tensor:
+    net = net.cpu()
+    h = net.layer_input(u, layer)
+    return net.layer_output(h, layer)
+
+
+@torch.no_grad()
+def top_patches(net: ImageNetwork, patches: np.ndarray, whitener: Whitener, *, layer: int = 4, k: int = 8,
+                chunk: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+    """Indices ``(K, k)`` of the ``k`` patches in ``patches (n, size*size)`` with the largest
+    output of each unit of ``layer``, and those outputs."""
+    z = torch.cat([_layer_z(net, _as_u(patches[i:i + chunk], whitener), layer) for i in range(0, len(patches), chunk)])
+    val, idx = z.topk(k, dim=0)
+    return idx.T.numpy(), val.T.numpy()

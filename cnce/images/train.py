@@ -1,0 +1,357 @@
+"""Greedy CNCE (and NCE) training of the neural image model, one layer at a time.
+
+Each layer runs ``meta_iters`` *meta-iterations* (the authors' schedule): draw fresh patches
+and fresh noise, set eps with the image-model rule (:func:`choose_eps`), then take ``steps``
+L-BFGS steps with strong-Wolfe line searches on that fixed sample (the authors used ten
+conjugate-gradient line searches). Layers below the trained one are frozen, so their outputs
+are computed once per meta-iteration.
+
+Noise lives in the whitened input space: ``y = u + eps * xi`` (Eq. 13) is the effective
+conditional noise of Eqs. (19)-(20); it is symmetric, so ``G = log phi~(u) - log phi~(y)``
+and the CNCE loss is :func:`cnce.losses.cnce_loss` (Eq. 8). NCE uses standard-normal noise in
+the same space, whose Gaussian term cancels against Eq. (18) just as in CNCE, so
+``G(u) = log phi~(u) + c - log nu`` with a learned ``c``.
+
+After every meta-iteration the whole state (network, whitening, history, timings) is written
+atomically to ``<out>/state.pt``; :func:`train` resumes from it.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from cnce import __version__
+from cnce._torch import resolve_device
+from cnce.losses import LOG4, cnce_loss, nce_loss
+from cnce.images.configs import ImageConfig, get_config
+from cnce.images.data import PatchSource, Whitener, load_image_folder, load_skimage_images, prepare_image
+from cnce.images.network import ImageNetwork
+
+__all__ = ["choose_eps", "make_source", "train", "load_state", "network_from_state", "STATE_FILE"]
+
+STATE_FILE = "state.pt"
+METHODS = ("cnce", "nce")
+
+
+def choose_eps(J_of_eps, *, eps0: float = 0.5, cap: float = 4.0, max_steps: int = 20,
+               too_close: float = 0.05, too_easy: float = 0.2, grow: float = 1.15):
+    """The image-model epsilon rule (experiment settings; the paper only sketches it, Sec. 2).
+
+    eps is *too small* when ``|2 log 2 - J| < too_close * 2 log 2`` (noise hardly differs from
+    data) and *too large* when ``J < too_easy * 2 log 2`` (noise trivially told apart). Starting
+    at ``eps0``, grow by ``grow`` until an upper bound is found, then bisect; at most
+    ``max_steps`` evaluations of ``J_of_eps``; never above ``cap``.
+
+    Returns ``(eps, trace)`` with ``trace`` the list of ``(eps, J)`` evaluated.
+    """
+    if not eps0 > 0:
+        raise ValueError(f"eps0 must be > 0; got {eps0!r}")
+    lo, hi, eps, trace = 0.0, None, min(eps0, cap), []
+    for _ in range(max_steps):
+        J = float(J_of_eps(eps))
+        trace.append((eps, J))
+        if abs(LOG4 - J) < too_close * LOG4:
+            lo = eps
+            nxt = eps * grow if hi is None else 0.5 * (lo + hi)
+        elif J < too_easy * LOG4:
+            hi = eps
+            nxt = 0.5 * (lo + hi)
+        else:
+            break
+        if nxt >= cap:
+            eps = cap
+            if lo >= cap:
+                break
+        else:
+            eps = nxt
+    return eps, trace
+
+
+def make_source(images: str | os.PathLike | None = None, *, patch: int = 32, halve: bool | None = None) -> tuple[PatchSource, str]:
+    """A :class:`PatchSource` from a folder of images (``.iml`` or ordinary files) or, when
+    ``images`` is ``None`` or ``"skimage"``, from the photographs bundled with scikit-image.
+
+    ``halve`` (nearest-neighbour halving, as the authors did for 1536 x 1024 van Hateren
+    images) defaults to True for folders and False for the small bundled images.
+    Returns the source and a description of the data for provenance.
+    """
+    if images is None or images == "skimage":
+        raw, desc, halve = load_skimage_images(), "skimage.data bundled photographs", bool(halve)
+    else:
+        raw, desc = load_image_folder(images), f"folder {Path(images).name}"
+        halve = True if halve is None else halve
+    return PatchSource([prepare_image(im, halve=halve) for im in raw], size=patch), desc
+
+
+def _seed(seed: int, *keys: int) -> int:
+    return int(np.random.SeedSequence([int(seed), *map(int, keys)]).generate_state(1)[0])
+
+
+def _atomic_save(obj, path: Path) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def _git_commit() -> str | None:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).parent, timeout=5).stdout.strip() or None
+    except Exception:  # pragma: no cover - git missing
+        return None
+
+
+def load_state(out: str | os.PathLike) -> dict:
+    """The training state saved in ``<out>/state.pt`` (raises ``ValueError`` if absent)."""
+    p = Path(out) / STATE_FILE
+    if not p.is_file():
+        raise ValueError(f"out={str(out)!r} holds no {STATE_FILE}; train first (python -m cnce image-train)")
+    return torch.load(p, map_location="cpu", weights_only=False)
+
+
+def network_from_state(state: dict) -> tuple[ImageNetwork, Whitener]:
+    """Rebuild the trained network and the input whitening from a saved state."""
+    net = ImageNetwork(**state["sizes"])
+    net.load_state_dict(state["network"])
+    return net, Whitener.from_state_dict(state["whitener"])
+
+
+def _batched(fn, x: torch.Tensor, chunk: int) -> torch.Tensor:
+    return torch.cat([fn(x[i:i + chunk]) for i in range(0, x.shape[0], chunk)])
+
+
+def _run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt):
+    """One meta-iteration on fresh patches ``u``: fresh noise, the eps rule, then the optimiser
+    (``steps`` L-BFGS steps on the whole sample, or one pass of Adam minibatches).
+
+    Returns a record with ``eps``, ``loss`` (the loss on the fresh sample before this
+    meta-iteration's updates, i.e. on data the current parameters have not seen) and
+    ``train_loss`` (after L-BFGS / the mean over the Adam pass).
+    """
+    N, D = u.shape
+    kappa = cfg.kappa
+    with torch.no_grad():
+        hx = _batched(lambda v: net.layer_input(v, layer), u, cfg.chunk)
+        if method == "cnce":
+            xi = torch.randn(N, kappa, D, generator=gen, device=u.device)
+            n_e = min(cfg.eps_n, N)
+
+            def J_of_eps(e):
+                hy_e = net.layer_input(u[:n_e, None, :] + e * xi[:n_e], layer)
+                return cnce_loss(net.layer_log_phi(hx[:n_e], layer), net.layer_log_phi(hy_e, layer))
+
+            cap = 8.0 if layer == 4 else 4.0
+            eps, trace = choose_eps(J_of_eps, eps0=eps, cap=cap)
+            y = u[:, None, :] + eps * xi
+        else:
+            y = torch.randn(N, kappa, D, generator=gen, device=u.device)
+            trace = []
+        hy = _batched(lambda v: net.layer_input(v, layer), y, max(1, cfg.chunk // kappa))
+        del y
+    log_nu = math.log(kappa)
+
+    def loss_on(idx):
+        lx = net.layer_log_phi(hx[idx], layer)
+        ly = net.layer_log_phi(hy[idx], layer)
+        if method == "cnce":
+            return cnce_loss(lx, ly)  # Eq. (8) with G of Eq. (20)
+        c = extra["c"]
+        return nce_loss(lx + c - log_nu, (ly + c - log_nu).reshape(-1))
+
+    n_e = min(cfg.eps_n, N)
+    with torch.no_grad():
+        loss = float(loss_on(slice(0, n_e)))
+    params = [p for g in opt.param_groups for p in g["params"]]
+    if cfg.optimizer == "lbfgs":
+        chunk = max(1, cfg.chunk // (kappa + 1))
+
+        def closure():
+            for p in params:
+                p.grad = None
+            total = 0.0
+            for a in range(0, N, chunk):
+                b = min(a + chunk, N)
+                part = loss_on(slice(a, b)) * ((b - a) / N)
+                part.backward()
+                total += part.item()
+            return torch.tensor(total)
+
+        opt.step(closure)
+        with torch.no_grad():
+            train_loss = sum(loss_on(slice(a, min(a + chunk, N))).item() * (min(a + chunk, N) - a) / N
+                             for a in range(0, N, chunk))
+    else:
+        perm = torch.randperm(N, generator=gen, device=u.device)
+        losses = []
+        for a in range(0, N, cfg.batch):
+            opt.zero_grad(set_to_none=True)
+            part = loss_on(perm[a:a + cfg.batch])
+            part.backward()
+            opt.step()
+            losses.append(part.item())
+        train_loss = float(np.mean(losses))
+    return dict(eps=float(eps), loss=loss, train_loss=train_loss, eps_trace=trace)
+
+
+def _make_optimizer(cfg: ImageConfig, params):
+    if cfg.optimizer == "lbfgs":
+        # A fresh L-BFGS per meta-iteration: the objective changes with the fresh sample.
+        return torch.optim.LBFGS(params, lr=1.0, max_iter=cfg.steps, history_size=10, line_search_fn="strong_wolfe")
+    return torch.optim.Adam(params, lr=cfg.lr)
+
+
+def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers=(1, 2, 3, 4), method: str = "cnce",
+          device: str = "auto", seed: int = 0, images: str | os.PathLike | None = None,
+          source: PatchSource | None = None, snapshots: bool = False, progress: bool = True,
+          threads: int | None = None) -> dict:
+    """Train layers ``layers`` greedily with CNCE (or NCE) and return the final state.
+
+    Resumes from ``<out>/state.pt`` when it exists (same config, method and seed). Writes the
+    state atomically after every meta-iteration, and ``<out>/provenance.json`` at the end.
+
+    Args:
+        config: ``"quick"``, ``"demo"``, ``"paper"`` or an :class:`ImageConfig`.
+        out: output folder.
+        layers: layers to train, ascending; each needs the ones below it trained.
+        method: ``"cnce"`` or ``"nce"``.
+        device: ``"auto"`` (CUDA when present), ``"cpu"`` or ``"cuda"``; float32 either way.
+        images: a folder of images (e.g. van Hateren ``.iml`` files); default: bundled photographs.
+        source: a ready :class:`PatchSource` (overrides ``images``; its whitener is reused).
+        snapshots: keep a float16 copy of ``W1`` after every meta-iteration (Supp. D.2).
+        threads: ``torch.set_num_threads`` for this run (None: leave as is).
+    """
+    from tqdm.auto import tqdm
+
+    cfg = get_config(config)
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    layers = tuple(int(l) for l in layers)
+    if not layers or any(l not in ImageNetwork.LAYERS for l in layers) or list(layers) != sorted(set(layers)):
+        raise ValueError(f"layers must be ascending values from {ImageNetwork.LAYERS}; got {layers!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed must be an int; got {seed!r}")
+    dev = resolve_device(device)
+    if threads is not None:
+        torch.set_num_threads(int(threads))
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / STATE_FILE
+
+    if path.is_file():
+        state = torch.load(path, map_location="cpu", weights_only=False)
+        for key, want in (("config", cfg.to_dict()), ("method", method), ("seed", seed)):
+            if state[key] != want:
+                raise ValueError(f"out={str(out)!r} holds a run with a different {key}: {state[key]!r}; use another out")
+    else:
+        state = dict(config=cfg.to_dict(), sizes=cfg.sizes(), method=method, seed=seed, history={}, seconds={},
+                     snapshots={}, opt={}, data=None, whitener=None, network=None, nce_c={}, wh2_retained=None,
+                     device=str(dev), torch=torch.__version__, package=__version__, git_commit=_git_commit())
+
+    if source is None:
+        source, desc = make_source(images, patch=cfg.patch)
+    else:
+        desc = "given PatchSource"
+    if state["whitener"] is not None:
+        source.whitener = Whitener.from_state_dict(state["whitener"])
+    elif source.whitener is None or source.whitener.D != cfg.D:
+        source.fit_whitener(cfg.n_whiten, cfg.D, _seed(seed, 0, 0, 99))
+    state["whitener"] = source.whitener.state_dict()
+    state["data"] = state["data"] or desc
+
+    net = ImageNetwork(**cfg.sizes(), seed=seed)
+    if state["network"] is not None:
+        net.load_state_dict(state["network"])
+    net.to(dev).requires_grad_(False)
+
+    for layer in layers:
+        lk = str(layer)
+        if layer > 1 and len(state["history"].get(str(layer - 1), [])) < cfg.meta_iters[layer - 2]:
+            raise ValueError(f"layers={layers!r}: layer {layer} needs layer {layer - 1} trained first")
+        hist = state["history"].setdefault(lk, [])
+        n_meta, N = cfg.meta_iters[layer - 1], cfg.n_patches[layer - 1]
+        if layer == 3 and state["wh2_retained"] is None:
+            with torch.no_grad():
+                u = source.draw(max(N, 4 * cfg.K2), _seed(seed, layer, 0, 98), dev)
+                z2 = _batched(lambda v: net.z2(net.z1(v)), u, cfg.chunk)
+            state["wh2_retained"] = net.fit_whitening2(z2)
+        if len(hist) >= n_meta:
+            continue
+        for p in net.layer_params(layer):
+            p.requires_grad_(True)
+        extra = {"c": torch.tensor(float(state["nce_c"].get(lk, 0.0)), device=dev, requires_grad=True)}
+        params = net.layer_params(layer) + ([extra["c"]] if method == "nce" else [])
+        eps = hist[-1]["eps"] if hist else 0.5
+        if snapshots and layer == 1 and 0 not in state["snapshots"]:
+            state["snapshots"][0] = net.W1.detach().cpu().half()
+        bar = tqdm(range(len(hist), n_meta), desc=f"{cfg.name} {method} layer {layer}", disable=not progress,
+                   initial=len(hist), total=n_meta)
+        for m in bar:
+            t0 = time.perf_counter()
+            u = source.draw(N, _seed(seed, layer, m, 0), dev)
+            gen = torch.Generator(device=dev).manual_seed(_seed(seed, layer, m, 1))
+            opt = _make_optimizer(cfg, params)
+            if cfg.optimizer == "adam" and lk in state["opt"]:
+                opt.load_state_dict(state["opt"][lk])
+            rec = _run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt)
+            if cfg.optimizer == "adam":
+                state["opt"][lk] = opt.state_dict()
+            eps = rec["eps"]
+            rec.update(meta=m, seconds=time.perf_counter() - t0)
+            hist.append(rec)
+            state["seconds"][lk] = state["seconds"].get(lk, 0.0) + rec["seconds"]
+            state["network"] = {k: v.detach().cpu().clone() for k, v in net.state_dict().items()}
+            state["nce_c"][lk] = float(extra["c"])
+            if snapshots and layer == 1:
+                state["snapshots"][m + 1] = net.W1.detach().cpu().half()
+            state["device"] = str(dev)
+            _atomic_save(state, path)
+            post = {"loss": f"{rec['loss']:.4f}"}
+            if method == "cnce":
+                post["eps"] = f"{eps:.3f}"
+            bar.set_postfix(post)
+        bar.close()
+        for p in net.layer_params(layer):
+            p.requires_grad_(False)
+    _write_provenance(state, out)
+    return state
+
+
+def _write_provenance(state: dict, out: Path) -> None:
+    import numpy
+    import scipy
+
+    try:
+        import skimage
+
+        skv = skimage.__version__
+    except ImportError:  # pragma: no cover
+        skv = None
+    prov = {
+        "package": "cnce " + state["package"],
+        "git_commit": state["git_commit"],
+        "config": state["config"],
+        "method": state["method"],
+        "seed": state["seed"],
+        "device": state["device"],
+        "data": state["data"],
+        "pca_retained_variance": round(Whitener.from_state_dict(state["whitener"]).retained, 4),
+        "layer2_whitening_retained_variance": state["wh2_retained"],
+        "meta_iterations_done": {k: len(v) for k, v in state["history"].items()},
+        "wall_seconds_per_layer": {k: round(v, 1) for k, v in state["seconds"].items()},
+        "final_eps": {k: round(v[-1]["eps"], 4) for k, v in state["history"].items() if v},
+        "final_loss": {k: round(v[-1]["loss"], 5) for k, v in state["history"].items() if v},
+        "versions": {"python": platform.python_version(), "torch": torch.__version__, "numpy": numpy.__version__,
+                     "scipy": scipy.__version__, "scikit-image": skv},
+        "machine": platform.machine(),
+    }
+    tmp = out / "provenance.json.tmp"
+    tmp.write_text(json.dumps(prov, indent=2) + "\n")
+    os.replace(tmp, out / "provenance.json")
