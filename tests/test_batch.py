@@ -125,3 +125,50 @@ def test_goldens_command_writes_goldens_without_images(nb_dir, tmp_path):
 def test_goldens_command_names_failures(nb_dir, tmp_path, capsys):
     assert main(["goldens", "--notebooks-dir", str(nb_dir), "--golden-dir", str(tmp_path / "g")]) == 1
     assert "02_bad" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- book build
+def _tiny_book(root: Path, notebook: str, page: str = "# Intro\n\nHello.\n") -> Path:
+    """A copy of the real book configuration with one page and one notebook."""
+    real = batch.repo_root()
+    (root / "book").mkdir(parents=True)
+    (root / "notebooks").mkdir()
+    (root / "_config.yml").write_text((real / "_config.yml").read_text())
+    (root / "book" / "references.bib").write_text((real / "book" / "references.bib").read_text())
+    (root / "book" / "_ext").mkdir()
+    (root / "book" / "_ext" / "cnce_book.py").write_text((real / "book" / "_ext" / "cnce_book.py").read_text())
+    (root / "book" / "intro.md").write_text(page)
+    (root / "notebooks" / "01_nb.py").write_text(notebook)
+    (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n  - glob: notebooks/*\n")
+    return root
+
+
+def test_book_build_succeeds_and_is_current(tmp_path):
+    root = _tiny_book(tmp_path / "b", OK_NB)
+    assert not batch.book_is_current(root)
+    batch.build_book(root=root)
+    assert (root / "_build/html/notebooks/01_nb.html").is_file()
+    assert batch.book_is_current(root)
+    (root / "book" / "intro.md").write_text("# Intro\n\nEdited.\n")
+    assert not batch.book_is_current(root)
+
+
+def test_book_build_fails_loudly_on_a_failing_cell(tmp_path):
+    root = _tiny_book(tmp_path / "b", BAD_NB)
+    with pytest.raises(RuntimeError, match="book build failed"):
+        batch.build_book(root=root)
+    assert not batch.book_is_current(root)
+
+
+def test_book_build_fails_on_a_warning(tmp_path):
+    root = _tiny_book(tmp_path / "b", OK_NB, page="# Intro\n\nSee {doc}`no-such-page`.\n")
+    with pytest.raises(RuntimeError, match="book build failed"):
+        batch.build_book(root=root)
+    batch.build_book(root=root, strict=False)  # drafting mode keeps going
+
+
+def test_build_book_validates_arguments(tmp_path):
+    with pytest.raises(ValueError, match="threads"):
+        batch.build_book(root=tmp_path, threads=0)
+    with pytest.raises(ValueError, match="_config.yml"):
+        batch.build_book(root=tmp_path)
