@@ -1,0 +1,180 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Consistency of CNCE (Fig. 2a-b)
+#
+# Section 3.2 of the paper argues empirically that CNCE is consistent: for the Gaussian
+# model (Eq. 15, five dimensions, 15 precision parameters) and the ICA model (Eq. 16, four
+# sources, a 4 x 4 demixing matrix) the squared estimation error falls on a straight line
+# in log-log coordinates as the sample size $N$ grows, and the CNCE curves move towards
+# the maximum-likelihood curve as the number of noise samples per data point $\kappa$
+# grows. The paper also reports that on ICA a minority of fits end in a local minimum:
+# 13 of 100 for MLE and 7 of 100 for CNCE.
+#
+# This page recomputes both panels with `cnce.fit`. Each point of a curve is one batched
+# fit of all simulations; every simulation has its own ground truth, its own data and its
+# own noise. Data are drawn once per simulation at the largest $N$ and the smaller sample
+# sizes use prefixes of it; likewise one noise base per simulation serves every $N$ and
+# $\kappa$ (its prefix). The parameter `scale` selects the grid: `quick` (small, computed
+# on the fly) or `paper` (the paper's grid, loaded from the committed results in
+# `data/results/paper/`).
+
+# %% tags=["parameters"]
+scale = "quick"
+seed = 0
+
+# %%
+import numpy as np
+import pandas as pd
+import torch
+
+torch.set_num_threads(1)
+
+from cnce import plotting
+from cnce.experiments import analysis, ensure, get_config, provenance_table
+
+pd.set_option("display.precision", 3)
+pd.set_option("display.width", 120)
+config = get_config("consistency", scale, seed)
+df = ensure("consistency", scale, seed)
+print(f"{config.figure}: scale = {scale!r}, seed = {seed}, {config.n_sims} simulations per point,")
+print(f"N in {sorted(df.N.unique().tolist())}, kappa in {sorted(df.kappa.dropna().unique().tolist())}")
+
+# %% [markdown]
+# Which run produced these numbers (package version, commit, machine, wall time):
+
+# %% tags=["nbval-ignore-output"]
+provenance_table(df)
+
+# %% [markdown]
+# ## The figure
+#
+# Solid lines: median over simulations; dashed: the 0.1 and 0.9 quantiles, as in the
+# paper. The dotted grey segment has slope $-1$, the rate $1/N$ of the squared error of
+# an efficient estimator.
+
+# %%
+titles = {"gaussian": "(a) Gaussian model", "ica": "(b) ICA model"}
+fig, axes = plotting.figure(2)
+for ax, study in zip(axes[0], ["gaussian", "ica"]):
+    plotting.error_plot(ax, df[df.study == study], title=titles[study])
+    plotting.slope_guide(ax)
+    ax.legend(loc="lower left")
+fig.tight_layout();
+
+# %% [markdown]
+# ## Slopes
+#
+# A least-squares line through the medians, $\log_{10}$ error against $\log_{10} N$, for
+# each curve. Consistency in quadratic mean shows as a straight line with negative slope;
+# a slope of $-1$ is the $1/N$ rate.
+
+# %%
+slopes = analysis.fit_slopes(df)
+slopes["curve"] = [analysis.curve_label(m, k) for m, k in zip(slopes.method, slopes.kappa)]
+print(slopes.pivot(index="curve", columns="study", values="slope").round(2).to_string())
+
+# %%
+for study in ["gaussian", "ica"]:
+    s = slopes[(slopes.study == study) & (slopes.method == "cnce")]
+    m = slopes[(slopes.study == study) & (slopes.method == "mle")].slope.iloc[0]
+    print(f"{study}: CNCE slopes from {s.slope.min():.2f} to {s.slope.max():.2f} (MLE {m:.2f}); "
+          f"smallest r^2 of the CNCE fits {s.r2.min():.3f}")
+
+# %% [markdown]
+# ## Does CNCE approach MLE as $\kappa$ grows?
+#
+# The ratio of CNCE's median squared error to MLE's, at each $N$ (a ratio of 1 would be
+# MLE's accuracy).
+
+# %%
+med = analysis.quantile_summary(df, ("study", "method", "kappa", "N"))
+mle = med[med.method == "mle"].set_index(["study", "N"])["median"]
+cn = med[med.method == "cnce"].copy()
+cn["ratio_to_mle"] = cn["median"].to_numpy() / mle.loc[list(zip(cn.study, cn.N))].to_numpy()
+ratio = cn.pivot_table(index=["study", "kappa"], columns="N", values="ratio_to_mle")
+print(ratio.round(2).to_string())
+
+# %%
+for study in ["gaussian", "ica"]:
+    r = ratio.loc[study].mean(axis=1)  # mean over N of the ratio, per kappa
+    trend = "falls" if r.is_monotonic_decreasing else "does not fall monotonically"
+    print(f"{study}: CNCE/MLE error ratio averaged over N, by kappa: "
+          + ", ".join(f"kappa={k}: {v:.2f}" for k, v in r.items()) + f" -> {trend} with kappa")
+
+# %% [markdown]
+# ## ICA: fits stuck in a local minimum
+#
+# Every simulation starts from one initialisation (the authors' $\mathbf{B}_0 = 0.1 \times$
+# standard normal entries), shared by all methods and sample sizes. A fit that converges
+# to a wrong basin shows as an error that stays large when $N$ grows. **Criterion:** a
+# simulation counts as stuck when its squared error at the largest $N$ exceeds 1, i.e.
+# far above the sampling error at that $N$ (whose 0.9 quantile is orders of magnitude
+# smaller; see the histogram) and of the order of a wrongly recovered row of
+# $\mathbf{B}$. The histogram shows why the threshold is not delicate: the errors at the
+# largest $N$ split into two well separated groups.
+
+# %%
+ica = df[df.study == "ica"]
+N_max = int(ica.N.max())
+last = ica[ica.N == N_max].assign(curve=[analysis.curve_label(m, k) for m, k in zip(ica[ica.N == N_max].method, ica[ica.N == N_max].kappa)])
+last = last.assign(log10_error=np.log10(last.error))
+fig, ax = plotting.figure(1, width=7)
+import seaborn as sns
+sns.stripplot(data=last, x="log10_error", y="curve", hue="method", palette=plotting.METHOD_COLORS, ax=ax[0, 0], size=3, legend=False)
+ax[0, 0].axvline(0.0, color="grey", linestyle=":")
+ax[0, 0].set_xlabel(rf"$\log_{{10}}$ squared error at N = {N_max}")
+ax[0, 0].set_ylabel("")
+fig.tight_layout();
+
+# %%
+THRESHOLD = 1.0
+stuck = analysis.stuck_counts(ica, THRESHOLD)
+stuck["curve"] = [analysis.curve_label(m, k) for m, k in zip(stuck.method, stuck.kappa)]
+print(stuck.pivot(index="curve", columns="N", values="stuck").to_string())
+
+# %%
+n = config.n_sims
+at_max = stuck[stuck.N == N_max].set_index("curve")["stuck"]
+mle_count = int(at_max["MLE"])
+cnce_counts = at_max.drop("MLE")
+print(f"Stuck at N = {N_max} (squared error > {THRESHOLD}): MLE {mle_count}/{n}; CNCE "
+      + ", ".join(f"{c.split(', ')[1]}: {v}/{n}" for c, v in cnce_counts.items()))
+print(f"Paper: MLE 13/100, CNCE 7/100 (scaled to {n} simulations: MLE {13 * n / 100:.1f}, CNCE {7 * n / 100:.1f})")
+print("Ours, per 100 simulations: MLE {:.0f}, CNCE {:.0f} to {:.0f}".format(100 * mle_count / n, 100 * cnce_counts.min() / n, 100 * cnce_counts.max() / n))
+
+# %% [markdown]
+# How does our MLE compare with the authors'? Their ICA maximum-likelihood routine hands
+# the optimiser a natural gradient where it expects the ordinary gradient, which stops it
+# short of the optimum (see the project's notes on the authors' code); our MLE minimises
+# the exact negative log-likelihood. Fewer stuck MLE fits than the paper's 13/100 are
+# therefore expected, and a count that differs from the paper's is a statement about
+# optimisers as much as about estimators.
+#
+# ## Did the optimiser converge?
+#
+# Fraction of fits that met the convergence test, median iterations, the largest final
+# gradient norm, and the smallest decrease of the loss from its starting value.
+
+# %%
+print(analysis.convergence_summary(df).round(4).to_string())
+
+# %% [markdown]
+# ## Against the paper
+#
+# The summaries printed above are the comparison: the slope table checks the linear
+# decrease in the log-log domain (the paper shows no slopes, only the curves; a slope
+# near $-1$ is the best an estimator can do), the ratio table checks that CNCE gets closer
+# to MLE as $\kappa$ grows, and the stuck counts are set beside the paper's 13/100 and
+# 7/100. Where the grids differ (the `quick` scale), only the qualitative shape can be
+# compared.
