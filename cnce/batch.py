@@ -54,15 +54,17 @@ __all__ = [
 #: The scales every notebook understands through its ``scale`` parameter.
 SCALES = ("quick", "paper")
 
-#: Environment the golden notebooks are generated and checked under (kernel processes
-#: inherit it): one thread for reproducible floating point, fixed hashing, no progress bars
-#: (their timings would differ between runs), a non-interactive matplotlib backend.
+#: Environment the golden notebooks are generated and checked under, and the book is built
+#: under (kernel processes inherit it): one CPU thread for reproducible floating point, no
+#: GPU (device="auto" resolves to the CPU everywhere), fixed hashing, and no progress bars
+#: (their timings differ between runs).
 GOLDEN_ENV: dict[str, str] = {
     "OMP_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
     "OPENBLAS_NUM_THREADS": "1",
     "PYTHONHASHSEED": "0",
     "TQDM_DISABLE": "1",
+    "CUDA_VISIBLE_DEVICES": "",
 }
 
 #: Golden notebooks are executed with the notebook's own default parameters except these.
