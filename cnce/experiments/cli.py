@@ -32,14 +32,21 @@ def _cmd_run(args) -> int:
 
     from .runner import run
 
-    if args.threads is not None:
-        if args.threads < 1:
-            raise SystemExit(f"--threads must be >= 1; got {args.threads}")
-        torch.set_num_threads(args.threads)
+    if args.threads < 1:
+        raise SystemExit(f"--threads must be >= 1; got {args.threads}")
+    torch.set_num_threads(args.threads)
     names = list(FIGURES) if args.experiment == "all" else [args.experiment]
     total = 0.0
     for name in names:
-        summary = run(name, args.scale, args.seed, results_dir=args.results_dir, device=args.device, progress=not args.no_progress)
+        studies = None
+        if args.study:
+            studies = [s for s in args.study if s in FIGURES[name].studies]
+            if not studies:
+                if args.experiment != "all":
+                    raise SystemExit(f"--study must be one of {list(FIGURES[name].studies)} for {name}; got {args.study}")
+                continue
+        summary = run(name, args.scale, args.seed, results_dir=args.results_dir, device=args.device,
+                      progress=not args.no_progress, studies=studies)
         total += summary["wall_seconds"]
         print(json.dumps(summary))
     if len(names) > 1:
@@ -65,6 +72,9 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--results-dir", default=None, help="default: data/results/<scale> (data/results/<scale>-seed<k> for seed k != 0)")
     p.add_argument("--device", default="cpu", help="'cpu', 'cuda' or 'auto'")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch CPU threads; 1 is fastest on a busy 2-core machine (many small batched ops)")
+    p.add_argument("--study", action="append", default=None,
+                   help="run only this study of the experiment (repeatable), e.g. --study gaussian")
     p.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
     p.set_defaults(func=_cmd_run)

@@ -306,14 +306,23 @@ def run(
     progress: bool = True,
     fit=None,
     draw_base=None,
+    studies: tuple[str, ...] | list[str] | None = None,
 ) -> dict:
     """Compute the cells of experiment ``name`` at ``scale`` that are not stored yet.
+
+    ``studies`` restricts the run to some of the experiment's studies (e.g. ``["gaussian"]``).
 
     Returns a summary ``{"experiment", "scale", "seed", "results_dir", "cells_total",
     "cells_run", "wall_seconds"}``. ``fit`` and ``draw_base`` replace :func:`cnce.fit` and
     :func:`cnce.noise.draw_base` (for tests).
     """
     config = _resolve(name, scale, seed)
+    if studies is not None:
+        bad = [s for s in studies if s not in config.studies]
+        if bad:
+            raise ValueError(f"studies must be among {list(config.studies)} for experiment {config.name!r}; got {bad}")
+        config = ExperimentConfig(**{**config.__dict__, "studies": tuple(s for s in config.studies if s in studies),
+                                     "cells": tuple(c for c in config.cells if c.study in studies)})
     store = ResultStore(results_dir if results_dir is not None else default_results_dir(config.scale, config.seed))
     t_start = time.perf_counter()
     todo = missing_cells(config, store)
