@@ -18,7 +18,7 @@ import seaborn as sns
 
 from .experiments.analysis import curve_label, quantile_summary
 
-__all__ = ["use_style", "curve_style", "error_plot", "slope_guide", "METHOD_COLORS", "KAPPA_MARKERS", "figure"]
+__all__ = ["use_style", "curve_style", "error_plot", "slope_guide", "not_computed", "METHOD_COLORS", "KAPPA_MARKERS", "figure"]
 
 METHOD_COLORS = {"mle": "black", "cnce": "tab:blue", "nce": "tab:orange", "sm": "tab:green"}
 _METHOD_CMAPS = {"cnce": "Blues", "nce": "Oranges", "sm": "Greens"}
@@ -133,3 +133,12 @@ def slope_guide(ax, slope: float = -1.0, anchor=None, length: float = 1.0, label
         anchor = (x0 + 0.55 * (x1 - x0), y0 + 0.85 * (y1 - y0))
     xs = np.array([anchor[0], anchor[0] + length])
     ax.plot(xs, anchor[1] + slope * (xs - anchor[0]), color="grey", linewidth=1.0, linestyle=":", label=label, zorder=1)
+
+
+def not_computed(ax, title: str | None = None, text: str = "not computed at this scale and seed") -> None:
+    """Mark an empty panel whose results are not stored."""
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="grey")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    if title:
+        ax.set_title(title)

@@ -53,7 +53,7 @@ from cnce.noise import NCEGaussianNoise
 
 pd.set_option("display.width", 120)
 config = get_config("ring", scale, seed)
-df = ensure("ring", scale, seed)
+df = ensure("ring", scale, seed, compute=(scale == "quick"))  # paper scale: load the committed run
 print(f"{config.figure}: scale = {scale!r}, seed = {seed}, {config.n_sims} simulations per point, kappa = 10,")
 print(f"N in {sorted(df.N.unique().tolist())}; generators: {sorted(df.study.unique().tolist())}")
 
@@ -164,7 +164,7 @@ for study in ["ring-authors", "ring-exact"]:
 
 # %%
 conv = analysis.convergence_summary(df, by=("study", "method"))
-print(conv.round(4).to_string())
+print(conv.pipe(analysis.format_table, 4))
 nce_rows = df[df.method == "nce"]
 print(f"NCE fits whose loss decreased: {int((nce_rows.loss < nce_rows.init_loss).sum())} of {len(nce_rows)}")
 

@@ -43,7 +43,7 @@ from cnce.experiments import analysis, ensure, get_config, provenance_table
 
 pd.set_option("display.width", 120)
 config = get_config("supplementary", scale, seed)
-df = ensure("supplementary", scale, seed)
+df = ensure("supplementary", scale, seed, compute=(scale == "quick"))  # paper scale: load the committed run
 print(f"{config.figure}: scale = {scale!r}, seed = {seed}, {config.n_sims} simulations per point,")
 print(f"N in {sorted(df.N.unique().tolist())}, kappa in {sorted(df.kappa.dropna().unique().tolist())}")
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-__all__ = ["curve_label", "quantile_summary", "fit_slopes", "method_ratio", "stuck_counts", "convergence_summary"]
+__all__ = ["curve_label", "quantile_summary", "fit_slopes", "method_ratio", "stuck_counts", "convergence_summary", "format_table"]
 
 QUANTILES = (0.1, 0.5, 0.9)
 
@@ -100,3 +100,9 @@ def convergence_summary(df: pd.DataFrame, by=("study", "method", "kappa")) -> pd
         "median_loss": g["loss"].median(),
         "min_loss_drop": g["loss_drop"].min(),
     }).reset_index()
+
+
+def format_table(df: pd.DataFrame, digits: int = 3, sci=("max_grad_norm", "grad_norm"), index: bool = False) -> str:
+    """``df.to_string`` with floats rounded to ``digits`` and the columns in ``sci`` in 1.2e-05 form."""
+    fmt = {c: (lambda v: "nan" if pd.isna(v) else f"{v:.1e}") for c in sci if c in df.columns}
+    return df.round(digits).to_string(index=index, formatters=fmt)

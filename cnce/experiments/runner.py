@@ -239,6 +239,24 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def package_source_hash() -> str:
+    """SHA-256 over the package's ``.py`` files except ``images/`` (path and content).
+
+    Identifies the code that computed a result even when it was not committed yet.
+    """
+    import hashlib
+
+    pkg = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for f in sorted(pkg.rglob("*.py")):
+        if "images" in f.relative_to(pkg).parts:
+            continue
+        h.update(str(f.relative_to(pkg)).encode())
+        h.update(b"\0")
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
 def environment_record(device) -> dict:
     """Package version, git commit, library versions, machine and device of this process."""
     import scipy
@@ -250,6 +268,7 @@ def environment_record(device) -> dict:
         "package_version": __version__,
         "git_commit": _git("rev-parse", "HEAD"),
         "git_dirty_package": bool(dirty) if dirty is not None else None,
+        "package_source_sha256": package_source_hash(),
         "python": sys.version.split()[0],
         "torch": torch.__version__,
         "numpy": np.__version__,
@@ -447,10 +466,27 @@ def ensure(
     results_dir: str | os.PathLike | None = None,
     device: str = "cpu",
     progress: bool = False,
+    compute: bool = True,
 ) -> pd.DataFrame:
-    """Compute whatever cells of ``name`` are missing (nothing if all are stored), then load."""
-    run(name, scale, seed, results_dir=results_dir, device=device, progress=progress)
-    return load_results(name, scale, seed, results_dir=results_dir)
+    """Compute whatever cells of ``name`` are missing (nothing if all are stored), then load.
+
+    With ``compute=False`` nothing is computed: the stored cells are loaded and the missing
+    ones are listed in ``df.attrs["missing"]`` (and printed), so a page can show a partial run.
+    """
+    if compute:
+        run(name, scale, seed, results_dir=results_dir, device=device, progress=progress)
+        return load_results(name, scale, seed, results_dir=results_dir)
+    df = load_results(name, scale, seed, results_dir=results_dir, allow_missing=True)
+    config = _resolve(name, scale, seed)
+    store = ResultStore(results_dir if results_dir is not None else default_results_dir(config.scale, config.seed))
+    missing = missing_cells(config, store)
+    df.attrs["missing"] = [str(c) for c in missing]
+    if missing:
+        studies = sorted({c.study for c in missing})
+        print(f"NOTE: {len(missing)} of {len(config.cells)} cells of {config.name!r} at scale {config.scale!r} are not "
+              f"stored (studies: {', '.join(studies)}); they are left out below. Compute them with "
+              f"`python -m cnce run {config.name} --scale {config.scale}`.")
+    return df
 
 
 def provenance_table(df: pd.DataFrame) -> pd.DataFrame:
