@@ -29,18 +29,12 @@ def _run(args: argparse.Namespace) -> int:
     train(args.config, out=out, layers=layers, device=args.device, seed=args.seed, images=args.images,
           threads=args.threads, progress=not args.no_progress)
     if args.compare:
-        for method in ("cnce", "nce"):
-            train(_compare_config(args.config), out=f"{out}/compare-{method}", layers=(1,), method=method,
-                  device=args.device, seed=args.seed, images=args.images, snapshots=True,
-                  threads=args.threads, progress=not args.no_progress)
+        from cnce.images.train import train_comparison
+
+        train_comparison(args.config, out=out, work=args.work or f"runs/images/{args.config}", seed=args.seed,
+                         device=args.device, images=args.images, threads=args.threads, progress=not args.no_progress)
     print(f"state and provenance written to {out}")
     return 0
-
-
-def _compare_config(name):
-    from cnce.images.configs import get_config
-
-    return get_config(name).for_comparison()
 
 
 def register(subparsers) -> None:
@@ -53,6 +47,7 @@ def register(subparsers) -> None:
     p.add_argument("--out", default=None, help="output folder (default data/weights/<config>); resumes from it")
     p.add_argument("--images", default=None, help="folder of images (.iml or ordinary files); default: bundled photographs")
     p.add_argument("--compare", action="store_true", help="also train the CNCE/NCE first-layer comparison (Supp. D.2)")
+    p.add_argument("--work", default=None, help="folder for the comparison runs (default runs/images/<config>)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_run)

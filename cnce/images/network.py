@@ -34,11 +34,10 @@ __all__ = ["f_th", "gain_control", "ImageNetwork"]
 def f_th(u: torch.Tensor) -> torch.Tensor:
     """The smooth rectifier of footnote 1: ``f_th(u) = 0.25 log(cosh(2u)) + 0.5 u + 0.17``.
 
-    ``log cosh(a) = |a| + log(1 + exp(-2|a|)) - log 2`` keeps it finite for any ``u``.
+    Since ``log cosh(2u) = 2u + log(1 + exp(-4u)) - log 2``, this equals
+    ``0.25 softplus(4u) + 0.17 - 0.25 log 2``: one fused, overflow-free operation.
     """
-    a = 2.0 * u
-    logcosh = a.abs() + F.softplus(-2.0 * a.abs()) - math.log(2.0)
-    return 0.25 * logcosh + 0.5 * u + 0.17
+    return 0.25 * F.softplus(4.0 * u) + (0.17 - 0.25 * math.log(2.0))
 
 
 def gain_control(u: torch.Tensor) -> torch.Tensor:
@@ -46,6 +45,15 @@ def gain_control(u: torch.Tensor) -> torch.Tensor:
     D = u.shape[-1]
     c = u - u.mean(-1, keepdim=True)
     return math.sqrt(D - 1) * c / c.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+
+
+def _orthonormal_rows(K: int, D: int, g: torch.Generator) -> torch.Tensor:
+    """``K x D`` matrix with orthonormal rows (``K <= D``) or columns (``K > D``), from a QR of a
+    Gaussian matrix."""
+    A = torch.randn(max(K, D), min(K, D), generator=g)
+    Q, R = torch.linalg.qr(A)
+    Q = Q * torch.sign(torch.diagonal(R))  # a unique, uniformly random orthonormal set
+    return Q if K > D else Q.T.contiguous()
 
 
 class ImageNetwork(nn.Module):
@@ -59,6 +67,7 @@ class ImageNetwork(nn.Module):
     """
 
     LAYERS = (1, 2, 3, 4)
+    INIT_SCALE = 0.3  # norm of the initial rows of W1 and W3
 
     def __init__(self, D: int = 600, K1: int = 600, K2: int = 200, D3: int = 196, K3: int = 60, K4: int = 30, seed: int = 0):
         super().__init__()
@@ -69,16 +78,17 @@ class ImageNetwork(nn.Module):
             raise ValueError(f"D3 must be <= K2 = {K2}; got {D3!r}")
         self.sizes = dict(D=D, K1=K1, K2=K2, D3=D3, K3=K3, K4=K4)
         g = torch.Generator().manual_seed(int(seed))
-        # Rows of W1 and W3 have unit norm, so z = w . u~ is of order one (|u~| = sqrt(D - 1)).
-        W1 = torch.randn(K1, D, generator=g)
-        W3 = torch.randn(K3, D3, generator=g)
-        self.W1 = nn.Parameter(W1 / W1.norm(dim=1, keepdim=True))
-        self.b1 = nn.Parameter(torch.full((K1,), -1.0))
-        # Pooling weights q = w**2 start small and dense: each unit pools ~ a 1/K1 share of everything.
+        # Feature layers start with small, orthonormal rows and zero thresholds. With orthonormal
+        # rows sum_j z_j**2 is the same for every gain-controlled input, so G starts near 0 and
+        # the loss near 2 log 2; random rows would give G a large zero-mean spread (and a loss far
+        # above 2 log 2) that the training must first undo.
+        self.W1 = nn.Parameter(self.INIT_SCALE * _orthonormal_rows(K1, D, g))
+        self.b1 = nn.Parameter(torch.zeros(K1))
+        # Pooling weights q = w**2 start small and dense: each unit pools a bit of everything.
         self.W2 = nn.Parameter(torch.rand(K2, K1, generator=g) * math.sqrt(2.0 / K1))
         self.b2 = nn.Parameter(torch.full((K2,), -1.0))
-        self.W3 = nn.Parameter(W3 / W3.norm(dim=1, keepdim=True))
-        self.b3 = nn.Parameter(torch.full((K3,), -1.0))
+        self.W3 = nn.Parameter(self.INIT_SCALE * _orthonormal_rows(K3, D3, g))
+        self.b3 = nn.Parameter(torch.zeros(K3))
         self.W4 = nn.Parameter(torch.rand(K4, K3, generator=g) * math.sqrt(2.0 / K3))
         self.b4 = nn.Parameter(torch.full((K4,), -1.0))
         # Intermediate whitening of z2 (fitted after layer 2 is trained).
@@ -99,7 +109,7 @@ class ImageNetwork(nn.Module):
         return gain_control(u) @ self.W1.T
 
     def z2(self, z1: torch.Tensor) -> torch.Tensor:
-        return torch.log((z1**2) @ (self.W2**2).T + 1.0)
+        return torch.log1p((z1**2) @ (self.W2**2).T)
 
     def u3(self, z2: torch.Tensor) -> torch.Tensor:
         return gain_control((z2 - self.wh2_mean) @ self.wh2_P)
@@ -141,7 +151,7 @@ class ImageNetwork(nn.Module):
         L1 (the extra nonlinearity of Sec. 4.1), ``z2``, ``z3``, ``z4``."""
         self._check_layer(layer)
         if layer == 1:
-            return torch.log((h @ self.W1.T) ** 2 + 1.0)
+            return torch.log1p((h @ self.W1.T) ** 2)
         if layer == 2:
             return self.z2(h)
         if layer == 3:

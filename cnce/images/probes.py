@@ -13,7 +13,7 @@ import torch
 from cnce.images.data import Whitener
 from cnce.images.network import ImageNetwork
 
-__all__ = ["gabor", "fit_gabor", "fit_gabors", "GaborProbe", "probe_layer", "top_patches"]
+__all__ = ["gabor", "fit_gabor", "fit_gabors", "gabor_like", "GaborProbe", "probe_layer", "top_patches"]
 
 
 def gabor(size: int, x0, y0, theta, freq, phase, sigma, gamma=1.0, amp=1.0) -> np.ndarray:
@@ -81,7 +81,7 @@ def fit_gabor(feature: np.ndarray) -> GaborFit:
         def resid(p):
             return (gabor(n, *p) - f).ravel()
 
-        r = least_squares(resid, p0, bounds=(lower, upper), max_nfev=200)
+        r = least_squares(resid, p0, bounds=(lower, upper), max_nfev=100)
         if best is None or r.cost < best.cost:
             best = r
     x0, y0, th, fr, ph, sg, gm, amp = best.x
@@ -99,6 +99,16 @@ def fit_gabors(features: np.ndarray) -> dict[str, np.ndarray]:
     fits = [fit_gabor(f) for f in np.asarray(features)]
     keys = GaborFit.__dataclass_fields__.keys()
     return {k: np.array([getattr(g, k) for g in fits]) for k in keys}
+
+
+def gabor_like(fits: dict[str, np.ndarray], size: int, r2_min: float = 0.5) -> np.ndarray:
+    """Which fitted features count as *localised, oriented* Gabors: the fit explains at least
+    ``r2_min`` of the variance, the envelope is narrower than a quarter of the patch
+    (``sigma`` and ``sigma * gamma`` at most ``size / 4``) and it holds at least one cycle
+    within two standard deviations (``4 sigma freq >= 1``). A smooth blob or a global grating
+    can reach a high ``r2`` but fails the last two tests."""
+    width = np.maximum(fits["sigma"], fits["sigma"] * fits["gamma"])
+    return (fits["r2"] >= r2_min) & (width <= size / 4) & (4 * fits["sigma"] * fits["freq"] >= 1)
 
 
 @dataclass

@@ -1,10 +1,19 @@
 """Greedy CNCE (and NCE) training of the neural image model, one layer at a time.
 
 Each layer runs ``meta_iters`` *meta-iterations* (the authors' schedule): draw fresh patches
-and fresh noise, set eps with the image-model rule (:func:`choose_eps`), then take ``steps``
-L-BFGS steps with strong-Wolfe line searches on that fixed sample (the authors used ten
-conjugate-gradient line searches). Layers below the trained one are frozen, so their outputs
-are computed once per meta-iteration.
+and fresh noise, set eps with the image-model rule (:func:`choose_eps`; from the layer's
+second meta-iteration on, see below), then optimise on that sample. Two optimisers:
+
+* ``optimizer="lbfgs"`` (``paper``): ``steps`` L-BFGS steps with strong-Wolfe line searches on
+  the whole sample, close to the authors' ten conjugate-gradient line searches. Needs large
+  samples (the authors' 200k patches): on a few thousand patches it overfits within one
+  meta-iteration.
+* ``optimizer="adam"`` (``demo``, ``quick``): one pass of Adam minibatches over each fresh
+  sample, the optimiser state carried across meta-iterations.
+
+Layers below the trained one are frozen, so their outputs are computed once per meta-iteration.
+At a layer's initialisation G is close to 0 for any eps (see :class:`ImageNetwork`), so the eps
+rule would only push eps to its cap; the first meta-iteration therefore uses eps = 0.5.
 
 Noise lives in the whitened input space: ``y = u + eps * xi`` (Eq. 13) is the effective
 conditional noise of Eqs. (19)-(20); it is symmetric, so ``G = log phi~(u) - log phi~(y)``
@@ -12,8 +21,8 @@ and the CNCE loss is :func:`cnce.losses.cnce_loss` (Eq. 8). NCE uses standard-no
 the same space, whose Gaussian term cancels against Eq. (18) just as in CNCE, so
 ``G(u) = log phi~(u) + c - log nu`` with a learned ``c``.
 
-After every meta-iteration the whole state (network, whitening, history, timings) is written
-atomically to ``<out>/state.pt``; :func:`train` resumes from it.
+After every meta-iteration the whole state (network, whitening, optimiser, history, timings)
+is written atomically to ``<out>/state.pt``; :func:`train` resumes from it.
 """
 from __future__ import annotations
 
@@ -35,9 +44,12 @@ from cnce.images.configs import ImageConfig, get_config
 from cnce.images.data import PatchSource, Whitener, load_image_folder, load_skimage_images, prepare_image
 from cnce.images.network import ImageNetwork
 
-__all__ = ["choose_eps", "make_source", "train", "load_state", "network_from_state", "STATE_FILE"]
+__all__ = ["choose_eps", "make_source", "train", "train_comparison", "load_state", "network_from_state", "find_weights",
+           "weights_dir", "STATE_FILE",
+           "COMPARE_FILE"]
 
 STATE_FILE = "state.pt"
+COMPARE_FILE = "compare.pt"
 METHODS = ("cnce", "nce")
 
 
@@ -117,6 +129,30 @@ def load_state(out: str | os.PathLike) -> dict:
     return torch.load(p, map_location="cpu", weights_only=False)
 
 
+def weights_dir() -> Path:
+    """``data/weights`` of the repository that holds this package."""
+    return Path(__file__).resolve().parents[2] / "data" / "weights"
+
+
+def find_weights(weights: str = "auto", root: str | os.PathLike | None = None) -> Path | None:
+    """The folder of a finished, committed run: ``weights="auto"`` picks the largest configuration
+    present (``paper`` > ``demo`` > ``quick``) whose every layer finished; a config name or a
+    path selects one. Returns ``None`` when ``"auto"`` finds nothing."""
+    root = Path(root) if root is not None else weights_dir()
+    if weights != "auto":
+        p = Path(weights) if Path(weights).is_dir() else root / weights
+        if not (p / STATE_FILE).is_file():
+            raise ValueError(f"weights={weights!r}: no {STATE_FILE} under {p}")
+        return p
+    for name in ("paper", "demo", "quick"):
+        p = root / name / STATE_FILE
+        if p.is_file():
+            st = torch.load(p, map_location="cpu", weights_only=False)
+            if all(len(st["history"].get(str(L), [])) >= n for L, n in zip((1, 2, 3, 4), st["config"]["meta_iters"])):
+                return p.parent
+    return None
+
+
 def network_from_state(state: dict) -> tuple[ImageNetwork, Whitener]:
     """Rebuild the trained network and the input whitening from a saved state."""
     net = ImageNetwork(**state["sizes"])
@@ -128,9 +164,10 @@ def _batched(fn, x: torch.Tensor, chunk: int) -> torch.Tensor:
     return torch.cat([fn(x[i:i + chunk]) for i in range(0, x.shape[0], chunk)])
 
 
-def _run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt):
-    """One meta-iteration on fresh patches ``u``: fresh noise, the eps rule, then the optimiser
-    (``steps`` L-BFGS steps on the whole sample, or one pass of Adam minibatches).
+def _run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_eps=True):
+    """One meta-iteration on fresh patches ``u``: fresh noise, the eps rule (unless
+    ``tune_eps`` is False), then the optimiser (``steps`` L-BFGS steps on the whole sample, or
+    one pass of Adam minibatches).
 
     Returns a record with ``eps``, ``loss`` (the loss on the fresh sample before this
     meta-iteration's updates, i.e. on data the current parameters have not seen) and
@@ -148,8 +185,10 @@ def _run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt):
                 hy_e = net.layer_input(u[:n_e, None, :] + e * xi[:n_e], layer)
                 return cnce_loss(net.layer_log_phi(hx[:n_e], layer), net.layer_log_phi(hy_e, layer))
 
-            cap = 8.0 if layer == 4 else 4.0
-            eps, trace = choose_eps(J_of_eps, eps0=eps, cap=cap)
+            if tune_eps:
+                eps, trace = choose_eps(J_of_eps, eps0=eps, cap=8.0 if layer == 4 else 4.0)
+            else:
+                trace = [(eps, float(J_of_eps(eps)))]
             y = u[:, None, :] + eps * xi
         else:
             y = torch.randn(N, kappa, D, generator=gen, device=u.device)
@@ -300,7 +339,10 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
             opt = _make_optimizer(cfg, params)
             if cfg.optimizer == "adam" and lk in state["opt"]:
                 opt.load_state_dict(state["opt"][lk])
-            rec = _run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt)
+            # At a layer's initialisation G is close to 0 for every eps (orthonormal rows, see
+            # ImageNetwork), so the rule would only push eps to its cap: start at 0.5 and apply
+            # the rule from the second meta-iteration on.
+            rec = _run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_eps=m > 0)
             if cfg.optimizer == "adam":
                 state["opt"][lk] = opt.state_dict()
             eps = rec["eps"]
@@ -308,7 +350,9 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
             hist.append(rec)
             state["seconds"][lk] = state["seconds"].get(lk, 0.0) + rec["seconds"]
             state["network"] = {k: v.detach().cpu().clone() for k, v in net.state_dict().items()}
-            state["nce_c"][lk] = float(extra["c"])
+            state["nce_c"][lk] = extra["c"].item()
+            if m + 1 == n_meta:
+                state["opt"].pop(lk, None)  # a finished layer is never resumed: keep the file small
             if snapshots and layer == 1:
                 state["snapshots"][m + 1] = net.W1.detach().cpu().half()
             state["device"] = str(dev)
@@ -322,6 +366,30 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
             p.requires_grad_(False)
     _write_provenance(state, out)
     return state
+
+
+def train_comparison(config: str | ImageConfig, *, out: str | os.PathLike, work: str | os.PathLike, seed: int = 0,
+                     device: str = "auto", images=None, progress: bool = True, threads: int | None = None) -> dict:
+    """Supp. D.2: train the first layer of the smaller comparison network with CNCE and with NCE
+    from a common initialisation, on the same fresh patches per meta-iteration.
+
+    The resumable runs live in ``<work>/compare-<method>``; the first-layer weights after every
+    meta-iteration (float16, whitened space) and the loss histories are written compactly to
+    ``<out>/compare.pt``. Returns that dictionary.
+    """
+    cfg = get_config(config).for_comparison()
+    source, _ = make_source(images, patch=cfg.patch)
+    res = {"config": cfg.to_dict(), "seed": seed, "snapshots": {}, "history": {}}
+    for method in METHODS:
+        st = train(cfg, out=Path(work) / f"compare-{method}", layers=(1,), method=method, device=device, seed=seed,
+                   source=source, snapshots=True, progress=progress, threads=threads)
+        res["snapshots"][method] = st["snapshots"]
+        res["history"][method] = st["history"]["1"]
+        res["device"] = st["device"]
+    res["whitener"] = st["whitener"]
+    Path(out).mkdir(parents=True, exist_ok=True)
+    _atomic_save({k: v for k, v in res.items() if k != "whitener"}, Path(out) / COMPARE_FILE)
+    return res
 
 
 def _write_provenance(state: dict, out: Path) -> None:
