@@ -105,4 +105,5 @@ def convergence_summary(df: pd.DataFrame, by=("study", "method", "kappa")) -> pd
 def format_table(df: pd.DataFrame, digits: int = 3, sci=("max_grad_norm", "grad_norm"), index: bool = False) -> str:
     """``df.to_string`` with floats rounded to ``digits`` and the columns in ``sci`` in 1.2e-05 form."""
     fmt = {c: (lambda v: "nan" if pd.isna(v) else f"{v:.1e}") for c in sci if c in df.columns}
-    return df.round(digits).to_string(index=index, formatters=fmt)
+    other = [c for c in df.columns if c not in fmt]
+    return df.round({c: digits for c in other}).to_string(index=index, formatters=fmt)

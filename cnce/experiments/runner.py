@@ -356,50 +356,16 @@ def run(
     n_run = 0
     try:
         for study in config.studies:
-            cells = [c for c in todo if c.study == study]
-            if not cells:
+            if not any(c.study == study for c in todo):
                 continue
-            prov = store.read_provenance(study) or {
-                "study": study,
-                "scale": config.scale,
-                "seed": config.seed,
-                "n_sims": config.n_sims,
-                "N_max": config.N_max,
-                "draw_scheme": DRAW_SCHEME,
-                "study_config": {"family": STUDIES[study].family if study in STUDIES else None,
-                                 "model_kwargs": dict(STUDIES[study].model_kwargs) if study in STUDIES else None,
-                                 "sample_kwargs": dict(STUDIES[study].sample_kwargs) if study in STUDIES else None},
-                "runs": [],
-            }
-            entry = {"experiment": config.name, "started": _now(), "finished": None, "status": "running",
-                     "cells_computed": 0, "compute_seconds": 0.0, "wall_seconds": 0.0, **env}
-            prov["runs"].append(entry)
-            t_study = time.perf_counter()
-            if bar is not None:
-                bar.set_postfix_str(f"{study}: drawing data")
-            problem = build_problem(study, config.n_sims, config.N_max, config.seed, draw_base=draw_base)
-            try:
-                for cell in cells:
-                    if bar is not None:
-                        bar.set_postfix_str(str(cell))
-                    rows = run_cell(problem, cell, fit=fit, device=device)
-                    store.append(study, rows, n_sims=config.n_sims)
-                    n_run += 1
-                    entry["cells_computed"] += 1
-                    entry["compute_seconds"] = round(entry["compute_seconds"] + float(rows["cell_seconds"].iloc[0]), 3)
-                    entry["wall_seconds"] = round(time.perf_counter() - t_study, 3)
-                    store.write_provenance(study, prov)
-                    if bar is not None:
-                        bar.update(1)
-                entry["status"] = "complete"
-            except BaseException:
-                entry["status"] = "interrupted"
-                raise
-            finally:
-                entry["finished"] = _now()
-                entry["wall_seconds"] = round(time.perf_counter() - t_study, 3)
-                store.write_provenance(study, prov)
-                del problem
+            with store.lock(study):
+                # another process may have stored some of these cells while we waited
+                done = store.done_cells(study, n_sims=config.n_sims)
+                cells = [c for c in todo if c.study == study and c.key() not in done]
+                if bar is not None and len(cells) < sum(c.study == study for c in todo):
+                    bar.update(sum(c.study == study for c in todo) - len(cells))
+                if cells:
+                    n_run += _run_study(config, store, study, cells, env, bar, fit, draw_base, device)
     finally:
         if bar is not None:
             bar.close()
@@ -412,6 +378,53 @@ def run(
         "cells_run": n_run,
         "wall_seconds": round(time.perf_counter() - t_start, 3),
     }
+
+
+def _run_study(config, store, study, cells, env, bar, fit, draw_base, device) -> int:
+    """Compute ``cells`` of one study, appending each to the store; returns how many ran."""
+    n_run = 0
+    prov = store.read_provenance(study) or {
+        "study": study,
+        "scale": config.scale,
+        "seed": config.seed,
+        "n_sims": config.n_sims,
+        "N_max": config.N_max,
+        "draw_scheme": DRAW_SCHEME,
+        "study_config": {"family": STUDIES[study].family if study in STUDIES else None,
+                         "model_kwargs": dict(STUDIES[study].model_kwargs) if study in STUDIES else None,
+                         "sample_kwargs": dict(STUDIES[study].sample_kwargs) if study in STUDIES else None},
+        "runs": [],
+    }
+    entry = {"experiment": config.name, "started": _now(), "finished": None, "status": "running",
+             "cells_computed": 0, "compute_seconds": 0.0, "wall_seconds": 0.0, **env}
+    prov["runs"].append(entry)
+    t_study = time.perf_counter()
+    if bar is not None:
+        bar.set_postfix_str(f"{study}: drawing data")
+    problem = build_problem(study, config.n_sims, config.N_max, config.seed, draw_base=draw_base)
+    try:
+        for cell in cells:
+            if bar is not None:
+                bar.set_postfix_str(str(cell))
+            rows = run_cell(problem, cell, fit=fit, device=device)
+            store.append(study, rows, n_sims=config.n_sims)
+            n_run += 1
+            entry["cells_computed"] += 1
+            entry["compute_seconds"] = round(entry["compute_seconds"] + float(rows["cell_seconds"].iloc[0]), 3)
+            entry["wall_seconds"] = round(time.perf_counter() - t_study, 3)
+            store.write_provenance(study, prov)
+            if bar is not None:
+                bar.update(1)
+        entry["status"] = "complete"
+    except BaseException:
+        entry["status"] = "interrupted"
+        raise
+    finally:
+        entry["finished"] = _now()
+        entry["wall_seconds"] = round(time.perf_counter() - t_study, 3)
+        store.write_provenance(study, prov)
+        del problem
+    return n_run
 
 
 def load_results(

@@ -14,6 +14,7 @@ problem.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -108,6 +109,30 @@ class ResultStore:
 
     def provenance_path(self, study: str) -> Path:
         return self.root / f"{study}.provenance.json"
+
+    @contextlib.contextmanager
+    def lock(self, study: str):
+        """Hold an exclusive lock on a study while cells are computed and appended.
+
+        A second process running the same study waits here (``fcntl.flock``; a no-op where
+        ``fcntl`` is missing) and then finds the cells the first one stored.
+        """
+        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows
+            yield
+            return
+        with open(self.root / f".{study}.lock", "a") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                print(f"waiting for another run that holds {study!r} in {self.root} ...", flush=True)
+                fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
 
     def studies(self) -> list[str]:
         return sorted(p.name[: -len(".csv")] for p in self.root.glob("*.csv"))

@@ -30,6 +30,9 @@ class ImageConfig:
     D3: int = 196
     K3: int = 60
     K4: int = 30
+    # initialisation: row norm of W1 and W3 (orthonormal rows), thresholds b1 and b3
+    init_scale: float = 1.0
+    b_init: float = -2.0
     # CNCE
     kappa: int = 6
     eps_n: int = 2_000  # data points used by the epsilon rule
@@ -48,6 +51,10 @@ class ImageConfig:
 
     def sizes(self) -> dict:
         return dict(D=self.D, K1=self.K1, K2=self.K2, D3=self.D3, K3=self.K3, K4=self.K4)
+
+    def network_kwargs(self) -> dict:
+        """Arguments of :class:`~cnce.images.network.ImageNetwork` (sizes and initialisation)."""
+        return dict(self.sizes(), init_scale=self.init_scale, b_init=self.b_init)
 
     def for_comparison(self) -> "ImageConfig":
         """The smaller first layer trained for the CNCE/NCE comparison of Supp. D.2."""
@@ -68,7 +75,7 @@ CONFIGS: dict[str, ImageConfig] = {
         n_patches=(5_000, 5_000, 5_000, 5_000),
         meta_iters=(40, 10, 10, 10),
         optimizer="adam",
-        lr=3e-4,
+        lr=1e-3,
         batch=100,
         compare_n=4_000,
         compare_meta=11,

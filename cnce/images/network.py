@@ -64,12 +64,14 @@ class ImageNetwork(nn.Module):
         K1, K2, K3, K4: numbers of units per layer.
         D3: dimension after the intermediate whitening (``<= K2``).
         seed: seed of the random initialisation.
+        init_scale: norm of the initial (orthonormal) rows of ``W1`` and ``W3``.
+        b_init: initial thresholds ``b1`` and ``b3``.
     """
 
     LAYERS = (1, 2, 3, 4)
-    INIT_SCALE = 0.3  # norm of the initial rows of W1 and W3
 
-    def __init__(self, D: int = 600, K1: int = 600, K2: int = 200, D3: int = 196, K3: int = 60, K4: int = 30, seed: int = 0):
+    def __init__(self, D: int = 600, K1: int = 600, K2: int = 200, D3: int = 196, K3: int = 60, K4: int = 30, seed: int = 0,
+                 init_scale: float = 1.0, b_init: float = -2.0):
         super().__init__()
         for name, v in dict(D=D, K1=K1, K2=K2, D3=D3, K3=K3, K4=K4).items():
             if isinstance(v, bool) or not isinstance(v, int) or v < 2:
@@ -78,17 +80,19 @@ class ImageNetwork(nn.Module):
             raise ValueError(f"D3 must be <= K2 = {K2}; got {D3!r}")
         self.sizes = dict(D=D, K1=K1, K2=K2, D3=D3, K3=K3, K4=K4)
         g = torch.Generator().manual_seed(int(seed))
-        # Feature layers start with small, orthonormal rows and zero thresholds. With orthonormal
+        # Feature layers start with orthonormal rows and negative thresholds. With orthonormal
         # rows sum_j z_j**2 is the same for every gain-controlled input, so G starts near 0 and
         # the loss near 2 log 2; random rows would give G a large zero-mean spread (and a loss far
-        # above 2 log 2) that the training must first undo.
-        self.W1 = nn.Parameter(self.INIT_SCALE * _orthonormal_rows(K1, D, g))
-        self.b1 = nn.Parameter(torch.zeros(K1))
+        # above 2 log 2) that the training must first undo. Rows of norm ~1 with b ~ -2 put the
+        # units in the sparse regime (only large |z| are above threshold); small rows with b = 0
+        # make the model nearly quadratic, and it then learns second-order cues only.
+        self.W1 = nn.Parameter(init_scale * _orthonormal_rows(K1, D, g))
+        self.b1 = nn.Parameter(torch.full((K1,), float(b_init)))
         # Pooling weights q = w**2 start small and dense: each unit pools a bit of everything.
         self.W2 = nn.Parameter(torch.rand(K2, K1, generator=g) * math.sqrt(2.0 / K1))
         self.b2 = nn.Parameter(torch.full((K2,), -1.0))
-        self.W3 = nn.Parameter(self.INIT_SCALE * _orthonormal_rows(K3, D3, g))
-        self.b3 = nn.Parameter(torch.zeros(K3))
+        self.W3 = nn.Parameter(init_scale * _orthonormal_rows(K3, D3, g))
+        self.b3 = nn.Parameter(torch.full((K3,), float(b_init)))
         self.W4 = nn.Parameter(torch.rand(K4, K3, generator=g) * math.sqrt(2.0 / K3))
         self.b4 = nn.Parameter(torch.full((K4,), -1.0))
         # Intermediate whitening of z2 (fitted after layer 2 is trained).

@@ -305,7 +305,7 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
     state["whitener"] = source.whitener.state_dict()
     state["data"] = state["data"] or desc
 
-    net = ImageNetwork(**cfg.sizes(), seed=seed)
+    net = ImageNetwork(**cfg.network_kwargs(), seed=seed)
     if state["network"] is not None:
         net.load_state_dict(state["network"])
     net.to(dev).requires_grad_(False)

@@ -1,0 +1,370 @@
+"""One estimator for every synthetic experiment: :func:`fit`.
+
+``fit(model, x, method=...)`` estimates ``S`` independent problems (one per simulation) in
+one batched optimisation -- never a Python loop over simulations. Methods:
+
+* ``"cnce"``: conditional noise-contrastive estimation, loss J_N of Eq. (8) with G of
+  Eq. (9); conditional noise from Eq. (13) (continuous data) or Eq. (64) (binary data);
+  eps by the authors' heuristic (:mod:`cnce.eps`) or given.
+* ``"nce"``: noise-contrastive estimation (Gutmann & Hyvarinen 2012) with Gaussian noise
+  matched to each simulation's data mean and covariance, ``nu = kappa`` noise points per
+  data point and a learned log-normaliser ``c`` (returned as ``log_normaliser``).
+* ``"mle"``: maximum likelihood (closed form where it exists; otherwise numerical, with the
+  ring model's normaliser by quadrature).
+* ``"sm"``: score matching (Hyvarinen 2005), by autograd.
+
+CNCE and NCE losses are logistic losses of a margin: for models linear in their parameters
+the margin's features are computed once per noise draw and every iteration is a batched
+logistic-regression Newton step (:mod:`cnce.optim`).
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from . import noise as noise_mod
+from ._torch import make_generator, resolve_device
+from ._validation import check_data, check_eps, check_kappa, check_positive_int, check_theta
+from .eps import AUTHORS_RULE, BERNOULLI_RULE, EpsRule, choose_eps
+from .losses import cnce_loss, mle_loss, score_matching_loss
+from .models.base import UnnormalisedModel
+from .optim import AutogradObjective, LinearLogistic, NonlinearLogistic, lbfgs, newton
+
+__all__ = ["fit", "FitResult", "METHODS"]
+
+METHODS = ("cnce", "nce", "mle", "sm")
+
+
+@dataclass
+class FitResult:
+    """Per-simulation estimates and diagnostics of :func:`fit`.
+
+    Tensors have a leading simulation axis ``S`` (dropped when ``x`` was a single ``(N, D)``
+    dataset). ``eps`` is NaN for methods without conditional noise; ``log_normaliser`` is
+    NCE's learned ``c`` (``None`` otherwise).
+    """
+
+    theta: torch.Tensor
+    eps: torch.Tensor
+    loss: torch.Tensor
+    init_loss: torch.Tensor
+    n_iter: torch.Tensor
+    converged: torch.Tensor
+    grad_norm: torch.Tensor
+    method: str
+    kappa: int | None
+    seconds: float
+    log_normaliser: torch.Tensor | None = None
+    info: dict = field(default_factory=dict)
+
+    def error(self, model: UnnormalisedModel, theta_true) -> torch.Tensor:
+        """Squared estimation error per simulation (``model.error``)."""
+        return model.error(self.theta, theta_true)
+
+    def __repr__(self) -> str:
+        S = self.theta.shape[0] if self.theta.ndim == 2 else 1
+        conv = int(self.converged.sum()) if self.converged.ndim else int(self.converged)
+        return (f"FitResult(method={self.method!r}, kappa={self.kappa}, S={S}, converged={conv}/{S}, "
+                f"median_iter={float(self.n_iter.double().median()):.0f}, seconds={self.seconds:.3f})")
+
+
+def _memory_budget() -> int:
+    return int(float(os.environ.get("CNCE_MEMORY_BUDGET_GB", "1.0")) * 2**30)
+
+
+def fit(
+    model: UnnormalisedModel,
+    x,
+    method: str = "cnce",
+    kappa: int = 10,
+    eps="auto",
+    seed: int = 0,
+    *,
+    theta0=None,
+    noise: noise_mod.ConditionalNoise | None = None,
+    noise_base: torch.Tensor | None = None,
+    eps_rule: EpsRule | None = None,
+    max_iter: int | None = None,
+    tol: float = 1e-14,
+    device="auto",
+    dtype: torch.dtype = torch.float64,
+    sim_batch: int | str = "auto",
+    progress: bool = False,
+) -> FitResult:
+    """Estimate ``model``'s parameters from ``x`` with CNCE, NCE, MLE or score matching.
+
+    Args:
+        model: an :class:`~cnce.models.UnnormalisedModel` (e.g. ``cnce.models.Gaussian()``).
+        x: data ``(S, N, D)`` (S independent simulations) or ``(N, D)`` (one problem).
+        method: ``"cnce"`` (Eqs. 8-9), ``"nce"``, ``"mle"`` or ``"sm"``; see ``model.methods``.
+        kappa: noise samples per data point (CNCE) / noise-to-data ratio nu (NCE), an integer >= 1.
+        eps: ``"auto"`` (the authors' heuristic, :mod:`cnce.eps`), a number >= 0 or an ``(S,)``
+            tensor. Flip noise (Bernoulli) needs eps in [0, 1].
+        seed: seeds the initialisation and noise draws (a ``torch.Generator`` also works).
+        theta0: initial parameters ``(S, P)`` or ``(P,)``; default ``model.init_params``.
+        noise: a :class:`~cnce.noise.ConditionalNoise`; default Eq. (13) or Eq. (64).
+        noise_base: pre-drawn base ``(S, >=N, >=kappa, D)`` (see :func:`cnce.noise.draw_base`);
+            its prefix is used, so one base serves all N and kappa. NCE maps the same
+            standard-normal numbers through its Gaussian.
+        eps_rule: an :class:`~cnce.eps.EpsRule` for ``eps="auto"``.
+        max_iter: iteration cap (default 100 for Newton, 2000 for L-BFGS).
+        tol: Newton-decrement tolerance (relative to the loss).
+        device: ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda"``.
+        dtype: float64 by default.
+        sim_batch: simulations per chunk; ``"auto"`` keeps each chunk's features under
+            ``CNCE_MEMORY_BUDGET_GB`` (default 1 GB). Results do not depend on it.
+        progress: show a tqdm bar over chunks.
+
+    Returns:
+        :class:`FitResult` with ``theta``, ``eps``, ``loss``, ``n_iter``, ``converged``, ...
+    """
+    t0 = time.perf_counter()
+    if not isinstance(model, UnnormalisedModel):
+        raise ValueError(f"model must be a cnce.models.UnnormalisedModel instance; got {model!r}")
+    if not isinstance(method, str) or method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    if method not in model.methods:
+        raise ValueError(f"method {method!r} does not apply to {model!r}; its methods are {model.methods}")
+    dev = resolve_device(device)
+    if dtype not in (torch.float64, torch.float32):
+        raise ValueError(f"dtype must be torch.float64 or torch.float32; got {dtype!r}")
+    x, batched = check_data(x, model.dim, dtype=dtype, device=dev)
+    if hasattr(model, "validate_data"):
+        model.validate_data(x)
+    S, N, D = x.shape
+    uses_noise = method in ("cnce", "nce")
+    if uses_noise:
+        kappa = check_kappa(kappa)
+    if noise is None:
+        noise = noise_mod.default_noise(model)
+    elif not isinstance(noise, noise_mod.ConditionalNoise):
+        raise ValueError(f"noise must be a cnce.noise.ConditionalNoise; got {noise!r}")
+    if method == "cnce":
+        eps = check_eps(eps, S, upper=noise.eps_max, dtype=dtype, device=dev)
+    gen = make_generator(seed)
+    if theta0 is None:
+        theta0 = model.init_params(S, generator=gen)
+    theta0 = check_theta(theta0, model.n_params, S, name="theta0", dtype=dtype, device=dev)
+    if method in ("cnce", "nce"):
+        if noise_base is None:
+            noise_base = noise.draw_base(x.new_zeros(S, N, D, device="cpu"), kappa, generator=gen)
+        noise_base = _check_base(noise_base, S, N, kappa, D).to(device=dev, dtype=dtype)
+    if eps_rule is None:
+        eps_rule = BERNOULLI_RULE if isinstance(noise, noise_mod.BernoulliFlipNoise) else AUTHORS_RULE
+
+    per_sim_bytes = _bytes_per_sim(model, method, N, kappa if uses_noise else 1, dtype)
+    if sim_batch == "auto":
+        chunk = max(1, min(S, _memory_budget() // max(per_sim_bytes, 1)))
+    else:
+        chunk = check_positive_int(sim_batch, "sim_batch")
+    starts = list(range(0, S, chunk))
+    parts = []
+    iterator = starts
+    if progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(starts, desc=f"fit {model.name} {method}", unit="chunk", leave=False)
+    for s0 in iterator:
+        sl = slice(s0, min(S, s0 + chunk))
+        sub_model = _sub_model(model, sl, S)
+        if method == "cnce":
+            e = eps if isinstance(eps, str) else eps[sl]
+            parts.append(_fit_cnce(sub_model, x[sl], theta0[sl], kappa, e, noise, noise_base[sl], eps_rule, max_iter, tol))
+        elif method == "nce":
+            parts.append(_fit_nce(sub_model, x[sl], theta0[sl], kappa, noise_base[sl], max_iter, tol))
+        elif method == "mle":
+            parts.append(_fit_mle(sub_model, x[sl], theta0[sl], max_iter, tol))
+        else:
+            parts.append(_fit_sm(sub_model, x[sl], theta0[sl], max_iter, tol))
+    out = {k: torch.cat([p[k] for p in parts]) if parts[0][k] is not None else None for k in parts[0]}
+    res = FitResult(
+        theta=out["theta"], eps=out["eps"], loss=out["loss"], init_loss=out["init_loss"], n_iter=out["n_iter"],
+        converged=out["converged"], grad_norm=out["grad_norm"], method=method, kappa=kappa if uses_noise else None,
+        seconds=time.perf_counter() - t0, log_normaliser=out.get("log_normaliser"),
+        info={"chunks": len(starts), "sim_batch": chunk, "device": str(dev)},
+    )
+    if not batched:
+        for k in ("theta", "eps", "loss", "init_loss", "n_iter", "converged", "grad_norm", "log_normaliser"):
+            v = getattr(res, k)
+            if v is not None:
+                setattr(res, k, v[0])
+    return res
+
+
+# --------------------------------------------------------------------------- helpers
+def _check_base(base, S, N, kappa, D):
+    if not isinstance(base, torch.Tensor) or base.ndim != 4:
+        raise ValueError(f"noise_base must be a tensor of shape (S, N, kappa, D) = ({S}, >={N}, >={kappa}, {D}); got {getattr(base, 'shape', type(base).__name__)}")
+    if base.shape[0] != S or base.shape[1] < N or base.shape[2] < kappa or base.shape[3] != D:
+        raise ValueError(f"noise_base must have shape ({S}, >={N}, >={kappa}, {D}); got {tuple(base.shape)}")
+    return base[:, :N, :kappa]
+
+
+def _sub_model(model, sl, S):
+    """Models with per-simulation constants (the ring's known mu) are sliced with the chunk."""
+    mu = getattr(model, "mu", None)
+    if isinstance(mu, torch.Tensor) and mu.ndim == 1 and mu.shape[0] == S and (sl.start, sl.stop) != (0, S):
+        import copy
+
+        m = copy.copy(model)
+        m.mu = mu[sl]
+        return m
+    return model
+
+
+def _bytes_per_sim(model, method, N, kappa, dtype):
+    item = torch.finfo(dtype).bits // 8
+    P = model.n_params + 1
+    if method == "cnce":
+        n = N * kappa
+    elif method == "nce":
+        n = N * (1 + kappa)
+    else:
+        n = N
+    return n * (P + 2 * model.dim + 4) * item * 2
+
+
+def _nan(S, like):
+    return torch.full((S,), math.nan, dtype=like.dtype, device=like.device)
+
+
+def _pack(model, res, eps, extra=None):
+    P = model.n_params
+    theta = model.from_free(res.psi[:, :P])
+    out = dict(theta=theta, eps=eps, loss=res.loss, init_loss=res.init_loss, n_iter=res.n_iter,
+               converged=res.converged, grad_norm=res.grad_norm, log_normaliser=extra)
+    return out
+
+
+def _solve(model, problem, psi0, max_iter, tol):
+    """Gauss-Newton for smooth or linear margins; L-BFGS where the model asks for it.
+
+    ICA's margin is piecewise linear: its Gauss-Newton matrix misses the curvature that the
+    kinks of ``|b . u|`` contribute in aggregate, so Newton steps overshoot and crawl;
+    quasi-Newton curvature estimates (as in the authors' use of fminunc) capture it.
+    """
+    if model.linear or getattr(model, "contrastive_optimizer", "newton") == "newton":
+        return newton(problem, psi0, max_iter=max_iter or 100, tol=tol)
+    objective = AutogradObjective(lambda psi: problem.loss(psi), hessian=False)
+    return lbfgs(objective, psi0, max_iter=max_iter or 2000)
+
+
+def _fit_cnce(model, x, theta0, kappa, eps, noise, base, rule, max_iter, tol):
+    S, N, D = x.shape
+    psi0 = model.to_free(theta0)
+    if isinstance(eps, str):  # "auto"
+        lp_x0 = model._log_phi_free(x, psi0)
+
+        def J_of_eps(e):
+            y = noise.apply(x, base, e)
+            lp_y = model._log_phi_free(y.reshape(S, N * kappa, D), psi0).reshape(S, N, kappa)
+            return cnce_loss(lp_x0, lp_y, noise.log_ratio(x, y, e))
+
+        eps = choose_eps(J_of_eps, x, rule)
+        if noise.eps_max is not None:
+            eps = eps.clamp(max=noise.eps_max)
+    y = noise.apply(x, base, eps)
+    log_ratio = noise.log_ratio(x, y, eps)
+    scale = 2.0 / (N * kappa)
+    P = psi0.shape[-1]
+    yf = y.reshape(S, N * kappa, D)
+    if model.linear:
+        Tx, hx = model.features(x)
+        Ty, hy = model.features(yf)
+        F_ = (Tx.unsqueeze(2) - Ty.reshape(S, N, kappa, P)).reshape(S, N * kappa, P)
+        b = hx.unsqueeze(2) - hy.reshape(S, N, kappa)
+        if log_ratio is not None:
+            b = b + log_ratio
+        del Tx, Ty, hy, y, yf
+        problem = LinearLogistic(F_, b.reshape(S, N * kappa), scale)
+    else:
+        lr = None if log_ratio is None else log_ratio.reshape(S, N * kappa)
+
+        def margin_fn(psi, jac):
+            if jac:
+                lpx, Jx = model.jac_log_phi(x, psi)
+                lpy, Jy = model.jac_log_phi(yf, psi)
+                J = (Jx.unsqueeze(2) - Jy.reshape(S, N, kappa, P)).reshape(S, N * kappa, P)
+            else:
+                lpx, lpy = model._log_phi_free(x, psi), model._log_phi_free(yf, psi)
+                J = None
+            m = (lpx.unsqueeze(2) - lpy.reshape(S, N, kappa)).reshape(S, N * kappa)
+            return (m if lr is None else m + lr), J
+
+        problem = NonlinearLogistic(margin_fn, scale)
+    res = _solve(model, problem, psi0, max_iter, tol)
+    return _pack(model, res, eps)
+
+
+def _fit_nce(model, x, theta0, kappa, base, max_iter, tol):
+    S, N, D = x.shape
+    pn = noise_mod.NCEGaussianNoise.fit(x)
+    y = pn.apply(base.reshape(S, N * kappa, D))
+    lpn_x, lpn_y = pn.log_prob(x), pn.log_prob(y)
+    log_nu = math.log(kappa)
+    psi0 = model.to_free(theta0)
+    # start c at the importance-sampling estimate of -log Z(theta0) under the noise
+    lpy0 = model._log_phi_free(y, psi0)
+    c0 = -(torch.logsumexp(lpy0 - lpn_y, dim=-1) - math.log(y.shape[1]))
+    c0 = torch.where(torch.isfinite(c0), c0, torch.zeros_like(c0))
+    psi0 = torch.cat([psi0, c0.unsqueeze(-1)], -1)
+    P = model.n_params
+    scale = 1.0 / N
+    ones_x = x.new_ones(S, N, 1)
+    ones_y = x.new_ones(S, N * kappa, 1)
+    if model.linear:
+        Tx, hx = model.features(x)
+        Ty, hy = model.features(y)
+        F_ = torch.cat([torch.cat([Tx, ones_x], -1), -torch.cat([Ty, ones_y], -1)], 1)
+        b = torch.cat([hx - lpn_x - log_nu, -(hy - lpn_y - log_nu)], 1)
+        problem = LinearLogistic(F_, b, scale)
+    else:
+        def margin_fn(psi, jac):
+            th, c = psi[:, :P], psi[:, P:]
+            if jac:
+                lpx, Jx = model.jac_log_phi(x, th)
+                lpy, Jy = model.jac_log_phi(y, th)
+                J = torch.cat([torch.cat([Jx, ones_x], -1), -torch.cat([Jy, ones_y], -1)], 1)
+            else:
+                lpx, lpy = model._log_phi_free(x, th), model._log_phi_free(y, th)
+                J = None
+            m = torch.cat([lpx + c - lpn_x - log_nu, -(lpy + c - lpn_y - log_nu)], 1)
+            return m, J
+
+        problem = NonlinearLogistic(margin_fn, scale)
+    res = _solve(model, problem, psi0, max_iter, tol)
+    return _pack(model, res, _nan(S, x), extra=res.psi[:, P])
+
+
+def _fit_mle(model, x, theta0, max_iter, tol):
+    S = x.shape[0]
+    closed = model.mle_closed_form(x)
+    if closed is not None:
+        z = torch.zeros(S, dtype=torch.long, device=x.device)
+        nan = _nan(S, x)
+        return dict(theta=closed, eps=nan, loss=-model.log_prob(x, closed).mean(-1) if model.name != "lognormal" else -model.log_prob(x, closed).mean(-1),
+                    init_loss=nan, n_iter=z, converged=torch.ones(S, dtype=torch.bool, device=x.device), grad_norm=torch.zeros_like(nan), log_normaliser=None)
+
+    def f(psi):
+        return mle_loss(lambda u, th: model._log_phi(u, th) - model.log_partition(th).unsqueeze(-1), x, model.from_free(psi))
+
+    psi0 = model.to_free(theta0)
+    if model.mle_optimizer == "lbfgs":
+        res = lbfgs(AutogradObjective(f, hessian=False), psi0, max_iter=max_iter or 2000)
+    else:
+        res = newton(AutogradObjective(f), psi0, max_iter=max_iter or 100, tol=tol)
+    return _pack(model, res, _nan(S, x))
+
+
+def _fit_sm(model, x, theta0, max_iter, tol):
+    S = x.shape[0]
+
+    def f(psi):
+        return score_matching_loss(model._log_phi_free, x, psi)
+
+    res = newton(AutogradObjective(f), model.to_free(theta0), max_iter=max_iter or 100, tol=tol)
+    return _pack(model, res, _nan(S, x))
