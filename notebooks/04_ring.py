@@ -103,8 +103,14 @@ fig.tight_layout();
 # %%
 r_nce = torch.linalg.vector_norm(y_nce, dim=-1)
 r_cnce = torch.linalg.vector_norm(y_cnce, dim=-1)
-print(f"share of noise within 2 sigma of the ring (|r - 5| < 1): NCE {float(((r_nce - 5).abs() < 1).double().mean()):.2f}, "
+print(f"2-D: share of noise within 2 sigma of the ring (|r - 5| < 1): NCE {float(((r_nce - 5).abs() < 1).double().mean()):.2f}, "
       f"CNCE {float(((r_cnce - 5).abs() < 1).double().mean()):.2f}")
+# the same ring (mu = 5, gamma = 4) in five dimensions: where does NCE's Gaussian noise fall?
+x5 = cnce.models.Ring(dim=5, mu=5.0).sample(theta2, 5000, generator=g)
+y5 = NCEGaussianNoise.fit(x5).apply(torch.randn(1, 50000, 5, generator=g, dtype=torch.float64))
+r5 = torch.linalg.vector_norm(y5, dim=-1)
+print(f"5-D: share of NCE noise within 2 sigma of the ring {float(((r5 - 5).abs() < 1).double().mean()):.2f}, "
+      f"inside the ring (r < 4) {float((r5 < 4).double().mean()):.2f}; in 2-D inside: {float((r_nce < 4).double().mean()):.2f}")
 
 # %% [markdown]
 # ## The two data generators in five dimensions
@@ -238,3 +244,31 @@ for study in ["ring-authors", "ring-exact"]:
     verdict = ("about one order of magnitude, as in the paper" if 5 <= gm <= 20 else
                "smaller than the paper's order of magnitude" if gm < 5 else "larger than the paper's order of magnitude")
     print(f"{study}: converged NCE's median error is {gm:.1f} x CNCE's (geometric mean over N): {verdict}")
+
+# %% [markdown]
+# ### Reading the numbers
+#
+# * **Our NCE converges.** Every NCE fit lowers its loss from the starting value and ends
+#   with a small gradient norm (the convergence table above), so the authors' frozen NCE
+#   is not what we compare with. A converged NCE is a much stronger baseline than the
+#   paper's.
+# * **With the authors' generator** the comparison is between *biased* estimators. The
+#   bias table shows that CNCE settles close to its score-matching limit, a little below
+#   the generating $\gamma$, while NCE and MLE settle above it, MLE at its KL projection.
+#   For these ring sizes CNCE's limit happens to lie closer to the generating $\gamma$, so
+#   its squared error against that $\gamma$ is smaller, and all the curves flatten as $N$
+#   grows (the slopes over the largest $N$ are far from $-1$). The gap that remains is
+#   therefore mostly a difference between squared biases under a misspecified model, not
+#   a difference in how well the estimators use the data.
+# * **With the exact sampler** every estimator is consistent, the curves keep falling, and
+#   the ratio printed above measures efficiency. Whether CNCE still wins there is read
+#   off the NCE/CNCE ratio for `ring-exact`; in our runs it does not: NCE with Gaussian
+#   noise fitted to the data is at least as accurate as CNCE at $\kappa = 10$. In five
+#   dimensions a Gaussian with the data's covariance puts its mass at radii near
+#   $\sqrt{\mathbb{E}\lVert\mathbf{x}\rVert^2}$, i.e. around the ring rather than inside it
+#   (compare the 2-D and 5-D shares printed under Fig. 1), so the picture of Fig. 1 (noise
+#   falling inside the ring) is mostly a two-dimensional one.
+#
+# The paper's claim that CNCE beats NCE by about an order of magnitude on the ring is
+# thus reproduced only under the authors' generator, and there it rests on a modelling
+# mismatch; with data drawn from the model, and NCE run to convergence, we do not find it.
