@@ -295,7 +295,16 @@ def _fit_cnce(model, x, theta0, kappa, eps, noise, base, rule, max_iter, tol):
             m = (lpx.unsqueeze(2) - lpy.reshape(S, N, kappa)).reshape(S, N * kappa)
             return (m if lr is None else m + lr), J
 
-        problem = NonlinearLogistic(margin_fn, scale)
+        def line_fn(psi, d):
+            fx, fy = model.line_log_phi(x, psi, d), model.line_log_phi(yf, psi, d)
+
+            def margins(alpha):
+                m = (fx(alpha).unsqueeze(2) - fy(alpha).reshape(S, N, kappa)).reshape(S, N * kappa)
+                return m if lr is None else m + lr
+
+            return margins
+
+        problem = NonlinearLogistic(margin_fn, scale, line_fn)
     res = _solve(model, problem, psi0, max_iter, tol)
     return _pack(model, res, eps)
 
@@ -335,7 +344,16 @@ def _fit_nce(model, x, theta0, kappa, base, max_iter, tol):
             m = torch.cat([lpx + c - lpn_x - log_nu, -(lpy + c - lpn_y - log_nu)], 1)
             return m, J
 
-        problem = NonlinearLogistic(margin_fn, scale)
+        def line_fn(psi, d):
+            fx, fy = model.line_log_phi(x, psi[:, :P], d[:, :P]), model.line_log_phi(y, psi[:, :P], d[:, :P])
+
+            def margins(alpha):
+                c = (psi[:, P] + alpha * d[:, P]).unsqueeze(-1)
+                return torch.cat([fx(alpha) + c - lpn_x - log_nu, -(fy(alpha) + c - lpn_y - log_nu)], 1)
+
+            return margins
+
+        problem = NonlinearLogistic(margin_fn, scale, line_fn)
     res = _solve(model, problem, psi0, max_iter, tol)
     return _pack(model, res, _nan(S, x), extra=res.psi[:, P])
 

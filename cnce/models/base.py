@@ -117,6 +117,13 @@ class UnnormalisedModel:
             cols.append(col)
         return val, torch.stack(cols, dim=-1)
 
+    def line_log_phi(self, u: torch.Tensor, psi: torch.Tensor, d: torch.Tensor):
+        """A function ``alpha (S,) -> log phi(u; psi + alpha d) (S, M)`` for line searches.
+
+        The default re-evaluates the model; models can cache work shared by all alphas.
+        """
+        return lambda alpha: self._log_phi_free(u, psi + alpha.unsqueeze(-1) * d)
+
     # ------------------------------------------------------------------ parameters and data
     def random_params(self, S: int, generator: torch.Generator | None = None) -> torch.Tensor:
         """Ground-truth parameters ``(S, P)`` drawn as in the paper's experiments."""
