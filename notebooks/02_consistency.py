@@ -84,9 +84,8 @@ fig.tight_layout();
 # a slope of $-1$ is the $1/N$ rate.
 
 # %%
-slopes = analysis.fit_slopes(df)
-slopes["curve"] = [analysis.curve_label(m, k) for m, k in zip(slopes.method, slopes.kappa)]
-print(slopes.pivot(index="curve", columns="study", values="slope").round(2).to_string())
+slopes = analysis.with_curve(analysis.fit_slopes(df))
+print(slopes.pivot_table(index="curve", columns="study", values="slope", sort=False).round(2).to_string())
 
 # %%
 for study in studies:
@@ -132,7 +131,7 @@ for study in studies:
 if "ica" in studies:
     ica = df[df.study == "ica"]
     N_max = int(ica.N.max())
-    last = ica[ica.N == N_max].assign(curve=[analysis.curve_label(m, k) for m, k in zip(ica[ica.N == N_max].method, ica[ica.N == N_max].kappa)])
+    last = analysis.with_curve(ica[ica.N == N_max])
     last = last.assign(log10_error=np.log10(last.error))
     fig, ax = plotting.figure(1, width=7)
     import seaborn as sns
@@ -148,9 +147,8 @@ else:
 # %%
 if "ica" in studies:
     THRESHOLD = 1.0
-    stuck = analysis.stuck_counts(ica, THRESHOLD)
-    stuck["curve"] = [analysis.curve_label(m, k) for m, k in zip(stuck.method, stuck.kappa)]
-    print(stuck.pivot(index="curve", columns="N", values="stuck").to_string())
+    stuck = analysis.with_curve(analysis.stuck_counts(ica, THRESHOLD))
+    print(stuck.pivot_table(index="curve", columns="N", values="stuck", sort=False).to_string())
 
 else:
     print("ICA results are not available at this scale and seed.")

@@ -69,9 +69,8 @@ fig.tight_layout();
 # $-1$ is the $1/N$ rate), and the ratio of CNCE's median error to MLE's averaged over $N$.
 
 # %%
-slopes = analysis.fit_slopes(df)
-slopes["curve"] = [analysis.curve_label(m, k) for m, k in zip(slopes.method, slopes.kappa)]
-print(slopes.pivot(index="curve", columns="study", values="slope").round(2).to_string())
+slopes = analysis.with_curve(analysis.fit_slopes(df))
+print(slopes.pivot_table(index="curve", columns="study", values="slope", sort=False).round(2).to_string())
 
 # %%
 med = analysis.quantile_summary(df, ("study", "method", "kappa", "N"))

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-__all__ = ["curve_label", "quantile_summary", "fit_slopes", "method_ratio", "stuck_counts", "convergence_summary", "format_table"]
+__all__ = ["curve_label", "quantile_summary", "fit_slopes", "method_ratio", "stuck_counts", "convergence_summary", "format_table", "with_curve"]
 
 QUANTILES = (0.1, 0.5, 0.9)
 
@@ -107,3 +107,15 @@ def format_table(df: pd.DataFrame, digits: int = 3, sci=("max_grad_norm", "grad_
     fmt = {c: (lambda v: "nan" if pd.isna(v) else f"{v:.1e}") for c in sci if c in df.columns}
     other = [c for c in df.columns if c not in fmt]
     return df.round({c: digits for c in other}).to_string(index=index, formatters=fmt)
+
+
+_METHOD_RANK = {"cnce": 0, "nce": 1, "sm": 2, "mle": 3}
+
+
+def with_curve(df: pd.DataFrame) -> pd.DataFrame:
+    """Add a ``curve`` label column (``"CNCE, kappa = 2"``, ..., ``"MLE"``) and sort rows by
+    method (CNCE, NCE, SM, MLE) and then kappa, so that pivots keep that order (``sort=False``)."""
+    out = df.assign(curve=[curve_label(m, k) for m, k in zip(df["method"], df["kappa"])],
+                    _rank=[_METHOD_RANK.get(str(m), 9) for m in df["method"]],
+                    _k=pd.to_numeric(df["kappa"], errors="coerce").fillna(-1).to_numpy(float))
+    return out.sort_values(["_rank", "_k"], kind="stable").drop(columns=["_rank", "_k"]).reset_index(drop=True)

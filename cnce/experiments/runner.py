@@ -512,14 +512,13 @@ def provenance_table(df: pd.DataFrame) -> pd.DataFrame:
             rows.append({
                 "study": study,
                 "experiment": r.get("experiment"),
-                "finished": r.get("finished"),
+                "finished": (r.get("finished") or "")[:16].replace("T", " "),
                 "status": r.get("status"),
                 "cells": r.get("cells_computed"),
                 "wall_s": r.get("wall_seconds"),
-                "commit": (r.get("git_commit") or "")[:10],
-                "cnce": r.get("package_version"),
-                "torch": r.get("torch"),
+                "commit": (r.get("git_commit") or "")[:8],
+                "code": (r.get("package_source_sha256") or "")[:8],
                 "device": r.get("device"),
-                "threads": r.get("torch_threads"),
+                "torch": r.get("torch"),
             })
     return pd.DataFrame(rows)
