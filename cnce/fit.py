@@ -32,7 +32,7 @@ from ._validation import check_data, check_eps, check_kappa, check_positive_int,
 from .eps import AUTHORS_RULE, BERNOULLI_RULE, EpsRule, choose_eps
 from .losses import cnce_loss, mle_loss, score_matching_loss
 from .models.base import UnnormalisedModel
-from .optim import AutogradObjective, LinearLogistic, NonlinearLogistic, lbfgs, newton
+from .optim import FEATURE_DTYPE, AutogradObjective, LinearLogistic, NonlinearLogistic, lbfgs, newton
 
 __all__ = ["fit", "FitResult", "METHODS"]
 
@@ -204,6 +204,16 @@ def _check_base(base, S, N, kappa, D):
     return base[:, :N, :kappa]
 
 
+def _features_t(model, u, dtype):
+    """``T(u)`` transposed to ``(S, P, M)`` in ``dtype``, and ``h(u) (S, M)`` or ``None`` when zero."""
+    if hasattr(model, "features_t"):
+        return model.features_t(u, dtype)
+    T, h = model.features(u)
+    if not bool(h.ne(0).any()):
+        h = None
+    return T.transpose(1, 2).to(dtype).contiguous(), h
+
+
 def _sub_model(model, sl, S):
     """Models with per-simulation constants (the ring's known mu) are sliced with the chunk."""
     mu = getattr(model, "mu", None)
@@ -273,14 +283,23 @@ def _fit_cnce(model, x, theta0, kappa, eps, noise, base, rule, max_iter, tol):
     P = psi0.shape[-1]
     yf = y.reshape(S, N * kappa, D)
     if model.linear:
-        Tx, hx = model.features(x)
-        Ty, hy = model.features(yf)
-        F_ = (Tx.unsqueeze(2) - Ty.reshape(S, N, kappa, P)).reshape(S, N * kappa, P)
-        b = hx.unsqueeze(2) - hy.reshape(S, N, kappa)
-        if log_ratio is not None:
-            b = b + log_ratio
+        fdt = (FEATURE_DTYPE if P >= 4 else None) or x.dtype
+        Tx, hx = _features_t(model, x, fdt)
+        Ty, hy = _features_t(model, yf, fdt)
+        # F = T(x) - T(y) for every pair, built in place in the (S, P, N * kappa) layout
+        Ft = Ty.view(S, P, N, kappa).neg_().add_(Tx.unsqueeze(-1)).view(S, P, N * kappa)
+        b = None
+        if hx is not None or hy is not None or log_ratio is not None:
+            b = torch.zeros(S, N, kappa, dtype=x.dtype, device=x.device)
+            if hx is not None:
+                b = b + hx.unsqueeze(2)
+            if hy is not None:
+                b = b - hy.view(S, N, kappa)
+            if log_ratio is not None:
+                b = b + log_ratio
+            b = b.reshape(S, N * kappa)
         del Tx, Ty, hy, y, yf
-        problem = LinearLogistic(F_, b.reshape(S, N * kappa), scale)
+        problem = LinearLogistic(None, b, scale, Ft=Ft, dtype=x.dtype)
     else:
         lr = None if log_ratio is None else log_ratio.reshape(S, N * kappa)
 
@@ -326,11 +345,15 @@ def _fit_nce(model, x, theta0, kappa, base, max_iter, tol):
     ones_x = x.new_ones(S, N, 1)
     ones_y = x.new_ones(S, N * kappa, 1)
     if model.linear:
-        Tx, hx = model.features(x)
-        Ty, hy = model.features(y)
-        F_ = torch.cat([torch.cat([Tx, ones_x], -1), -torch.cat([Ty, ones_y], -1)], 1)
+        fdt = (FEATURE_DTYPE if P >= 4 else None) or x.dtype
+        Tx, hx = _features_t(model, x, fdt)
+        Ty, hy = _features_t(model, y, fdt)
+        Ft = torch.cat([torch.cat([Tx, ones_x.to(fdt).transpose(1, 2)], 1), torch.cat([Ty, ones_y.to(fdt).transpose(1, 2)], 1).neg_()], 2)
+        hx = 0.0 if hx is None else hx
+        hy = 0.0 if hy is None else hy
         b = torch.cat([hx - lpn_x - log_nu, -(hy - lpn_y - log_nu)], 1)
-        problem = LinearLogistic(F_, b, scale)
+        del Tx, Ty
+        problem = LinearLogistic(None, b, scale, Ft=Ft, dtype=x.dtype)
     else:
         def margin_fn(psi, jac):
             th, c = psi[:, :P], psi[:, P:]

@@ -61,6 +61,17 @@ class Gaussian(UnnormalisedModel):
         T = torch.where(i == j, 0.5 * T, T)
         return T, u.new_zeros(u.shape[:-1])
 
+    def features_t(self, u, dtype=None):
+        """``T(u)`` transposed, ``(S, P, M)``, in ``dtype``, and ``h = None`` (zero): the fast
+        layout of :class:`cnce.optim.LinearLogistic` (one product of two rows per feature)."""
+        dtype = dtype or u.dtype
+        ut = u.transpose(-1, -2).to(dtype).contiguous()
+        out = torch.empty(*ut.shape[:-2], self.n_params, ut.shape[-1], dtype=dtype, device=u.device)
+        for p, (a, b) in enumerate(zip(*self._iu.tolist())):
+            torch.mul(ut[..., a, :], ut[..., b, :], out=out[..., p, :])
+            out[..., p, :].mul_(-0.5 if a == b else -1.0)
+        return out, None
+
     def jac_log_phi(self, u, psi):
         T, h = self.features(u)
         return torch.einsum("smp,sp->sm", T, psi), T
