@@ -334,12 +334,15 @@ def _write_summary(out_dir: Path, results: list[BatchResult], scale: str) -> Non
 # --------------------------------------------------------------------------- goldens
 def _strip_volatile(nb) -> None:
     """Drop what changes between identical runs or only bloats the repository: execution
-    timestamps, image payloads (nbval skips images anyway), widget state."""
+    timestamps, stderr streams (warnings, progress bars; the nbval set-up ignores them),
+    image payloads (nbval skips images anyway), widget state."""
     nb.metadata.pop("widgets", None)
     nb.metadata.pop("papermill", None)
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
         cell.metadata.pop("papermill", None)
+        if "outputs" in cell:
+            cell.outputs = [o for o in cell.outputs if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
         for output in cell.get("outputs", []):
             data = output.get("data")
             if data:

@@ -1,5 +1,11 @@
 """nbval set-up for the golden notebooks in this folder.
 
+Only stdout and results are compared: stderr (warnings, progress bars) is dropped from both
+sides, since its text changes with library versions and timing, not with the results. A
+cell that raises still fails. Cells whose output is provenance (timestamps, commits, wall
+times) should carry the tag ``nbval-ignore-output`` in their notebook
+(``# %% tags=["nbval-ignore-output"]``).
+
 The goldens are produced by ``python -m cnce goldens`` (``cnce.batch.regenerate_goldens``):
 executed in ``notebooks/`` under :data:`cnce.batch.GOLDEN_ENV` (one thread, fixed hash seed,
 no progress bars). nbval would start its kernel in this folder with pytest's environment;
@@ -13,6 +19,7 @@ import os
 from pathlib import Path
 
 import nbval.kernel
+import nbval.plugin
 
 from cnce.batch import GOLDEN_ENV, default_notebooks_dir
 
@@ -43,3 +50,17 @@ def _execute_with_history(self, cell_input, allow_stdin=None):
 
 
 nbval.kernel.RunningKernel.execute_cell_input = _execute_with_history
+
+
+_original_compare = nbval.plugin.IPyNbCell.compare_outputs
+
+
+def _without_stderr(outputs):
+    return [o for o in outputs if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
+
+
+def _compare_without_stderr(self, test, ref, skip_compare=None):
+    return _original_compare(self, _without_stderr(test), _without_stderr(ref), skip_compare)
+
+
+nbval.plugin.IPyNbCell.compare_outputs = _compare_without_stderr
