@@ -123,8 +123,8 @@ for model in models:
           + ", ".join(f"{k} {v:.1e}" for k, v in dev.items()))
 
 # %% [markdown]
-# The deviation is exactly zero (not merely small): `softplus(0)` is $\log 2$ in floating
-# point, too. This is why the heuristic below measures the distance of $\mathcal{J}$ from
+# Every $G$ is exactly zero here, and `softplus(0)` is $\log 2$ in floating point too, so the
+# only possible deviation is the rounding of the average; in these runs there is none. This is why the heuristic below measures the distance of $\mathcal{J}$ from
 # $2\log 2$: near $\varepsilon = 0$ the loss carries no information about $\boldsymbol\theta$.
 #
 # ## $\mathcal{J}$ against $\varepsilon$, and the path of the heuristic
@@ -416,15 +416,16 @@ print(f"moment-matched: distance shrinks by a factor {dists[1e-1, mm] / dists[1e
 # $1/\varepsilon$: the random linear term $\varepsilon A_N(\boldsymbol\theta)$ dominates the
 # quadratic one and its minimiser is dragged along. With antithetic pairs the estimate
 # converges, but to the minimiser of $B_N$, a score-matching objective with Monte Carlo
-# directions: a different estimate, at a fixed distance from the score-matching one (its
-# error on this dataset happens to be about the same). With moment-matched pairs the CNCE
-# estimate approaches the score-matching estimate by a factor close to 100 per decade of
-# $\varepsilon$ (last line above), the $\varepsilon^2$ rate. This needs care with rounding:
+# directions: a different estimate, whose distance from the score-matching one does not
+# shrink with $\varepsilon$. With moment-matched pairs the CNCE estimate approaches the
+# score-matching estimate quickly; the last line prints the factor per decade of
+# $\varepsilon$, to be compared with 100 for the $\varepsilon^2$ rate (and with 10 for the
+# $1/\varepsilon$ growth under independent noise). This needs care with rounding:
 # the loss varies only at order $\varepsilon^2$ around $2\log 2$, which is why the page keeps
-# the logistic features in float64 (first code cell); with the package's default float32
-# storage, the rounding of the features leaves a residual linear term that dominates the fits
-# at $\varepsilon = 10^{-3}$. In practice none of this is
-# needed: the heuristic keeps $\varepsilon$ at a scale where the loss is informative, and the
+# the logistic features in float64 (first code cell). With the package's default float32
+# storage (about seven significant digits), rounding spoils the exact cancellation within
+# the antithetic pairs and limits how close the fits get at the smallest $\varepsilon$.
+# In practice none of this is needed: the heuristic keeps $\varepsilon$ at a scale where the loss is informative, and the
 # theorem's message is qualitative: at small $\varepsilon$, CNCE fits the slope of the
 # log-density, as score matching does.
 
