@@ -124,8 +124,10 @@ for model in models:
 
 # %% [markdown]
 # Every $G$ is exactly zero here, and `softplus(0)` is $\log 2$ in floating point too, so the
-# only possible deviation is the rounding of the average; in these runs there is none. This is why the heuristic below measures the distance of $\mathcal{J}$ from
-# $2\log 2$: near $\varepsilon = 0$ the loss carries no information about $\boldsymbol\theta$.
+# only possible deviation is the rounding of the average; in these runs there is none. At
+# $\varepsilon = 0$ the loss carries no information about $\boldsymbol\theta$, and close to
+# it only a signal of order $\varepsilon^2$ (made precise below). This is why the heuristic
+# measures how far $\mathcal{J}_N$ is from $2\log 2$.
 #
 # ## $\mathcal{J}$ against $\varepsilon$, and the path of the heuristic
 #
@@ -189,10 +191,11 @@ fig.tight_layout();
 
 # %% [markdown]
 # The loss falls from $2\log 2$ towards zero as $\varepsilon$ grows: the farther the noise is
-# from the data, the easier the classification. The heuristic aims at the middle band, where
-# the loss is informative but the task is not trivial. The last line of each printout checks
-# that the same heuristic inside `cnce.fit` picks the same $\varepsilon$ on the same data,
-# initial parameters and noise. The loss at the initial parameters can also lie *above*
+# from the data, the easier the classification. The heuristic stops at the first
+# $\varepsilon$ that leaves the band it started in, normally in the white middle band where
+# the loss is informative but the task is not trivial. The second line of each printout
+# ends with the $\varepsilon$ that the heuristic inside `cnce.fit` picks on the same data,
+# initial parameters and noise: the same value. The loss at the initial parameters can also lie *above*
 # $2\log 2$ (the printed maxima): a badly initialised model finds the noise more plausible
 # than the data, so the classifier is worse than chance. The heuristic's test
 # $|1 - \mathcal{J}_N/(2\log 2)| < 0.1$ treats that case like a loss just below $2\log 2$, and
@@ -303,7 +306,7 @@ fig.tight_layout();
 # ## ICA: curvature that lives on the kinks
 #
 # The ICA model (Eq. 16), $f_{\mathbf{B}}(\mathbf{u}) = -\sqrt2\sum_j|\mathbf{b}_j\cdot\mathbf{u}|$,
-# is not twice differentiable: it is linear on each side of the hyperplanes
+# is not twice differentiable: it is linear on each region cut out by the hyperplanes
 # $\mathbf{b}_j\cdot\mathbf{u} = 0$, so its Hessian is zero almost everywhere, and that is
 # what automatic differentiation reports. Its Laplacian in the sense of distributions is not
 # zero; it is a negative mass on the kinks, $-2\sqrt2\sum_j\|\mathbf{b}_j\|^2\,\delta(\mathbf{b}_j\cdot\mathbf{u})$.
