@@ -263,3 +263,21 @@ def test_cli_lists_and_runs(monkeypatch, tmp_path, capsys):
     assert seen == {"ring": ("paper", 0)}
     with pytest.raises(SystemExit):
         main(["run", "nonsense"])
+
+
+def test_study_lock_makes_a_second_runner_wait(tmp_path):
+    import threading
+
+    st = ResultStore(tmp_path)
+    got = threading.Event()
+
+    def second():
+        with ResultStore(tmp_path).lock("fake-a"):
+            got.set()
+
+    with st.lock("fake-a"):
+        t = threading.Thread(target=second)
+        t.start()
+        assert not got.wait(0.3)  # blocked while the first holder computes
+    assert got.wait(5)
+    t.join()
