@@ -99,9 +99,12 @@ class BernoulliFlipNoise(ConditionalNoise):
         return torch.where(flip, 1.0 - xb, xb)
 
     def log_prob(self, y, x, eps):
+        """Each of the D bits flips independently: ``k log eps + (D - k) log(1 - eps)`` with
+        ``k`` the number of flipped bits."""
         e = eps.view(-1, 1, 1)
-        same = (y == x.unsqueeze(-2)).all(-1)
-        return torch.where(same, torch.log1p(-e), torch.log(e))
+        k = (y != x.unsqueeze(-2)).sum(-1).to(y.dtype)
+        D = y.shape[-1]
+        return torch.xlogy(k, e) + torch.xlogy(D - k, 1.0 - e)
 
 
 class MultiplicativeLogNormalNoise(ConditionalNoise):
@@ -127,6 +130,11 @@ class MultiplicativeLogNormalNoise(ConditionalNoise):
         e = eps.view(-1, 1, 1)
         ly, lx = torch.log(y), torch.log(x).unsqueeze(-2)
         return (-0.5 * ((ly - lx) ** 2).sum(-1) / e**2 - D * torch.log(e) - 0.5 * D * math.log(2 * math.pi) - ly.sum(-1))
+
+    def log_ratio(self, x, y, eps):
+        """``log p_c(y|x) - log p_c(x|y) = sum_d (log x_d - log y_d)`` in closed form: the
+        Gaussian parts cancel, and the difference of log-densities would be NaN at eps = 0."""
+        return (torch.log(x).unsqueeze(-2) - torch.log(y)).sum(-1)
 
 
 class NCEGaussianNoise:
