@@ -4,11 +4,13 @@
   (200k/200k/150k/100k patches, 40/20/20/20 meta-iterations of 10 line-search steps). Meant
   for a GPU (``device="auto"``); the authors' CPU code needed 1-2 days.
 * ``demo``: the paper's layer sizes, trained on far fewer patches (5000 fresh patches per
-  meta-iteration) with Adam minibatches instead of full-batch line searches, so that it
-  trains on two shared CPU cores in well under an hour. Full-batch L-BFGS on a few thousand
-  patches overfits the 360k first-layer weights within one meta-iteration (the loss on the
-  next fresh sample rises); one Adam pass over each fresh sample does not.
-* ``quick``: D = 600 but few units and a short schedule; what CI and the notebook tests run.
+  meta-iteration; 40 meta-iterations for layer 1, 10 for layers 2-4) with one pass of Adam
+  minibatches per meta-iteration instead of full-batch line searches, so that it trains on two
+  shared CPU cores in well under an hour. Full-batch L-BFGS on a few thousand patches
+  overfits the 360k first-layer weights within one meta-iteration (the loss on the next fresh
+  sample rises); one Adam pass over each fresh sample does not.
+* ``quick``: D = 600 but few units and a short schedule (a minute or two on a CPU); the image
+  notebook trains it when no committed weights are found.
 """
 from __future__ import annotations
 

@@ -114,9 +114,14 @@ def _atomic_save(obj, path: Path) -> None:
 
 
 def _git_commit() -> str | None:
+    """HEAD of the repository holding this package, with ``+dirty`` when ``cnce/`` has
+    uncommitted changes (the run then used code that is not in that commit)."""
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                              cwd=Path(__file__).parent, timeout=5).stdout.strip() or None
+        run = lambda *a: subprocess.run(["git", *a], capture_output=True, text=True,  # noqa: E731
+                                        cwd=Path(__file__).parent, timeout=5).stdout.strip()
+        head = run("rev-parse", "HEAD")
+        dirty = run("status", "--porcelain", "--", str(Path(__file__).resolve().parents[1]))
+        return (head + ("+dirty" if dirty else "")) or None
     except Exception:  # pragma: no cover - git missing
         return None
 
