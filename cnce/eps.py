@@ -90,7 +90,7 @@ def choose_eps(J_of_eps, x: torch.Tensor, rule: EpsRule = AUTHORS_RULE, *, retur
     for _ in range(rule.max_steps):
         if not active.any():
             break
-        factor = torch.where(grow, rule.grow, rule.shrink).to(eps.dtype)
+        factor = torch.where(grow, torch.full_like(eps, rule.grow), torch.full_like(eps, rule.shrink))
         new = torch.where(active, eps * factor, eps)
         hit_cap = active & (new >= cap)
         new = torch.where(hit_cap, cap, new)
