@@ -1,0 +1,186 @@
+"""Unit tests of the noise distributions (``cnce.noise``) and the epsilon heuristic (``cnce.eps``).
+
+Monte Carlo checks allow 5 standard errors (computed in each test); see ``test_models``.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy import integrate, stats
+
+from cnce.eps import AUTHORS_RULE, BERNOULLI_RULE, EpsRule, choose_eps, data_scale
+from cnce.losses import LOG4
+from cnce.noise import BernoulliFlipNoise, GaussianNoise, MultiplicativeLogNormalNoise, NCEGaussianNoise, default_noise, draw_base
+from cnce.models import Bernoulli, Gaussian, LogNormal
+
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
+Z = 5.0
+
+
+# ----------------------------------------------------------------------------- conditional noise
+def test_gaussian_noise_moments_and_per_simulation_eps(gen):
+    """``y = x + eps xi`` (Eq. 13): (y - x)/eps has mean 0 and unit variance, eps per simulation."""
+    x = torch.randn(2, 20000, 3, generator=gen, dtype=torch.float64)
+    eps = torch.tensor([0.3, 2.0], dtype=torch.float64)
+    y = GaussianNoise().sample(x, 2, eps, generator=gen)
+    assert y.shape == (2, 20000, 2, 3)
+    z = (y - x.unsqueeze(-2)) / eps.view(-1, 1, 1, 1)
+    n = z[0].numel() / 1  # per simulation
+    assert (z.mean((1, 2, 3)).abs() * math.sqrt(n)).max() < Z
+    assert ((z**2).mean((1, 2, 3)) - 1).abs().max() * math.sqrt(n / 2) < Z
+
+
+def test_gaussian_noise_log_prob_matches_scipy(gen):
+    x = torch.randn(1, 4, 3, generator=gen, dtype=torch.float64)
+    eps = torch.tensor([0.7], dtype=torch.float64)
+    noise = GaussianNoise()
+    y = noise.sample(x, 2, eps, generator=gen)
+    got = noise.log_prob(y, x, eps)
+    for i, k in itertools.product(range(4), range(2)):
+        ref = stats.multivariate_normal(x[0, i].numpy(), 0.49 * np.eye(3)).logpdf(y[0, i, k].numpy())
+        assert got[0, i, k].item() == pytest.approx(ref, rel=1e-12)
+    assert noise.log_ratio(x, y, eps) is None  # symmetric: the densities cancel in G
+
+
+def test_bernoulli_flip_noise(gen):
+    """Eq. (64): each bit flips with probability eps (binomial standard error); eps = 0 copies,
+    eps = 1 flips everything; log_prob is a distribution over {0, 1}^D (sums to one, D = 3)."""
+    noise = BernoulliFlipNoise()
+    x = (torch.rand(2, 20000, 1, generator=gen) < 0.4).double()
+    eps = torch.tensor([0.1, 0.65], dtype=torch.float64)
+    y = noise.sample(x, 3, eps, generator=gen)
+    flips = (y != x.unsqueeze(-2)).double().mean((1, 2, 3))
+    n = 60000
+    assert ((flips - eps).abs() / torch.sqrt(eps * (1 - eps) / n)).max() < Z
+    assert torch.equal(noise.sample(x, 2, 0.0, generator=gen), x.unsqueeze(-2).expand(2, 20000, 2, 1))
+    assert torch.equal(noise.sample(x, 2, 1.0, generator=gen), 1 - x.unsqueeze(-2).expand(2, 20000, 2, 1))
+    assert noise.eps_max == 1.0
+    xs = torch.tensor([[[0.0, 1.0, 1.0]]], dtype=torch.float64)
+    ys = torch.tensor(list(itertools.product([0.0, 1.0], repeat=3)), dtype=torch.float64).reshape(1, 1, 8, 3)
+    for e in (0.0, 0.2, 1.0):
+        p = torch.exp(noise.log_prob(ys, xs, torch.tensor([e], dtype=torch.float64)))
+        assert p.sum().item() == pytest.approx(1.0, abs=1e-14)
+        assert p[0, 0, 0].item() == pytest.approx(e**2 * (1 - e), abs=1e-15)  # (0,0,0): two flips
+
+
+def test_multiplicative_lognormal_noise(gen):
+    """The asymmetric noise ``y = x exp(eps xi)``: its log-ratio equals the difference of its
+    log-densities ``log p_c(y|x) - log p_c(x|y)`` evaluated directly, and equals
+    ``sum(log x - log y)``; it is 0 (not NaN) at eps = 0; ``log(y/x)/eps`` is standard normal
+    (KS test); and ``p_c(. | x)`` integrates to one (quad, D = 1)."""
+    noise = MultiplicativeLogNormalNoise()
+    assert not noise.symmetric
+    x = torch.exp(torch.randn(2, 5, 2, generator=gen, dtype=torch.float64))
+    eps = torch.tensor([0.3, 1.1], dtype=torch.float64)
+    y = noise.sample(x, 3, eps, generator=gen)
+    direct = torch.empty(2, 5, 3, dtype=torch.float64)
+    for s, i, k in itertools.product(range(2), range(5), range(3)):
+        e = eps[s : s + 1]
+        fwd = noise.log_prob(y[s : s + 1, i : i + 1, k : k + 1], x[s : s + 1, i : i + 1], e)
+        bwd = noise.log_prob(x[s : s + 1, i : i + 1].unsqueeze(-2), y[s : s + 1, i : i + 1, k], e)
+        direct[s, i, k] = (fwd - bwd).item()
+    torch.testing.assert_close(noise.log_ratio(x, y, eps), direct, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(direct, (torch.log(x).unsqueeze(-2) - torch.log(y)).sum(-1), rtol=1e-12, atol=1e-12)
+    zero = torch.zeros(2, dtype=torch.float64)
+    y0 = noise.sample(x, 3, zero, generator=gen)
+    torch.testing.assert_close(noise.log_ratio(x, y0, zero), torch.zeros(2, 5, 3, dtype=torch.float64))
+    xb = torch.full((1, 1, 1), 2.0, dtype=torch.float64)
+    big = noise.sample(xb.expand(1, 20000, 1).contiguous(), 1, torch.tensor([0.5], dtype=torch.float64), generator=gen)
+    z = torch.log(big[0, :, 0, 0] / 2.0) / 0.5
+    assert stats.kstest(z.numpy(), "norm").pvalue > 1e-4
+    e = torch.tensor([0.5], dtype=torch.float64)
+    dens = lambda v: math.exp(noise.log_prob(torch.tensor([[[[v]]]], dtype=torch.float64), xb, e).item())
+    assert integrate.quad(dens, 0, math.inf, epsrel=1e-10)[0] == pytest.approx(1.0, abs=1e-8)
+    with pytest.raises(ValueError, match="x must be positive"):
+        noise.sample(-x, 1, eps, generator=gen)
+
+
+def test_nce_gaussian_noise(gen):
+    """NCE's noise: the data's sample mean and covariance, log_prob of that Gaussian (scipy),
+    samples with those moments (5 standard errors)."""
+    x = torch.randn(1, 500, 3, generator=gen, dtype=torch.float64) @ torch.tensor([[2.0, 0, 0], [0.5, 1.0, 0], [0, 0.3, 0.2]], dtype=torch.float64) + 1.5
+    pn = NCEGaussianNoise.fit(x)
+    xn = x[0].numpy()
+    np.testing.assert_allclose(pn.mean[0].numpy(), xn.mean(0), rtol=1e-12)
+    np.testing.assert_allclose(pn.cov[0].numpy(), np.cov(xn.T), rtol=1e-8)
+    u = torch.randn(1, 10, 3, generator=gen, dtype=torch.float64)
+    ref = stats.multivariate_normal(xn.mean(0), np.cov(xn.T)).logpdf(u[0].numpy())
+    np.testing.assert_allclose(pn.log_prob(u)[0].numpy(), ref, rtol=1e-8)
+    y = pn.sample(40000, generator=gen)[0]
+    sd = torch.sqrt(pn.cov[0].diagonal())
+    assert ((y.mean(0) - pn.mean[0]).abs() / (sd / math.sqrt(40000))).max() < Z
+
+
+def test_default_noise_and_draw_base(gen):
+    assert isinstance(default_noise(Bernoulli()), BernoulliFlipNoise)
+    assert isinstance(default_noise(Gaussian()), GaussianNoise)
+    b = draw_base(Gaussian(), 2, 10, 3, generator=gen)
+    assert b.shape == (2, 10, 3, 5) and b.dtype == torch.float64 and (b < 0).any()
+    u = draw_base(Bernoulli(), 2, 10, 3, generator=gen)
+    assert u.shape == (2, 10, 3, 1) and u.min() >= 0 and u.max() < 1
+
+
+# ----------------------------------------------------------------------------- epsilon heuristic
+def test_data_scale():
+    x = torch.tensor([[[0.0, 0.0], [2.0, 4.0]]], dtype=torch.float64)  # stds sqrt 2 and 2 sqrt 2
+    assert data_scale(x).item() == pytest.approx(1.5 * math.sqrt(2))
+
+
+def _toy_J(eps):
+    """A loss that moves away from 2 log 2 as eps grows: J = 2 log 2 * exp(-eps^2)."""
+    return LOG4 * torch.exp(-(eps**2))
+
+
+def test_choose_eps_grows_from_half_the_data_scale(gen):
+    """Too close to 2 log 2 at the start: eps = 0.5 * scale * 1.2^k with the first k where
+    |1 - J / 2 log 2| >= 0.1, i.e. exp(-eps^2) <= 0.9 <=> eps >= sqrt(-log 0.9) = 0.3246."""
+    x = torch.stack([0.1 * torch.randn(50, 2, generator=gen, dtype=torch.float64), 0.3 * torch.randn(50, 2, generator=gen, dtype=torch.float64)])
+    eps, trace = choose_eps(_toy_J, x, return_trace=True)
+    scale = data_scale(x)
+    for s in range(2):
+        e = 0.5 * scale[s].item()
+        while (1 - math.exp(-(e**2))) < 0.1:
+            e *= 1.2
+        assert eps[s].item() == pytest.approx(e, rel=1e-12)
+    E, J = trace.as_tensors()
+    assert torch.equal(E[-1], eps) and E.shape[1] == 2
+    assert ((1 - J[-1] / LOG4).abs() >= 0.1).all() and (J[-1] >= 0.5 * LOG4).all()
+
+
+def test_choose_eps_shrinks_when_too_far(gen):
+    """J below half of 2 log 2 at the start: halve eps until it is not (exp(-eps^2) >= 0.5
+    <=> eps <= 0.8326); simulations run independently in one batch."""
+    x = torch.stack([5.0 * torch.randn(50, 1, generator=gen, dtype=torch.float64), 0.05 * torch.randn(50, 1, generator=gen, dtype=torch.float64)])
+    eps = choose_eps(_toy_J, x)
+    scale = data_scale(x)
+    e = 0.5 * scale[0].item()
+    assert e > 0.84
+    while math.exp(-(e**2)) < 0.5:
+        e *= 0.5
+    assert eps[0].item() == pytest.approx(e, rel=1e-12)
+    eps1 = choose_eps(_toy_J, x[1:])
+    assert eps[1].item() == pytest.approx(eps1[0].item(), rel=1e-12)
+
+
+def test_choose_eps_cap_and_step_limit(gen):
+    """A loss that never leaves 2 log 2 stops at the cap (1000 x scale) or after max_steps."""
+    x = torch.randn(1, 30, 2, generator=gen, dtype=torch.float64)
+    flat = lambda e: torch.full_like(e, LOG4)
+    eps = choose_eps(flat, x)
+    assert eps.item() == pytest.approx(1000 * data_scale(x).item(), rel=1e-12)
+    eps = choose_eps(flat, x, EpsRule(max_steps=3))
+    assert eps.item() == pytest.approx(0.5 * 1.2**3 * data_scale(x).item(), rel=1e-12)
+
+
+def test_bernoulli_rule_stays_a_probability():
+    """The Bernoulli rule starts at 1 (absolute) and never exceeds the admissible 1."""
+    x = torch.zeros(1, 10, 1, dtype=torch.float64)
+    assert not BERNOULLI_RULE.relative and BERNOULLI_RULE.cap == 1.0 and AUTHORS_RULE.relative
+    eps = choose_eps(lambda e: torch.full_like(e, LOG4), x, BERNOULLI_RULE)
+    assert eps.item() == 1.0
+    eps = choose_eps(lambda e: LOG4 * 0.3 * e / e.clamp_min(0.5), x, BERNOULLI_RULE)  # always "too far"
+    assert eps.item() == pytest.approx(0.9**50, rel=1e-12)
