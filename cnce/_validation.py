@@ -69,13 +69,14 @@ def check_theta(theta, n_params: int, S: int | None = None, *, name: str = "thet
         except (TypeError, ValueError, RuntimeError) as exc:
             raise ValueError(f"{name} must be a tensor of shape (S, {n_params}) or ({n_params},); got {type(theta).__name__}") from exc
     theta = theta.to(dtype=dtype, device=device)
+    given = tuple(theta.shape)
     if theta.ndim == 1:
         theta = theta.unsqueeze(0)
         if S is not None:
             theta = theta.expand(S, -1)
     if theta.ndim != 2 or theta.shape[-1] != n_params or (S is not None and theta.shape[0] != S):
         want = f"({S if S is not None else 'S'}, {n_params})"
-        raise ValueError(f"{name} must have shape {want} or ({n_params},); got shape {tuple(theta.shape)}")
+        raise ValueError(f"{name} must have shape {want} or ({n_params},); got shape {given}")
     if torch.isnan(theta).any():
         raise ValueError(f"{name} contains NaN; got {_describe(theta)}")
     return theta
@@ -93,12 +94,13 @@ def check_eps(eps, S: int, *, upper: float | None = None, dtype=torch.float64, d
         e = torch.as_tensor(eps, dtype=dtype, device=device)
     except (TypeError, ValueError, RuntimeError) as exc:
         raise ValueError(f"eps must be 'auto' or a non-negative number; got {eps!r}") from exc
-    if e.ndim == 0:
+    scalar = e.ndim == 0
+    if scalar:
         e = e.expand(S).clone()
     if e.shape != (S,):
         raise ValueError(f"eps must be a scalar or have shape ({S},); got shape {tuple(e.shape)}")
     if not torch.isfinite(e).all() or (e < 0).any():
-        raise ValueError(f"eps must be finite and >= 0; got {_describe(e if e.numel() > 1 else e[0].item())}")
+        raise ValueError(f"eps must be finite and >= 0; got {_describe(e[0].item() if scalar else e)}")
     if upper is not None and (e > upper).any():
-        raise ValueError(f"eps must lie in [0, {upper}] for this noise (a flip probability); got {_describe(e if e.numel() > 1 else e[0].item())}")
+        raise ValueError(f"eps must lie in [0, {upper}] for this noise (a flip probability); got {_describe(e[0].item() if scalar else e)}")
     return e
