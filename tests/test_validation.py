@@ -1,0 +1,146 @@
+"""Every bad input raises ``ValueError`` naming the argument and the value it got."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import cnce
+from cnce.models import ICA, Bernoulli, Gaussian, LogNormal, Ring, get_model
+
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
+
+
+@pytest.fixture
+def data(gen):
+    return torch.randn(2, 20, 5, generator=gen, dtype=torch.float64)
+
+
+def _fit(model, x, **kw):
+    kw.setdefault("max_iter", 2)
+    return cnce.fit(model, x, **kw)
+
+
+@pytest.mark.parametrize("shape,pattern", [((20,), r"x must have shape .*got shape \(20,\)"),
+                                           ((1, 2, 20, 5), r"x must have shape .*got shape \(1, 2, 20, 5\)"),
+                                           ((2, 20, 4), r"x must have last dimension D = 5.*got shape \(2, 20, 4\)"),
+                                           ((2, 1, 5), r"x must hold at least 2 data points.*got shape \(2, 1, 5\)"),
+                                           ((0, 20, 5), r"x must hold at least one simulation.*got shape \(0, 20, 5\)")])
+def test_wrong_data_shapes(shape, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        _fit(Gaussian(), torch.zeros(shape, dtype=torch.float64) + 1.0)
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_nan_or_inf_in_data(data, bad):
+    x = data.clone()
+    x[1, 3, 2] = bad
+    with pytest.raises(ValueError, match=r"x contains NaN or inf \(first at index \[1, 3, 2\]\); got a non-finite value " + ("nan" if math.isnan(bad) else "-?inf")):
+        _fit(Gaussian(), x)
+
+
+def test_data_not_numbers():
+    with pytest.raises(ValueError, match=r"x must be a tensor or array .*got str"):
+        _fit(Gaussian(), "data")
+    with pytest.raises(ValueError, match=r"x must hold real numbers; got dtype torch.complex128"):
+        _fit(Gaussian(dim=1), torch.ones(5, 1, dtype=torch.complex128))
+
+
+@pytest.mark.parametrize("eps,shown", [(-0.1, r"-0\.1"), (math.nan, "nan"), (math.inf, "inf"), ("big", "'big'"), (True, "True")])
+def test_bad_eps(data, eps, shown):
+    with pytest.raises(ValueError, match=r"eps must .*got " + shown):
+        _fit(Gaussian(), data, eps=eps)
+
+
+def test_eps_tensor_shape_and_negative_entry(data):
+    with pytest.raises(ValueError, match=r"eps must be a scalar or have shape \(2,\); got shape \(3,\)"):
+        _fit(Gaussian(), data, eps=torch.ones(3))
+    with pytest.raises(ValueError, match=r"eps must be finite and >= 0; got tensor\(\[0\.5, -1\.0\]\)"):
+        _fit(Gaussian(), data, eps=torch.tensor([0.5, -1.0]))
+
+
+@pytest.mark.parametrize("eps,shown", [(1.5, r"1\.5"), (-0.2, r"-0\.2")])
+def test_bernoulli_eps_outside_unit_interval(eps, shown):
+    x = torch.tensor([[0.0], [1.0], [1.0]])
+    with pytest.raises(ValueError, match=r"eps must .*got " + shown):
+        _fit(Bernoulli(), x, eps=eps)
+    _fit(Bernoulli(), x, eps=1.0)  # the end points are admissible
+    _fit(Bernoulli(), x, eps=0.0)
+
+
+@pytest.mark.parametrize("kappa,shown", [(0, "0"), (-3, "-3"), (2.5, r"2\.5"), (2.0, r"the float 2\.0"), ("3", "'3'"), (True, "True")])
+def test_bad_kappa(data, kappa, shown):
+    with pytest.raises(ValueError, match=r"kappa must be an integer >= 1; got " + shown):
+        _fit(Gaussian(), data, kappa=kappa)
+    with pytest.raises(ValueError, match=r"kappa must be an integer >= 1; got " + shown):
+        _fit(Gaussian(), data, kappa=kappa, method="nce")
+
+
+def test_numpy_integer_kappa_is_accepted(data):
+    assert _fit(Gaussian(), data, kappa=np.int64(2)).kappa == 2
+
+
+def test_unknown_method_or_model(data):
+    with pytest.raises(ValueError, match=r"method must be one of \('cnce', 'nce', 'mle', 'sm'\); got 'ml'"):
+        _fit(Gaussian(), data, method="ml")
+    with pytest.raises(ValueError, match=r"method 'sm' does not apply to ICA\(dim=4\)"):
+        _fit(ICA(), data[..., :4], method="sm")
+    with pytest.raises(ValueError, match=r"method 'nce' does not apply to Bernoulli\(\)"):
+        _fit(Bernoulli(), torch.tensor([[0.0], [1.0]]), method="nce")
+    with pytest.raises(ValueError, match=r"model must be a cnce.models.UnnormalisedModel instance; got 'gaussian'"):
+        _fit("gaussian", data)
+    with pytest.raises(ValueError, match=r"model must be one of .*got 'gauss'"):
+        get_model("gauss")
+
+
+def test_other_fit_arguments(data):
+    with pytest.raises(ValueError, match=r"theta0 must have shape \(2, 15\) or \(15,\); got shape \(2, 14\)"):
+        _fit(Gaussian(), data, theta0=torch.zeros(2, 14))
+    with pytest.raises(ValueError, match=r"theta0 contains NaN"):
+        _fit(Gaussian(), data, theta0=torch.full((15,), math.nan))
+    with pytest.raises(ValueError, match=r"noise_base must have shape \(2, >=20, >=10, 5\); got \(2, 20, 3, 5\)"):
+        _fit(Gaussian(), data, noise_base=torch.zeros(2, 20, 3, 5))
+    with pytest.raises(ValueError, match=r"noise must be a cnce.noise.ConditionalNoise; got 'gauss'"):
+        _fit(Gaussian(), data, noise="gauss")
+    with pytest.raises(ValueError, match=r"device must be .*got 'tpu'"):
+        _fit(Gaussian(), data, device="tpu")
+    with pytest.raises(ValueError, match=r"dtype must be torch.float64 or torch.float32; got torch.float16"):
+        _fit(Gaussian(), data, dtype=torch.float16)
+    with pytest.raises(ValueError, match=r"seed must be an int or a torch.Generator; got 'abc'"):
+        _fit(Gaussian(), data, seed="abc")
+    with pytest.raises(ValueError, match=r"sim_batch must be an integer >= 1; got 0"):
+        _fit(Gaussian(), data, sim_batch=0)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match=r"device='cuda' was requested but CUDA is not available"):
+            _fit(Gaussian(), data, device="cuda")
+
+
+def test_model_specific_inputs(gen):
+    with pytest.raises(ValueError, match=r"x must hold only 0 and 1 for the Bernoulli model; got 0\.5"):
+        _fit(Bernoulli(), torch.tensor([[0.0], [0.5], [1.0]]))
+    with pytest.raises(ValueError, match=r"theta of the Bernoulli model must be positive; got min -1\.0"):
+        _fit(Bernoulli(), torch.tensor([[0.0], [1.0]]), theta0=torch.tensor([1.0, -1.0]))
+    with pytest.raises(ValueError, match=r"x must be positive for the log-normal maximum-likelihood estimate"):
+        _fit(LogNormal(), torch.tensor([[1.0], [-0.5]]), method="mle")
+    with pytest.raises(ValueError, match=r"mu must be a positive float .*got -1\.0"):
+        Ring(mu=-1.0)
+    with pytest.raises(ValueError, match=r"dim must be an integer >= 2; got 1"):
+        Ring(dim=1)
+    with pytest.raises(ValueError, match=r"dim must be an integer >= 1; got 0"):
+        Gaussian(dim=0)
+    with pytest.raises(ValueError, match=r"radial must be 'exact' or 'authors'; got 'normal'"):
+        Ring().sample(torch.tensor([1.0]), 5, gen, radial="normal")
+    with pytest.raises(ValueError, match=r"theta \(the precision gamma\) must be > 0 to sample; got -2\.0"):
+        Ring().sample(torch.tensor([-2.0]), 5, gen)
+    with pytest.raises(ValueError, match=r"this Ring has mu for 2 simulations but got 3"):
+        Ring(mu=torch.tensor([5.0, 6.0])).log_phi(torch.ones(3, 4, 5), torch.ones(3, 1))
+    with pytest.raises(ValueError, match=r"u must have shape \(S, M, 5\) or \(M, 5\); got shape \(4, 3\)"):
+        Gaussian().log_phi(torch.ones(4, 3), torch.ones(15))
+    with pytest.raises(ValueError, match=r"theta must have shape \(1, 15\) or \(15,\); got shape \(14,\)"):
+        Gaussian().log_phi(torch.ones(4, 5), torch.ones(14))
+    with pytest.raises(ValueError, match=r"n must be an integer >= 1; got 0"):
+        Gaussian().sample(torch.ones(15), 0)
+    with pytest.raises(ValueError, match=r"theta_hat has 3 rows but theta_true has 2"):
+        Gaussian().error(torch.ones(3, 15), torch.ones(2, 15))
