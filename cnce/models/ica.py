@@ -48,6 +48,9 @@ class ICA(UnnormalisedModel):
 
     name = "ica"
     mle_optimizer = "lbfgs"
+    #: ``log phi = -a sum_j |b_j . u|`` with ``a = sqrt(2)``: :func:`cnce.fit` then uses
+    #: :class:`cnce.optim.AbsProjectionLogistic` (projections instead of Jacobians).
+    abs_projection_coef = SQRT2
 
     def __init__(self, dim: int = 4):
         self.dim = check_positive_int(dim, "dim")

@@ -1,0 +1,372 @@
+"""Benchmarks of cnce: batched estimation against a per-simulation scipy loop, loss and
+gradient throughput against the machine's memory bandwidth, end-to-end experiment and book
+timings, and the image model's seconds per meta-iteration.
+
+    .venv/bin/python benchmarks/run.py --all            # everything (tens of minutes)
+    .venv/bin/python benchmarks/run.py --batched --throughput
+    .venv/bin/python benchmarks/run.py --e2e --scale paper
+
+Every figure is a median over ``--repeats`` runs; ratios are measured side by side in the
+same process (the 2-core machine this was written on is shared and noisy). Results go to
+``benchmarks/results/<name>.json`` and ``benchmarks/results/<name>.md`` with the machine,
+load average, torch version and thread count.
+"""
+from __future__ import annotations
+
+import os
+
+# one BLAS/OpenMP thread for numpy and torch unless the caller says otherwise: on a busy
+# 2-core machine two threads spin-wait (see --threads)
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")
+
+import argparse
+import datetime as dt
+import json
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import cnce  # noqa: E402
+from cnce.models import ICA, Gaussian  # noqa: E402
+from cnce.noise import draw_base  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+# --------------------------------------------------------------------------- machine
+def machine_info(threads: int) -> dict:
+    cpu = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                mem = round(int(line.split()[1]) / 2**20, 1)
+    except OSError:
+        pass
+    return dict(
+        date=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        cpu=cpu,
+        cores=os.cpu_count(),
+        memory_gib=mem,
+        load_average=list(os.getloadavg()),
+        python=platform.python_version(),
+        torch=torch.__version__,
+        numpy=np.__version__,
+        torch_threads=threads,
+        gpu=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+        git_commit=_git("rev-parse", "HEAD"),
+    )
+
+
+def _git(*args):
+    try:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def median(xs):
+    return float(statistics.median(xs))
+
+
+def timed(fn, repeats):
+    ts, out = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        ts.append(time.perf_counter() - t0)
+    return ts, out
+
+
+# --------------------------------------------------------------------------- problems
+def problem(model, S, N, kappa, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    th = model.random_params(S, g)
+    th0 = model.init_params(S, g)
+    x = model.sample(th, N, g)
+    base = draw_base(model, S, N, kappa, g)
+    return th, th0, x, base
+
+
+def _softplus(z):
+    return np.logaddexp(0.0, z)
+
+
+def _sigmoid(z):
+    return 0.5 * (1.0 + np.tanh(0.5 * z))
+
+
+def naive_gaussian(x, base, eps, theta0, kappa, tol):
+    """What a user would write: per simulation, features once, scipy L-BFGS-B with analytic gradient."""
+    from scipy.optimize import minimize
+
+    D = x.shape[-1]
+    iu = np.triu_indices(D)
+    coef = np.where(iu[0] == iu[1], -0.5, -1.0)
+    out = []
+    for s in range(x.shape[0]):
+        xs = x[s]
+        ys = xs[:, None, :] + eps[s] * base[s]  # (N, kappa, D)
+        Tx = xs[:, iu[0]] * xs[:, iu[1]] * coef
+        Ty = ys[..., iu[0]] * ys[..., iu[1]] * coef
+        F = (Tx[:, None, :] - Ty).reshape(-1, len(coef))
+        n = F.shape[0]
+
+        def fg(th, F=F, n=n):
+            m = F @ th
+            loss = 2.0 / n * _softplus(-m).sum()
+            grad = -2.0 / n * (F.T @ _sigmoid(-m))
+            return loss, grad
+
+        r = minimize(fg, theta0[s], jac=True, method="L-BFGS-B", options=dict(maxiter=15000, maxfun=30000, ftol=tol, gtol=1e-10))
+        out.append(r.x)
+    return np.stack(out)
+
+
+def naive_ica(x, base, eps, theta0, kappa, tol):
+    from scipy.optimize import minimize
+
+    a = np.sqrt(2.0)
+    D = x.shape[-1]
+    out = []
+    for s in range(x.shape[0]):
+        xs = x[s]
+        ys = (xs[:, None, :] + eps[s] * base[s]).reshape(-1, D)
+        N = xs.shape[0]
+        n = ys.shape[0]
+
+        def fg(th, xs=xs, ys=ys, N=N, n=n):
+            B = th.reshape(D, D)
+            sx, sy = xs @ B.T, ys @ B.T
+            m = (-a * np.abs(sx).sum(1))[:, None] - (-a * np.abs(sy).sum(1)).reshape(N, kappa)
+            loss = 2.0 / n * _softplus(-m).sum()
+            w = _sigmoid(-m)
+            gB = -a * ((np.sign(sx) * w.sum(1)[:, None]).T @ xs) + a * ((np.sign(sy) * w.reshape(-1, 1)).T @ ys)
+            return loss, -2.0 / n * gB.ravel()
+
+        r = minimize(fg, theta0[s], jac=True, method="L-BFGS-B", options=dict(maxiter=15000, maxfun=30000, ftol=tol, gtol=1e-10))
+        out.append(r.x)
+    return np.stack(out)
+
+
+def bench_batched(args):
+    rows = []
+    cases = [("gaussian", n) for n in args.batched_N] + [("ica", n) for n in args.batched_N_ica]
+    for name, N in cases:
+        model = Gaussian() if name == "gaussian" else ICA()
+        kappa = args.kappa
+        S = args.sims
+        th, th0, x, base = problem(model, S, N, kappa, seed=1)
+        # eps from the authors' heuristic, then both estimators use it
+        eps = cnce.fit(model, x, "cnce", kappa, theta0=th0, noise_base=base, max_iter=1).eps
+        S_naive = min(S, args.naive_sims if N > 5000 else S)
+        naive = naive_gaussian if name == "gaussian" else naive_ica
+        xn, bn, en, t0n = x[:S_naive].numpy(), base[:S_naive].numpy(), eps[:S_naive].numpy(), th0[:S_naive].numpy()
+        tb, tn, ta = [], [], []
+        res = th_naive = None
+        for _ in range(args.repeats):
+            t0 = time.perf_counter()
+            res = cnce.fit(model, x, "cnce", kappa, eps=eps, theta0=th0, noise_base=base)
+            tb.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            ra = cnce.fit(model, x, "cnce", kappa, eps="auto", theta0=th0, noise_base=base)
+            ta.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            th_naive = naive(xn, bn, en, t0n, kappa, args.scipy_ftol)
+            tn.append(time.perf_counter() - t0)
+        e_b = model.error(res.theta, th)
+        e_n = model.error(torch.as_tensor(th_naive), th[:S_naive])
+        rel = ((e_b[:S_naive] - e_n) / e_n).numpy()
+        per_b = median(tb) / S
+        per_n = median(tn) / S_naive
+        row = dict(model=name, N=N, kappa=kappa, S=S, S_naive=S_naive,
+                   batched_s=median(tb), batched_auto_eps_s=median(ta), naive_s=median(tn),
+                   batched_s_per_sim=per_b, naive_s_per_sim=per_n, speedup=per_n / per_b,
+                   batched_times=tb, naive_times=tn,
+                   batched_iters_median=float(res.n_iter.double().median()), batched_converged=int(res.converged.sum()),
+                   err_median_batched=float(e_b[:S_naive].median()), err_median_naive=float(e_n.median()),
+                   err_rel_diff_median=float(np.median(np.abs(rel))), err_rel_diff_max=float(np.max(np.abs(rel))),
+                   err_batched_lower_or_equal=int((e_b[:S_naive] <= e_n * (1 + 1e-6)).sum()),
+                   loss_batched_minus_naive_max=None)
+        rows.append(row)
+        print(f"batched {name} N={N} kappa={kappa}: batched {per_b*1e3:.1f} ms/sim, scipy loop {per_n*1e3:.1f} ms/sim, "
+              f"speedup {row['speedup']:.1f}x; error rel. diff median {row['err_rel_diff_median']:.2e}, max {row['err_rel_diff_max']:.2e}", flush=True)
+    return rows
+
+
+# --------------------------------------------------------------------------- throughput
+def bandwidth(repeats, nbytes=1 << 29):
+    """Streaming bandwidth: copy between two preallocated buffers (read + write) and a sum (read)."""
+    a = torch.ones(nbytes // 4, dtype=torch.float32)
+    b = torch.empty_like(a)
+    b.copy_(a)
+    tc, _ = timed(lambda: b.copy_(a), repeats)
+    ts, _ = timed(lambda: a.sum(), repeats)
+    return dict(copy_GBps=2 * nbytes / median(tc) / 1e9, read_GBps=nbytes / median(ts) / 1e9, buffer_MiB=nbytes >> 20)
+
+
+def bench_throughput(args):
+    from cnce.optim import AbsProjectionLogistic, LinearLogistic
+
+    S, N, kappa = args.tp_sims, args.tp_N, args.tp_kappa
+    chunk = args.tp_chunk
+    bw = bandwidth(args.repeats)
+    rows = []
+    for name in ("gaussian", "ica"):
+        model = Gaussian() if name == "gaussian" else ICA()
+        times = []
+        bytes_in = 0
+        for s0 in range(0, S, chunk):
+            Sc = min(chunk, S - s0)
+            th, th0, x, base = problem(model, Sc, N, kappa, seed=100 + s0)
+            y = (x.unsqueeze(2) + 0.3 * base).reshape(Sc, N * kappa, model.dim)
+            scale = 2.0 / (N * kappa)
+            if name == "gaussian":
+                from cnce.fit import _features_t
+
+                Tx, _ = _features_t(model, x, torch.float32)
+                Ty, _ = _features_t(model, y, torch.float32)
+                P = model.n_params
+                Ft = Ty.view(Sc, P, N, kappa).neg_().add_(Tx.unsqueeze(-1)).view(Sc, P, N * kappa)
+                prob = LinearLogistic(None, None, scale, Ft=Ft, dtype=torch.float64)
+                psi = th.clone()
+                nbytes = Ft.numel() * Ft.element_size()
+                del Tx, Ty
+            else:
+                prob = AbsProjectionLogistic(x, y, model.abs_projection_coef, scale, kappa=kappa)
+                psi = th.clone()
+                nbytes = (prob.x.numel() + prob.y.numel()) * prob.y.element_size()
+            ts, _ = timed(lambda: prob.loss_grad(psi), args.repeats)
+            times.append(ts)
+            bytes_in += nbytes
+            del prob, x, y, base
+        per_rep = [sum(t[i] for t in times) for i in range(args.repeats)]
+        t = median(per_rep)
+        pts = S * N * kappa
+        gbps = bytes_in / t / 1e9
+        row = dict(model=name, S=S, N=N, kappa=kappa, seconds=t, points_per_s=pts / t, input_GB=bytes_in / 1e9,
+                   effective_GBps=gbps, read_bound_GBps=bw["read_GBps"], copy_GBps=bw["copy_GBps"],
+                   ratio_to_bound=bw["read_GBps"] / gbps, sim_chunk=chunk,
+                   feature_dtype="float32" if name == "gaussian" else "float64")
+        rows.append(row)
+        print(f"throughput {name}: {pts/t/1e6:.1f} M points/s, {gbps:.2f} GB/s effective; read bound {bw['read_GBps']:.2f} GB/s "
+              f"(copy {bw['copy_GBps']:.2f}); {row['ratio_to_bound']:.2f}x the bound", flush=True)
+    return dict(bandwidth=bw, rows=rows)
+
+
+# --------------------------------------------------------------------------- end to end
+def bench_e2e(args):
+    rows = []
+    tmp = Path(tempfile.mkdtemp(prefix="cnce-bench-"))
+    exps = args.experiments
+    for exp in exps:
+        out = tmp / args.scale
+        t0 = time.perf_counter()
+        r = subprocess.run([sys.executable, "-m", "cnce", "run", exp, "--scale", args.scale, "--results-dir", str(out),
+                            "--threads", str(args.threads), "--no-progress"], cwd=ROOT, capture_output=True, text=True)
+        secs = time.perf_counter() - t0
+        rows.append(dict(experiment=exp, scale=args.scale, seconds=secs, returncode=r.returncode,
+                         load_average=list(os.getloadavg()), stderr_tail=r.stderr[-2000:] if r.returncode else ""))
+        print(f"e2e {exp} at {args.scale}: {secs:.1f} s (rc {r.returncode})", flush=True)
+    shutil.rmtree(tmp, ignore_errors=True)
+    if args.book:
+        for mode, extra in (("clean", ["--clean"]), ("cached", [])):
+            t0 = time.perf_counter()
+            r = subprocess.run([sys.executable, "-m", "cnce", "book", *extra], cwd=ROOT, capture_output=True, text=True)
+            secs = time.perf_counter() - t0
+            rows.append(dict(experiment=f"book ({mode})", scale="quick", seconds=secs, returncode=r.returncode,
+                             load_average=list(os.getloadavg()), stderr_tail=r.stderr[-2000:] if r.returncode else ""))
+            print(f"book build ({mode}): {secs:.1f} s (rc {r.returncode})", flush=True)
+    return rows
+
+
+# --------------------------------------------------------------------------- image model
+def bench_images(args):
+    from dataclasses import replace
+
+    from cnce.images import get_config
+    from cnce.images.train import train
+
+    rows = []
+    for name in args.image_configs:
+        cfg = get_config(name)
+        meta = args.image_meta
+        cfg = replace(cfg, name=f"{cfg.name}-bench", meta_iters=(meta,) + tuple(cfg.meta_iters[1:]))
+        with tempfile.TemporaryDirectory(prefix="cnce-img-") as out:
+            t0 = time.perf_counter()
+            state = train(cfg, out=out, layers=(1,), device="cpu", progress=False, threads=args.threads)
+            total = time.perf_counter() - t0
+        secs = state.get("seconds", {})
+        per = secs.get(1, secs.get("1"))
+        rows.append(dict(config=name, meta_iterations=meta, wall_s=total, seconds_record=per,
+                         n_patches=cfg.n_patches[0], K1=cfg.K1, optimizer=cfg.optimizer, device="cpu"))
+        print(f"image {name}: {meta} meta-iteration(s) of layer 1 in {total:.1f} s (recorded: {per})", flush=True)
+    return rows
+
+
+# --------------------------------------------------------------------------- main
+def write(name, payload):
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(payload, indent=2, default=str) + "\n")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--all", action="store_true")
+    p.add_argument("--batched", action="store_true", help="cnce.fit (S sims batched) vs a per-simulation scipy L-BFGS-B loop")
+    p.add_argument("--throughput", action="store_true", help="loss + gradient throughput vs memory bandwidth")
+    p.add_argument("--e2e", action="store_true", help="wall time of every synthetic experiment (and the book with --book)")
+    p.add_argument("--images", action="store_true", help="image model: seconds per first-layer meta-iteration")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--sims", type=int, default=100)
+    p.add_argument("--kappa", type=int, default=10)
+    p.add_argument("--batched-N", type=int, nargs="*", default=[1000, 5000, 20000])
+    p.add_argument("--batched-N-ica", type=int, nargs="*", default=[1000, 5000])
+    p.add_argument("--naive-sims", type=int, default=20, help="simulations the scipy loop runs at N > 5000 (time per simulation is compared)")
+    p.add_argument("--scipy-ftol", type=float, default=1e-12)
+    p.add_argument("--tp-sims", type=int, default=100)
+    p.add_argument("--tp-N", type=int, default=20000)
+    p.add_argument("--tp-kappa", type=int, default=20)
+    p.add_argument("--tp-chunk", type=int, default=10, help="simulations per chunk (memory)")
+    p.add_argument("--scale", default="paper")
+    p.add_argument("--experiments", nargs="*", default=["consistency", "nce", "ring", "supplementary"])
+    p.add_argument("--book", action="store_true", help="with --e2e: time the quick-scale book build from clean and cached")
+    p.add_argument("--image-configs", nargs="*", default=["quick", "paper"])
+    p.add_argument("--image-meta", type=int, default=1)
+    p.add_argument("--tag", default="", help="suffix of the result files")
+    args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    info = machine_info(args.threads)
+    print("machine:", json.dumps(info), flush=True)
+    todo = [k for k in ("batched", "throughput", "e2e", "images") if getattr(args, k) or args.all]
+    if not todo:
+        p.error("choose at least one of --batched --throughput --e2e --images (or --all)")
+    for k in todo:
+        t0 = time.perf_counter()
+        res = globals()[f"bench_{k}"](args)
+        info_end = dict(load_average_end=list(os.getloadavg()), seconds=time.perf_counter() - t0)
+        write(k + args.tag, dict(machine=info, settings={kk: v for kk, v in vars(args).items()}, results=res, **info_end))
+
+
+if __name__ == "__main__":
+    main()
