@@ -1,0 +1,248 @@
+"""Tests of the estimator :func:`cnce.fit`: recovery of the true parameters, agreement with
+scipy and between parametrisations, reproducibility, devices.
+
+Yardstick for recovery: the Cramer-Rao bound. With ``g(u) = d log phi(u; theta)/d theta`` at
+the truth, the Fisher information is ``I = Cov_x[g(x)]`` (the score is ``g - d log Z``, whose
+mean is zero), estimated on the sample itself; an efficient estimator has mean squared error
+``tr(I^-1) / N``. CNCE and NCE at kappa = 10 lose at most a factor of about 3 against it
+(paper Fig. 2; measured ratios here 1-3), and the average over S simulations of a squared
+error with at least S dof exceeds its mean 3-fold with probability below 1e-5 for S * P >= 4
+(chi-square tail), so we require ``mean error <= 20 * tr(I^-1) / N`` (3 x 6, rounded up).
+A non-converged or inconsistent estimator has an error of order one, 100 to 1000 times larger
+at the N used.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.optimize import minimize
+
+import cnce
+from cnce.models import ICA, Bernoulli, Gaussian, LogNormal, Ring, UnnormalisedModel, signed_permutation_match
+from cnce.noise import MultiplicativeLogNormalNoise, draw_base
+
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
+
+K_CRB = 20.0
+
+
+def crb_mse(model, truth, x, idx=None):
+    """``tr(I^-1) / N`` per simulation (mean over simulations returned), see module docstring."""
+    _, g = model.jac_log_phi(x, model.to_free(truth))
+    if idx is not None:
+        g = g[..., idx]
+    gc = g - g.mean(1, keepdim=True)
+    info = gc.transpose(1, 2) @ gc / x.shape[1]
+    return (torch.linalg.inv(info).diagonal(dim1=-2, dim2=-1).sum(-1) / x.shape[1]).mean().item()
+
+
+def _problem(model, S, N, seed):
+    g = torch.Generator().manual_seed(seed)
+    if isinstance(model, Ring):
+        model = Ring(mu=Ring.draw_mu(S, g))
+    truth = model.random_params(S, g)
+    return model, truth, model.sample(truth, N, g)
+
+
+CASES = [(Gaussian(), m) for m in ("cnce", "nce", "mle", "sm")] + [(Ring(), m) for m in ("cnce", "nce", "mle", "sm")] + \
+        [(LogNormal(), m) for m in ("cnce", "nce", "mle")]
+
+
+@pytest.mark.parametrize("model,method", CASES, ids=[f"{m.name}-{k}" for m, k in CASES])
+def test_recovery_at_large_n(model, method):
+    """Each method recovers the truth within 20 x the Cramer-Rao MSE (module docstring).
+    Ring: exact samples (the model is then well specified). Log-normal: theta only (C's ideal
+    value is -inf; its information on data is zero)."""
+    S, N = 4, 20000
+    model, truth, x = _problem(model, S, N, seed=11)
+    # log-normal CNCE: a fixed eps, because the heuristic can run away on this model (see
+    # test_eps_heuristic_on_lognormal below)
+    eps = 0.5 if (isinstance(model, LogNormal) and method == "cnce") else "auto"
+    res = cnce.fit(model, x, method=method, kappa=10, seed=1, eps=eps)
+    err = model.error(res.theta, truth).mean().item()
+    bound = crb_mse(model, truth, x, idx=[0] if isinstance(model, LogNormal) else None)
+    assert err <= K_CRB * bound, (err, bound)
+    assert res.converged.all()
+    init = model.error(model.init_params(S, torch.Generator().manual_seed(1)), truth).mean().item()
+    assert init > 10 * K_CRB * bound  # the start was far: the check can fail
+
+
+@pytest.mark.xfail(strict=True, reason="known issue: with C0 = 0 (LogNormal.init_params) the loss at the "
+                   "initial parameters stays within 10% of 2 log 2 for every eps, so the authors' rule grows eps "
+                   "to its cap (hundreds of data scales) and CNCE's error is ~600x the Cramer-Rao MSE")
+def test_eps_heuristic_on_lognormal():
+    """With eps = "auto", log-normal CNCE should still recover theta (same bound as above)."""
+    S, N = 4, 20000
+    m, truth, x = _problem(LogNormal(), S, N, seed=11)
+    res = cnce.fit(m, x, method="cnce", kappa=10, seed=1)
+    assert m.error(res.theta, truth).mean().item() <= K_CRB * crb_mse(m, truth, x, idx=[0])
+
+
+@pytest.mark.parametrize("method", ["cnce", "mle"])
+def test_recovery_bernoulli(method):
+    """Normalised error ``2 (p_hat - p)^2``; its MLE value is ``2 p (1 - p) / N`` (binomial)."""
+    S, N = 4, 20000
+    m, truth, x = _problem(Bernoulli(), S, N, seed=12)
+    res = cnce.fit(m, x, method=method, kappa=10, seed=1)
+    p = truth[:, 1]
+    assert m.error(res.theta, truth).mean().item() <= K_CRB * (2 * p * (1 - p) / N).mean().item()
+
+
+@pytest.mark.parametrize("method", ["cnce", "nce", "mle"])
+def test_recovery_ica(method):
+    """ICA (D = 4, P = 16) at N = 8000, kappa = 6, from the authors' initialisation B0 = 0.1 N(0, 1);
+    error after the best signed permutation. Fisher information from the Laplace score (the
+    density has a kink, but the Laplace location family is regular: I = 1/b^2 per source)."""
+    S, N = 2, 8000
+    m, truth, x = _problem(ICA(), S, N, seed=13)
+    res = cnce.fit(m, x, method=method, kappa=6, seed=2)
+    bound = crb_mse(m, truth, x)
+    err = m.error(res.theta, truth).mean().item()
+    assert err <= K_CRB * bound, (err, bound)
+
+
+@pytest.mark.xfail(strict=True, reason="known issue: from the default start B0 = 0.1 N(0, 1) the ICA MLE (L-BFGS) "
+                   "stalls at a kink 1.3e-5 above scipy's optimum (entries off by 1.3e-2, ~17% of the statistical "
+                   "error); started from the truth it reaches 1.6e-7 below scipy's value")
+def test_ica_mle_matches_tight_scipy_optimum():
+    """One ICA problem (N = 2000): our MLE's negative log-likelihood must not be above the
+    optimum that scipy reaches with tight tolerances (BFGS with gtol 1e-12 from the truth,
+    then Nelder-Mead with xatol 1e-10 / fatol 1e-14), by more than 1e-8; and the estimates
+    must agree to 1e-3 per entry after the signed permutation (the statistical error is
+    about 0.08 per entry: the authors' MLE stopped short by much more than 1e-3)."""
+    g = torch.Generator().manual_seed(5)
+    m = ICA()
+    truth = m.random_params(1, g)
+    x = m.sample(truth, 2000, g)
+    res = cnce.fit(m, x, method="mle", seed=1)
+    X = x[0].numpy()
+
+    def nll(b):
+        B = b.reshape(4, 4)
+        return -np.linalg.slogdet(B)[1] + 2 * math.log(2) + math.sqrt(2) * np.abs(X @ B.T).sum(1).mean()
+
+    def grad(b):
+        B = b.reshape(4, 4)
+        return (-np.linalg.inv(B).T + math.sqrt(2) * (np.sign(X @ B.T).T @ X) / X.shape[0]).ravel()
+
+    s1 = minimize(nll, truth[0].numpy(), jac=grad, method="BFGS", options=dict(gtol=1e-12, maxiter=20000))
+    s2 = minimize(nll, s1.x, method="Nelder-Mead", options=dict(xatol=1e-10, fatol=1e-14, maxiter=40000, maxfev=40000, adaptive=True))
+    ours = res.theta[0].numpy()
+    assert res.loss.item() == pytest.approx(nll(ours), abs=1e-12)
+    B_sp = torch.tensor(s2.x).reshape(1, 4, 4)
+    matched = signed_permutation_match(torch.tensor(ours).reshape(1, 4, 4), B_sp)
+    gap = nll(ours) - s2.fun
+    diff = (matched - B_sp).abs().max().item()
+    assert gap <= 1e-8 and diff <= 1e-3, (gap, diff)
+
+
+def test_ring_mle_on_exact_samples_recovers_gamma():
+    """Ring MLE (quadrature log Z) on exact samples, N = 50000: within 5 asymptotic standard
+    deviations ``sqrt(1 / (N I))`` of the truth per simulation."""
+    S, N = 3, 50000
+    m, truth, x = _problem(Ring(), S, N, seed=14)
+    res = cnce.fit(m, x, method="mle")
+    _, gj = m.jac_log_phi(x, truth)
+    info = gj[..., 0].var(1)
+    z = (res.theta[:, 0] - truth[:, 0]).abs() / torch.sqrt(1 / (N * info))
+    assert (z < 5).all(), z
+
+
+def test_cnce_with_asymmetric_noise_recovers_lognormal_theta():
+    """CNCE with the multiplicative (asymmetric) noise: the log-ratio enters G (Eq. 9)."""
+    S, N = 4, 20000
+    m, truth, x = _problem(LogNormal(), S, N, seed=15)
+    res = cnce.fit(m, x, method="cnce", kappa=10, noise=MultiplicativeLogNormalNoise(), seed=1)
+    assert m.error(res.theta, truth).mean().item() <= K_CRB * crb_mse(m, truth, x, idx=[0])
+    # all noise is positive, so the constant C of the negative axis is not touched
+    assert torch.equal(res.theta[:, 1], m.init_params(S, torch.Generator().manual_seed(1))[:, 1])
+
+
+@pytest.mark.parametrize("radial", ["exact", "authors"])
+def test_nce_converges_on_the_ring(radial):
+    """The authors' NCE often did not move on the ring model; ours must: the final loss is
+    below the initial one and the final gradient is at round-off level (max |grad| < 1e-6,
+    the loss being O(1))."""
+    S, N = 4, 5000
+    g = torch.Generator().manual_seed(16)
+    m = Ring(mu=Ring.draw_mu(S, g))
+    truth = m.random_params(S, g)
+    x = m.sample(truth, N, g, radial=radial)
+    res = cnce.fit(m, x, method="nce", kappa=10, seed=3)
+    assert (res.loss < res.init_loss - 1e-3).all()
+    assert (res.grad_norm < 1e-6).all() and res.converged.all()
+    assert (res.theta != m.init_params(S, torch.Generator().manual_seed(3))).all()
+
+
+class LogPrecisionGaussian(UnnormalisedModel):
+    """A user model: 1-D Gaussian ``log phi = -exp(t) u^2 / 2``, nonlinear in ``t``; it only
+    implements ``_log_phi`` (the Jacobian comes from the base class's autograd default)."""
+
+    name = "logprec"
+    dim = 1
+    n_params = 1
+
+    def _log_phi(self, u, theta):
+        return -0.5 * torch.exp(theta[:, :1]) * u[..., 0] ** 2
+
+
+def test_user_model_with_only_log_phi():
+    """CNCE on the user model gives the same minimiser as the built-in (linear) Gaussian model
+    on the same data, noise and eps (a reparametrisation: ``exp(t_hat) = Lambda_hat``), up to
+    the optimisers' tolerance (1e-6 relative; the statistical error is 1e-2)."""
+    S, N, K = 3, 4000, 5
+    g = torch.Generator().manual_seed(17)
+    x = torch.randn(S, N, 1, generator=g, dtype=torch.float64) * torch.tensor([0.5, 1.0, 2.0], dtype=torch.float64).view(-1, 1, 1)
+    base = draw_base(Gaussian(dim=1), S, N, K, generator=g)
+    user = cnce.fit(LogPrecisionGaussian(), x, kappa=K, eps=0.5, noise_base=base, theta0=torch.zeros(S, 1))
+    ref = cnce.fit(Gaussian(dim=1), x, kappa=K, eps=0.5, noise_base=base, theta0=torch.ones(S, 1))
+    assert user.converged.all() and ref.converged.all()
+    torch.testing.assert_close(torch.exp(user.theta), ref.theta, rtol=1e-6, atol=0)
+    torch.testing.assert_close(user.loss, ref.loss, rtol=1e-10, atol=0)
+    assert LogPrecisionGaussian().methods == ("cnce", "nce")
+
+
+def test_eps_zero_leaves_theta_at_2log2(gen):
+    x = torch.randn(2, 100, 5, generator=gen, dtype=torch.float64)
+    theta0 = Gaussian().init_params(2, gen)
+    res = cnce.fit(Gaussian(), x, eps=0.0, theta0=theta0)
+    torch.testing.assert_close(res.loss, torch.full((2,), 2 * math.log(2), dtype=torch.float64), rtol=0, atol=1e-12)
+    torch.testing.assert_close(res.theta, theta0)
+
+
+def test_identical_seeds_identical_results(gen):
+    m = Ring()
+    truth = m.random_params(3, gen)
+    x = m.sample(truth, 500, gen)
+    a = cnce.fit(m, x, kappa=4, seed=7)
+    b = cnce.fit(m, x, kappa=4, seed=7)
+    c = cnce.fit(m, x, kappa=4, seed=8)
+    assert torch.equal(a.theta, b.theta) and torch.equal(a.eps, b.eps) and torch.equal(a.loss, b.loss)
+    assert not torch.equal(a.theta, c.theta)
+
+
+def test_chunking_and_single_problem_shapes(gen):
+    """Results do not depend on ``sim_batch`` (per-simulation ring radii are sliced along);
+    an ``(N, D)`` input gives unbatched results."""
+    m = Ring(mu=torch.tensor([5.0, 7.0, 9.0], dtype=torch.float64))
+    truth = m.random_params(3, gen)
+    x = m.sample(truth, 400, gen)
+    whole = cnce.fit(m, x, kappa=3, seed=2)
+    parts = cnce.fit(m, x, kappa=3, seed=2, sim_batch=1)
+    assert parts.info["chunks"] == 3
+    torch.testing.assert_close(whole.theta, parts.theta, rtol=1e-10, atol=0)
+    one = cnce.fit(Gaussian(dim=2), x[0, :, :2], kappa=3)
+    assert one.theta.shape == (3,) and one.loss.ndim == 0 and one.eps.ndim == 0
+
+
+def test_device_auto_works_on_cpu(gen):
+    x = torch.randn(2, 200, 2, generator=gen, dtype=torch.float64)
+    res = cnce.fit(Gaussian(dim=2), x, kappa=3, device="auto")
+    want = "cuda" if torch.cuda.is_available() else "cpu"
+    assert res.info["device"].startswith(want) and res.theta.device.type == want
+    cpu = cnce.fit(Gaussian(dim=2), x, kappa=3, device="cpu")
+    if want == "cpu":
+        assert torch.equal(res.theta, cpu.theta)
