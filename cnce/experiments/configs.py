@@ -145,10 +145,10 @@ SCALES: dict[str, Scale] = {
     "quick": Scale(
         name="quick",
         n_sims=20,
-        N=(100, 300, 1000, 3000),
+        N=(100, 250, 500, 1000),
         kappa=(2, 10),
         kappa_sweep=(2, 6, 10, 20),
-        N_fixed=(1000,),
+        N_fixed=(500,),
     ),
     "paper": Scale(
         name="paper",
