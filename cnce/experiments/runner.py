@@ -264,9 +264,10 @@ def environment_record(device) -> dict:
     from .. import __version__
 
     dirty = _git("status", "--porcelain", "--", "cnce")
+    commit = _git("rev-parse", "HEAD") or os.environ.get("CNCE_GIT_COMMIT")  # a copy without .git may say where it came from
     return {
         "package_version": __version__,
-        "git_commit": _git("rev-parse", "HEAD"),
+        "git_commit": commit,
         "git_dirty_package": bool(dirty) if dirty is not None else None,
         "package_source_sha256": package_source_hash(),
         "python": sys.version.split()[0],
