@@ -120,12 +120,12 @@ class Ring(UnnormalisedModel):
         mu = self._mu(S, theta)
         sigma = 1.0 / torch.sqrt(theta[:, 0])
         if radial == "authors":
-            r = mu.unsqueeze(-1) + sigma.unsqueeze(-1) * torch.randn(S, n, generator=generator, dtype=theta.dtype)
+            r = mu.unsqueeze(-1) + sigma.unsqueeze(-1) * torch.randn(S, n, generator=generator, dtype=theta.dtype, device=theta.device)
             for _ in range(1000):
                 low = r < 0.1
                 if not low.any():
                     break
-                redraw = mu.unsqueeze(-1) + sigma.unsqueeze(-1) * torch.randn(S, n, generator=generator, dtype=theta.dtype)
+                redraw = mu.unsqueeze(-1) + sigma.unsqueeze(-1) * torch.randn(S, n, generator=generator, dtype=theta.dtype, device=theta.device)
                 r = torch.where(low, redraw, r)
         elif radial == "exact":
             r = self._sample_radius_exact(mu, sigma, n, generator)
