@@ -31,7 +31,10 @@ def _env_dtype(name, default):
 #: storage dtype of fixed logistic features (``CNCE_FEATURE_DTYPE`` = float32 | float64 | same)
 FEATURE_DTYPE = _env_dtype("CNCE_FEATURE_DTYPE", "float32")
 #: points per problem used to form the Gauss-Newton matrix (``CNCE_HESS_POINTS``; 0 = all)
-HESS_POINTS = int(os.environ.get("CNCE_HESS_POINTS", "32768"))
+HESS_POINTS = int(os.environ.get("CNCE_HESS_POINTS", "4096"))
+#: the same for the piecewise-linear ICA problems, whose iterations (and local optima)
+#: depend on the Gauss-Newton matrix much more (``CNCE_ICA_HESS_POINTS``)
+ICA_HESS_POINTS = int(os.environ.get("CNCE_ICA_HESS_POINTS", "32768"))
 #: add the kernel-smoothed kink curvature to the ICA Gauss-Newton matrix (``CNCE_KINK``)
 KINK_CURVATURE = os.environ.get("CNCE_KINK", "0") == "1"
 
@@ -72,13 +75,16 @@ class LinearLogistic:
         fdt = feature_dtype or (FEATURE_DTYPE if Ft.shape[1] >= 4 else None) or Ft.dtype
         src_dtype = Ft.dtype
         self.Ft = Ft.to(fdt).contiguous()
-        self.b = b
         self.scale = scale
         self.dtype = dtype or (b.dtype if b is not None else (F_ if F_ is not None else Ft).dtype)
         n = self.Ft.shape[-1]
         hp = HESS_POINTS if hess_points is None else hess_points
         self.n_h = n if (hp is None or hp <= 0) else min(n, hp)
         # float32 features put a noise floor of about 1e-12 (relative) under the Newton decrement
+        # margins, losses and gradients live in ``self.dtype`` (float64 by default): float32
+        # margins make the line search's loss differences noisy near the optimum (measured:
+        # many more Armijo halvings)
+        self.b = b
         self.tol_floor = 1e-13 if self.Ft.dtype == torch.float32 and self.dtype == torch.float64 else 0.0
         self._m = None  # margins at the last point passed to full()
         self._line = None  # (m, Fd) of the last line search
@@ -91,8 +97,11 @@ class LinearLogistic:
         m = self._prod(psi)
         return m + self.b if self.b is not None else m
 
+    def _loss(self, m):
+        return self.scale * F.softplus(-m).sum(-1)
+
     def loss(self, psi):
-        return _logistic(self.margins(psi), self.scale)
+        return self._loss(self.margins(psi))
 
     def full(self, psi):
         if self._next is not None:
@@ -101,7 +110,7 @@ class LinearLogistic:
             m = self.margins(psi)
         self._m = m
         w = torch.sigmoid(-m)
-        loss = _logistic(m, self.scale)
+        loss = self._loss(m)
         g = -self.scale * torch.bmm(self.Ft, w.to(self.Ft.dtype).unsqueeze(-1)).squeeze(-1).to(self.dtype)
         nh = self.n_h
         Fh = self.Ft[:, :, :nh]
@@ -115,18 +124,18 @@ class LinearLogistic:
         m = self.margins(psi)
         w = torch.sigmoid(-m)
         g = -self.scale * torch.bmm(self.Ft, w.to(self.Ft.dtype).unsqueeze(-1)).squeeze(-1).to(self.dtype)
-        return _logistic(m, self.scale), g
+        return self._loss(m), g
 
     def line(self, psi, d):
         m = self._m if self._m is not None else self.margins(psi)
         Fd = self._prod(d)
         self._line = (m, Fd)
-        return lambda alpha: _logistic(m + alpha.unsqueeze(-1) * Fd, self.scale)
+        return lambda alpha: self._loss(torch.addcmul(m, alpha.to(m.dtype).unsqueeze(-1), Fd))
 
     def advance(self, step):
         """Margins at ``psi + step d`` for the last line search (used by the next :meth:`full`)."""
         m, Fd = self._line
-        self._next = m + step.unsqueeze(-1) * Fd
+        self._next = torch.addcmul(m, step.to(m.dtype).unsqueeze(-1), Fd)
         self._line = None
 
 
@@ -414,7 +423,7 @@ class AbsProjectionLogistic:
         S, N, D = x.shape
         self.S, self.N, self.D = S, N, D
         self.M = y.shape[1]
-        hp = HESS_POINTS if hess_points is None else hess_points
+        hp = ICA_HESS_POINTS if hess_points is None else hess_points
         self.hp = hp if (hp is not None and hp > 0) else None
         self.kink = KINK_CURVATURE if kink_curvature is None else kink_curvature
         self._proj = None  # (psi, sx, sy) projections at the last point
