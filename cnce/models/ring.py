@@ -1,6 +1,7 @@
 """The ring model (paper Eq. 17): data near a (D-1)-sphere of radius mu."""
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -12,6 +13,13 @@ from .base import UnnormalisedModel, _uniform
 __all__ = ["Ring"]
 
 _T_MAX = 12.0  # quadrature and sampling grid reach +-12 radial standard deviations
+
+
+@functools.lru_cache(maxsize=8)
+def _leggauss(n: int):
+    """Gauss-Legendre nodes and weights on [-1, 1] (cached: numpy takes ~0.3 s for n = 256)."""
+    x, w = np.polynomial.legendre.leggauss(n)
+    return torch.as_tensor(x, dtype=torch.float64), torch.as_tensor(w, dtype=torch.float64)
 
 
 class Ring(UnnormalisedModel):
@@ -82,9 +90,9 @@ class Ring(UnnormalisedModel):
         gamma = theta[:, 0]
         mu = self._mu(theta.shape[0], theta)
         D = self.dim
-        x, w = np.polynomial.legendre.leggauss(n_nodes)
-        x = torch.as_tensor(x, dtype=theta.dtype, device=theta.device)
-        w = torch.as_tensor(w, dtype=theta.dtype, device=theta.device)
+        x, w = _leggauss(n_nodes)
+        x = x.to(dtype=theta.dtype, device=theta.device)
+        w = w.to(dtype=theta.dtype, device=theta.device)
         sg = torch.sqrt(gamma)
         lo = torch.clamp(-mu * sg, min=-_T_MAX)
         hi = torch.full_like(lo, _T_MAX)
