@@ -310,6 +310,9 @@ def bench_images(args):
     for name in args.image_configs:
         cfg = get_config(name)
         meta = args.image_meta
+        if cfg.optimizer == "lbfgs" and not args.image_full_lbfgs:
+            rows.append(_image_eval_estimate(cfg, args))
+            continue
         cfg = replace(cfg, name=f"{cfg.name}-bench", meta_iters=(meta,) + tuple(cfg.meta_iters[1:]))
         with tempfile.TemporaryDirectory(prefix="cnce-img-") as out:
             t0 = time.perf_counter()
@@ -321,6 +324,45 @@ def bench_images(args):
                          n_patches=cfg.n_patches[0], K1=cfg.K1, optimizer=cfg.optimizer, device="cpu"))
         print(f"image {name}: {meta} meta-iteration(s) of layer 1 in {total:.1f} s (recorded: {per})", flush=True)
     return rows
+
+
+def _image_eval_estimate(cfg, args):
+    """Full-batch configurations (``paper``: 200k patches, 10 L-BFGS line-search steps per
+    meta-iteration) take far too long to train for a benchmark on this CPU: time one CNCE
+    loss + gradient of layer 1 (the cost unit of a line-search step) on a subsample of the
+    patches, scale it linearly to ``n_patches`` (the cost is linear in the number of
+    points), and report seconds per evaluation and per meta-iteration for 11-20 evaluations
+    (L-BFGS with a strong-Wolfe line search needs at least one per step plus the first)."""
+    from cnce.images import ImageNetwork
+    from cnce.losses import cnce_loss
+
+    g = torch.Generator().manual_seed(0)
+    net = ImageNetwork(**cfg.network_kwargs())
+    n = min(args.image_sub, cfg.n_patches[0])
+    u = torch.randn(n, cfg.D, generator=g)
+    u = u / u.norm(dim=-1, keepdim=True) * (cfg.D - 1) ** 0.5
+    y = u[:, None, :] + 0.5 * torch.randn(n, cfg.kappa, cfg.D, generator=g)
+    params = net.layer_params(1)
+
+    def one():
+        net.zero_grad(set_to_none=True)
+        total = 0.0
+        for i in range(0, n, cfg.chunk):
+            hx = net.layer_input(u[i:i + cfg.chunk], 1)
+            hy = net.layer_input(y[i:i + cfg.chunk], 1)
+            loss = cnce_loss(net.layer_log_phi(hx, 1), net.layer_log_phi(hy, 1)) * (hx.shape[0] / n)
+            loss.backward()
+            total += float(loss)
+        return total
+
+    ts, _ = timed(one, args.repeats)
+    per_eval = median(ts) * cfg.n_patches[0] / n
+    row = dict(config=cfg.name, estimated=True, subsample=n, n_patches=cfg.n_patches[0], K1=cfg.K1, optimizer=cfg.optimizer,
+               device="cpu", seconds_per_eval_measured=median(ts), seconds_per_eval_full=per_eval,
+               meta_iteration_s_low=11 * per_eval, meta_iteration_s_high=20 * per_eval, meta_iterations=None, wall_s=None)
+    print(f"image {cfg.name}: one layer-1 loss+gradient on {n} patches {median(ts):.2f} s -> {per_eval:.0f} s at "
+          f"{cfg.n_patches[0]} patches; a meta-iteration (11-20 evaluations) {11*per_eval:.0f}-{20*per_eval:.0f} s (estimate)", flush=True)
+    return row
 
 
 # --------------------------------------------------------------------------- main
@@ -353,6 +395,8 @@ def main(argv=None):
     p.add_argument("--book", action="store_true", help="with --e2e: time the quick-scale book build from clean and cached")
     p.add_argument("--image-configs", nargs="*", default=["quick", "paper"])
     p.add_argument("--image-meta", type=int, default=1)
+    p.add_argument("--image-sub", type=int, default=10000, help="patches for the per-evaluation estimate of full-batch configs")
+    p.add_argument("--image-full-lbfgs", action="store_true", help="train full-batch (L-BFGS) configs for real instead of estimating")
     p.add_argument("--tag", default="", help="suffix of the result files")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)

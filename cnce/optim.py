@@ -87,6 +87,7 @@ class LinearLogistic:
         self.b = b
         self.tol_floor = 1e-13 if self.Ft.dtype == torch.float32 and self.dtype == torch.float64 else 0.0
         self._m = None  # margins at the last point passed to full()
+        self._loss_cur = None
         self._line = None  # (m, Fd) of the last line search
         self._next = None  # margins at psi + step d, after advance()
 
@@ -104,13 +105,16 @@ class LinearLogistic:
         return self._loss(self.margins(psi))
 
     def full(self, psi):
+        loss = None
         if self._next is not None:
-            m, self._next = self._next, None
+            (m, loss), self._next = self._next, None
         else:
             m = self.margins(psi)
         self._m = m
         w = torch.sigmoid(-m)
-        loss = self._loss(m)
+        if loss is None:
+            loss = self._loss(m)
+        self._loss_cur = loss
         g = -self.scale * torch.bmm(self.Ft, w.to(self.Ft.dtype).unsqueeze(-1)).squeeze(-1).to(self.dtype)
         nh = self.n_h
         Fh = self.Ft[:, :, :nh]
@@ -129,13 +133,26 @@ class LinearLogistic:
     def line(self, psi, d):
         m = self._m if self._m is not None else self.margins(psi)
         Fd = self._prod(d)
-        self._line = (m, Fd)
-        return lambda alpha: self._loss(torch.addcmul(m, alpha.to(m.dtype).unsqueeze(-1), Fd))
+        self._line = (m, Fd, [])
+
+        def phi(alpha):
+            val = self._loss(torch.addcmul(m, alpha.to(m.dtype).unsqueeze(-1), Fd))
+            self._line[2].append((alpha.clone(), val))
+            return val
+
+        return phi
 
     def advance(self, step):
         """Margins at ``psi + step d`` for the last line search (used by the next :meth:`full`)."""
-        m, Fd = self._line
-        self._next = torch.addcmul(m, step.to(m.dtype).unsqueeze(-1), Fd)
+        m, Fd, trials = self._line
+        # the loss at the accepted step was computed by the line search (same margins, bit
+        # for bit): reuse it instead of another softplus pass; step 0 keeps the old loss
+        loss = torch.where(step == 0, self._loss_cur, torch.full_like(self._loss_cur, float("nan")))
+        for a, v in trials:
+            loss = torch.where(step == a, v, loss)
+        if bool(torch.isnan(loss).any()):
+            loss = None
+        self._next = (torch.addcmul(m, step.to(m.dtype).unsqueeze(-1), Fd), loss)
         self._line = None
 
 
