@@ -61,8 +61,8 @@ class LinearLogistic:
     rows) and by default in float32 (``feature_dtype``); margins, loss and gradient are
     accumulated in the parameters' dtype. After a line search the margins at the new point
     are ``m + step * F d`` (no third product). The Gauss-Newton matrix is formed from the
-    first ``hess_points`` points only (an unbiased subsample: the points are i.i.d. across
-    data points), scaled up; it only sets the search direction, so the minimiser is the same
+    every ``ceil(n / hess_points)``-th point only (a subsample that mixes data and noise
+    points), scaled up; it only sets the search direction, so the minimiser is the same
     while the cost of a Newton iteration stays two passes over the features.
     """
 
@@ -79,7 +79,9 @@ class LinearLogistic:
         self.dtype = dtype or (b.dtype if b is not None else (F_ if F_ is not None else Ft).dtype)
         n = self.Ft.shape[-1]
         hp = HESS_POINTS if hess_points is None else hess_points
-        self.n_h = n if (hp is None or hp <= 0) else min(n, hp)
+        # every stride-th point: a prefix would hold only data points for NCE (data first)
+        self.stride = 1 if (hp is None or hp <= 0 or hp >= n) else -(-n // hp)
+        self.n_h = -(-n // self.stride)
         # float32 features put a noise floor of about 1e-12 (relative) under the Newton decrement
         # margins, losses and gradients live in ``self.dtype`` (float64 by default): float32
         # margins make the line search's loss differences noisy near the optimum (measured:
@@ -117,8 +119,8 @@ class LinearLogistic:
         self._loss_cur = loss
         g = -self.scale * torch.bmm(self.Ft, w.to(self.Ft.dtype).unsqueeze(-1)).squeeze(-1).to(self.dtype)
         nh = self.n_h
-        Fh = self.Ft[:, :, :nh]
-        wh = w[:, :nh]
+        Fh = self.Ft[:, :, :: self.stride]
+        wh = w[:, :: self.stride]
         v = (wh * (1.0 - wh)).to(self.Ft.dtype)
         H = torch.bmm(Fh * v.unsqueeze(1), Fh.transpose(1, 2)).to(self.dtype) * (self.scale * self.Ft.shape[-1] / nh)
         return loss, g, H
