@@ -183,13 +183,14 @@ def bench_batched(args):
         xn, bn, en, t0n = x[:S_naive].numpy(), base[:S_naive].numpy(), eps[:S_naive].numpy(), th0[:S_naive].numpy()
         tb, tn, ta = [], [], []
         res = th_naive = None
-        for _ in range(args.repeats):
+        for rep in range(args.repeats):
             t0 = time.perf_counter()
             res = cnce.fit(model, x, "cnce", kappa, eps=eps, theta0=th0, noise_base=base)
             tb.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            ra = cnce.fit(model, x, "cnce", kappa, eps="auto", theta0=th0, noise_base=base)
-            ta.append(time.perf_counter() - t0)
+            if rep == 0:  # with the eps heuristic: once (it is not what the ratio compares)
+                t0 = time.perf_counter()
+                cnce.fit(model, x, "cnce", kappa, eps="auto", theta0=th0, noise_base=base)
+                ta.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
             th_naive = naive(xn, bn, en, t0n, kappa, args.scipy_ftol)
             tn.append(time.perf_counter() - t0)

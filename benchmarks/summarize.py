@@ -67,6 +67,9 @@ def main():
             out.append(f"| {r['config']} | {r['n_patches']} | {r['K1']} | {r['optimizer']} | {r['meta_iterations']} | {r['wall_s']:.0f} | "
                        f"{r['wall_s']/r['meta_iterations']:.0f} |")
         out.append("")
+    notes = Path(__file__).resolve().parent / "notes.md"
+    if notes.is_file():
+        out += [notes.read_text()]
     (RESULTS / "SUMMARY.md").write_text("\n".join(out) + "\n")
     print("\n".join(out))
 
