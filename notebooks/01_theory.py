@@ -405,11 +405,15 @@ for eps in (1e-1, 1e-2, 1e-3):
         fit = cnce.fit(gauss, x_g, "cnce", kappa=10, eps=eps, theta0=theta0, noise_base=xi, tol=1e-20)
         dist = float(torch.linalg.vector_norm(fit.theta - fit_sm.theta))
         dists[eps, name] = dist
+        # below ~1e-5 the distance is set by round-off (it varies with the BLAS and thread
+        # count), so it is printed as a bound there; the regression test compares this text
+        shown = f"{dist:.2e}" if dist >= 1e-5 else "< 1e-05"
         print(f"eps = {eps:.0e}, {name:>27}: squared error {float(gauss.error(fit.theta, theta_true)):9.4g}, "
-              f"distance to the SM estimate {dist:.2e}, converged {bool(fit.converged)}")
+              f"distance to the SM estimate {shown}, converged {bool(fit.converged)}")
 mm = "antithetic, moment-matched"
+r2 = dists[1e-2, mm] / dists[1e-3, mm]
 print(f"moment-matched: distance shrinks by a factor {dists[1e-1, mm] / dists[1e-2, mm]:.1f} from eps = 0.1 to 0.01 "
-      f"and {dists[1e-2, mm] / dists[1e-3, mm]:.1f} from 0.01 to 0.001; "
+      f"and by {'more than 30' if r2 > 30 else f'{r2:.1f}'} from 0.01 to 0.001; "
       f"independent: grows by {dists[1e-2, 'independent'] / dists[1e-1, 'independent']:.1f} and "
       f"{dists[1e-3, 'independent'] / dists[1e-2, 'independent']:.1f}")
 
