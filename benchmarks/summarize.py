@@ -41,7 +41,8 @@ def main():
         bw = t["results"]["bandwidth"]
         out += ["## Loss + gradient throughput", "", _machine(t["machine"]), "",
                 f"Memory bandwidth measured in the same run ({bw['buffer_MiB']} MiB float32 buffers, one thread): "
-                f"read (sum) {bw['read_GBps']:.2f} GB/s, copy (read + write) {bw['copy_GBps']:.2f} GB/s. "
+                f"read (sum) {bw['read_GBps']:.2f} GB/s, copy (read + write) {bw['copy_GBps']:.2f} GB/s at the start; the bound in the "
+                "table is the median of read probes taken right before each timed evaluation. "
                 "Inputs streamed: the features `F (S, 15, n)` in float32 (Gaussian); data and noise points `(S, 4, n)` in float64 (ICA).", "",
                 "| model | S | N | kappa | seconds | M points/s | input GB | effective GB/s | x the read bound |",
                 "|---|---|---|---|---|---|---|---|---|"]
@@ -70,8 +71,30 @@ def main():
     notes = Path(__file__).resolve().parent / "notes.md"
     if notes.is_file():
         out += [notes.read_text()]
-    (RESULTS / "SUMMARY.md").write_text("\n".join(out) + "\n")
-    print("\n".join(out))
+    text = "\n".join(out) + "\n"
+    (RESULTS / "SUMMARY.md").write_text(text)
+    print(text)
+    _book_section(text)
+
+
+def _book_section(text):
+    """Replace the "Speed" section of ``book/reproduce.md`` (up to the next ``## `` heading)."""
+    page = RESULTS.parents[1] / "book" / "reproduce.md"
+    if not page.is_file():
+        return
+    lines = page.read_text().splitlines()
+    try:
+        i = lines.index("## Speed")
+    except ValueError:
+        return
+    j = next((k for k in range(i + 1, len(lines)) if lines[k].startswith("## ")), len(lines))
+    body = []
+    for line in text.splitlines()[1:]:  # drop the "# Benchmark results" title
+        body.append("#" + line if line.startswith("## ") else line)
+    intro = ["", "Measured by `benchmarks/run.py` (rerun it, then `benchmarks/summarize.py` rewrites this",
+             "section and `benchmarks/results/SUMMARY.md`)."]
+    new = lines[: i + 1] + intro + body
+    page.write_text("\n".join(new + lines[j:]).rstrip("\n") + "\n")
 
 
 if __name__ == "__main__":
