@@ -9,10 +9,11 @@ or from the command line: ``python -m cnce list`` and
 ``python -m cnce run consistency --scale paper``.
 """
 from .configs import FIGURES, SCALES, STUDIES, Cell, ExperimentConfig, experiment_names, get_config
-from .runner import derive_seed, ensure, load_results, missing_cells, provenance_table, run
+from .runner import derive_seed, ensure, for_display, load_results, missing_cells, provenance_table, run
 from .store import CorruptResultsError, ResultStore, default_results_dir
 
 __all__ = [
+    "for_display",
     "FIGURES",
     "SCALES",
     "STUDIES",

@@ -523,3 +523,25 @@ def provenance_table(df: pd.DataFrame) -> pd.DataFrame:
                 "torch": r.get("torch"),
             })
     return pd.DataFrame(rows)
+
+
+def for_display(name: str, df_run: pd.DataFrame, scale: str = "quick", seed: int = 0, *,
+                paper_dir: str | os.PathLike | None = None) -> tuple[pd.DataFrame, str]:
+    """The results a notebook page shows, and their scale.
+
+    A page built at ``quick`` scale computes (or loads) the quick grid -- that is what CI and
+    the regression tests exercise -- but when a *complete* paper-scale run of ``name`` is
+    stored (committed under ``data/results/paper/``, or ``paper_dir``), the page shows that run
+    instead, so the book carries the paper-scale figures. At any other scale, or without a
+    complete paper run, ``df_run`` is returned unchanged. Returns ``(df, shown_scale)``.
+    """
+    if scale != "quick":
+        return df_run, scale
+    config = _resolve(name, "paper", seed)
+    store = ResultStore(paper_dir if paper_dir is not None else default_results_dir("paper", seed))
+    try:
+        if missing_cells(config, store):
+            return df_run, scale
+        return load_results(name, "paper", seed, results_dir=paper_dir), "paper"
+    except (FileNotFoundError, ValueError):
+        return df_run, scale
