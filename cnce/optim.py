@@ -245,6 +245,23 @@ def _damped_solve(H, g):
     return torch.where(todo.unsqueeze(-1), -g, d)  # gradient step if nothing worked
 
 
+def _backtrack(phi, loss, slope, alpha, active, c1, max_halvings):
+    """Armijo backtracking for every active problem at once: halve each problem's step
+    ``alpha`` until ``phi(alpha) <= loss + c1 * alpha * slope``. Returns the accepted step
+    (0 where none was found) and which problems accepted one (inactive ones count as such)."""
+    accepted = ~active
+    step = torch.zeros_like(alpha)
+    for _ in range(max_halvings):
+        trial = phi(alpha)
+        ok = ~accepted & torch.isfinite(trial) & (trial <= loss + c1 * alpha * slope)
+        step = torch.where(ok, alpha, step)
+        accepted |= ok
+        if accepted.all():
+            break
+        alpha = torch.where(accepted, alpha, 0.5 * alpha)
+    return step, accepted
+
+
 def newton(problem, psi0: torch.Tensor, *, max_iter: int = 100, tol: float = 1e-14, ftol: float = 1e-12, patience: int = 3, c1: float = 1e-4, max_halvings: int = 40, callback=None) -> OptimResult:
     """Batched damped Newton / Gauss-Newton with per-problem Armijo line search.
 
@@ -279,17 +296,7 @@ def newton(problem, psi0: torch.Tensor, *, max_iter: int = 100, tol: float = 1e-
         phi = problem.line(psi, d)
         # start where the previous search ended (times 4, at most 1): piecewise-smooth
         # problems (ICA) otherwise pay many halvings per iteration near the optimum
-        alpha = alpha0.clone()
-        accepted = ~active
-        step = torch.zeros_like(alpha)
-        for _ in range(max_halvings):
-            trial = phi(alpha)
-            ok = ~accepted & torch.isfinite(trial) & (trial <= loss + c1 * alpha * slope)
-            step = torch.where(ok, alpha, step)
-            accepted |= ok
-            if accepted.all():
-                break
-            alpha = torch.where(accepted, alpha, 0.5 * alpha)
+        step, accepted = _backtrack(phi, loss, slope, alpha0.clone(), active, c1, max_halvings)
         failed = active & ~accepted
         if failed.any():
             # No decrease possible: at the optimum up to round-off if the decrement is tiny.
@@ -369,17 +376,7 @@ def lbfgs(problem, psi0: torch.Tensor, *, max_iter: int = 2000, history: int = 1
         slope = torch.where(bad, -(g * g).sum(-1), slope)
         d = torch.where(active.unsqueeze(-1), d, torch.zeros_like(d))
         phi = problem.line(psi, d)
-        alpha = torch.ones(S, dtype=dt, device=dev)
-        accepted = ~active
-        step = torch.zeros_like(alpha)
-        for _ in range(max_halvings):
-            trial = phi(alpha)
-            ok = ~accepted & torch.isfinite(trial) & (trial <= loss + c1 * alpha * slope)
-            step = torch.where(ok, alpha, step)
-            accepted |= ok
-            if accepted.all():
-                break
-            alpha = torch.where(accepted, alpha, 0.5 * alpha)
+        step, accepted = _backtrack(phi, loss, slope, torch.ones(S, dtype=dt, device=dev), active, c1, max_halvings)
         failed = active & ~accepted
         converged |= failed & (g.abs().amax(-1) < 1e-6)
         active &= ~failed
