@@ -142,3 +142,19 @@ def not_computed(ax, title: str | None = None, text: str = "not computed at this
     ax.set_yticks([])
     if title:
         ax.set_title(title)
+
+
+def consistency_figure(df: pd.DataFrame, titles: dict):
+    """One panel per study (the keys of ``titles``, in order): error against N with median and
+    0.1/0.9 quantile bands (:func:`error_plot`), a 1/N slope guide and a legend. Studies with no
+    rows in ``df`` get a "not computed" panel. Returns the figure."""
+    fig, axes = figure(len(titles))
+    for ax, (study, title) in zip(axes[0], titles.items()):
+        if not (df.study == study).any():
+            not_computed(ax, title)
+            continue
+        error_plot(ax, df[df.study == study], title=title)
+        slope_guide(ax)
+        ax.legend(loc="lower left")
+    fig.tight_layout()
+    return fig

@@ -68,16 +68,7 @@ provenance_table(df)
 # an efficient estimator.
 
 # %%
-titles = {"gaussian": "(a) Gaussian model", "ica": "(b) ICA model"}
-fig, axes = plotting.figure(2)
-for ax, study in zip(axes[0], ["gaussian", "ica"]):
-    if study not in studies:
-        plotting.not_computed(ax, titles[study])
-        continue
-    plotting.error_plot(ax, df[df.study == study], title=titles[study])
-    plotting.slope_guide(ax)
-    ax.legend(loc="lower left")
-fig.tight_layout();
+plotting.consistency_figure(df, {"gaussian": "(a) Gaussian model", "ica": "(b) ICA model"});
 
 # %% [markdown]
 # ## Slopes

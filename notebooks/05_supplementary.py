@@ -57,13 +57,7 @@ provenance_table(df)
 # ## The figure
 
 # %%
-titles = {"lognormal": "(a) log-normal model", "bernoulli": "(b) Bernoulli model"}
-fig, axes = plotting.figure(2)
-for ax, study in zip(axes[0], ["lognormal", "bernoulli"]):
-    plotting.error_plot(ax, df[df.study == study], title=titles[study])
-    plotting.slope_guide(ax)
-    ax.legend(loc="lower left")
-fig.tight_layout();
+plotting.consistency_figure(df, {"lognormal": "(a) log-normal model", "bernoulli": "(b) Bernoulli model"});
 
 # %% [markdown]
 # ## Slopes and the distance to MLE
