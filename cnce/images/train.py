@@ -245,11 +245,11 @@ def _run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_e
     return dict(eps=float(eps), loss=loss, train_loss=train_loss, eps_trace=trace)
 
 
-def _make_optimizer(cfg: ImageConfig, params):
+def _make_optimizer(cfg: ImageConfig, params, layer: int):
     if cfg.optimizer == "lbfgs":
         # A fresh L-BFGS per meta-iteration: the objective changes with the fresh sample.
         return torch.optim.LBFGS(params, lr=1.0, max_iter=cfg.steps, history_size=10, line_search_fn="strong_wolfe")
-    return torch.optim.Adam(params, lr=cfg.lr)
+    return torch.optim.Adam(params, lr=cfg.lr_for(layer))
 
 
 def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers=(1, 2, 3, 4), method: str = "cnce",
@@ -341,7 +341,7 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
             t0 = time.perf_counter()
             u = source.draw(N, _seed(seed, layer, m, 0), dev)
             gen = torch.Generator(device=dev).manual_seed(_seed(seed, layer, m, 1))
-            opt = _make_optimizer(cfg, params)
+            opt = _make_optimizer(cfg, params, layer)
             if cfg.optimizer == "adam" and lk in state["opt"]:
                 opt.load_state_dict(state["opt"][lk])
             # At a layer's initialisation G is close to 0 for every eps (orthonormal rows, see
