@@ -1,0 +1,478 @@
+"""Fused CPU kernels (numba) for CNCE with the additive noise of Eq. (13).
+
+Why: on a CPU the batched torch path (:class:`cnce.optim.LinearLogistic`,
+:class:`cnce.optim.BlockedAbsProjectionCNCE`) makes a dozen full passes over memory per
+Newton iteration (noise, features, margins, ``softplus``, ``sigmoid``, two products and
+the Gauss-Newton matrix are separate tensor operations over all simulations at once). Here
+one compiled pass per point pair does all of it: the noise ``y = x + eps xi`` and the
+model's sufficient statistics are formed on the fly from the data and the noise base (no
+feature matrix is stored), and the margin, ``softplus``, ``sigmoid``, gradient and
+Gauss-Newton accumulation share one exponential. Each simulation is solved to the end
+before the next starts, so its data stay in cache across iterations, and simulations run in
+parallel threads (``prange``).
+
+Algorithm (the same as :func:`cnce.optim.newton`): damped Gauss-Newton with a per-problem
+Armijo line search, the Gauss-Newton matrix from every ``stride``-th pair, the same stopping
+rules (Newton decrement, ``patience`` small relative decreases, failed line search at a tiny
+decrement). Two differences that do not change the minimiser of a convex problem:
+
+* the first trial step of a line search evaluates the loss together with the gradient and
+  Gauss-Newton matrix (one pass, the step is usually accepted);
+* *progressive sampling* (``stages``): the problem is first solved on a prefix of the data
+  (with all its noise samples), e.g. ``N/16`` then ``N/4``, each solution starting the next,
+  so that the full data see only the last two or three Newton iterations. Used for the
+  convex Gaussian problem; off for ICA, whose local optima depend on the path.
+
+Supported models: ``kind = 0`` Gaussian (Eq. 15, features ``-u_a u_b`` and ``-u_a^2 / 2``),
+``kind = 1`` ICA (Eq. 16, ``log phi = -a sum_j |b_j . u|``). :func:`available` says whether
+numba imported.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import os
+
+# numba's OpenMP threading layer shares libgomp with torch, and its spinning workers made
+# every later torch operation ~10x slower (measured); the workqueue layer does not spin
+os.environ.setdefault("NUMBA_THREADING_LAYER", "workqueue")
+
+try:  # numba is a dependency, but keep the package importable without it (torch fallback)
+    import numba
+    from numba import njit, prange
+
+    if numba.config.THREADING_LAYER == "default":  # numba imported earlier by the user
+        numba.config.THREADING_LAYER = "workqueue"
+    HAVE_NUMBA = True
+except Exception:  # pragma: no cover - exercised only where numba is missing
+    HAVE_NUMBA = False
+
+__all__ = ["available", "GAUSSIAN", "ICA", "newton_all", "loss_all"]
+
+GAUSSIAN, ICA = 0, 1
+#: pairs per block of a pass (whole data points; the block's scratch stays in the L1/L2 cache)
+BLOCK_PAIRS = 512
+
+
+def available() -> bool:
+    return HAVE_NUMBA
+
+
+if HAVE_NUMBA:
+
+    _JIT = dict(cache=True, error_model="numpy", boundscheck=False)
+    # reductions (loss, gradient, Gauss-Newton sums) vectorise only when the compiler may
+    # reassociate additions; the logistic block itself stays IEEE-exact (its argument
+    # reduction depends on the order of operations)
+    _JIT_SUM = dict(_JIT, fastmath={"reassoc", "contract", "nsz"})
+
+    @njit(**_JIT)
+    def _logistic_block(M, SP, W, nt):
+        """``SP = softplus(-M)`` and ``W = sigmoid(-M)`` for ``M[:nt]``, written so that the
+        compiler vectorises it (libm's scalar ``exp``/``log1p`` would cost twice as much):
+        ``e = exp(-|m|)`` by Cody-Waite reduction (``2^-k exp(-r)``, Taylor to degree 12 on
+        ``|r| <= ln 2 / 2``) and ``log1p(e) = 2 atanh(e / (2 + e))`` (odd series, ``z <= 1/3``).
+        Relative error below 1e-15 (tested against numpy). ``|m| > 40`` is clipped at 40
+        (``e < 5e-18``, below the round-off of any loss sum)."""
+        for t in range(nt):
+            mm = M[t]
+            a = abs(mm)
+            a = a if a < 40.0 else 40.0
+            ki = np.int64(a * 1.4426950408889634 + 0.5)
+            kf = np.float64(ki)
+            r = (kf * 6.93147180369123816490e-01 - a) + kf * 1.90821492927058770002e-10
+            p = 1.0 + r * (1.0 + r * (0.5 + r * (1.0 / 6 + r * (1.0 / 24 + r * (1.0 / 120 + r * (1.0 / 720 + r * (
+                1.0 / 5040 + r * (1.0 / 40320 + r * (1.0 / 362880 + r * (1.0 / 3628800 + r * (1.0 / 39916800 + r * (
+                    1.0 / 479001600))))))))))))
+            e = p * (np.float64(np.int64(1) << (np.int64(60) - ki)) * 8.673617379884035e-19)
+            z = e / (2.0 + e)
+            z2 = z * z
+            sr = 1.0 + z2 * (1 / 3 + z2 * (1 / 5 + z2 * (1 / 7 + z2 * (1 / 9 + z2 * (1 / 11 + z2 * (1 / 13 + z2 * (
+                1 / 15 + z2 * (1 / 17 + z2 * (1 / 19 + z2 * (1 / 21 + z2 * (1 / 23 + z2 * (1 / 25 + z2 * (1 / 27 + z2 * (
+                    1 / 29 + z2 * (1 / 31 + z2 * (1 / 33 + z2 / 35))))))))))))))))
+            neg = mm < 0.0
+            SP[t] = (-mm if neg else 0.0) + 2.0 * z * sr
+            inv = 1.0 / (1.0 + e)
+            W[t] = inv if neg else e * inv
+
+    @njit(**_JIT_SUM)
+    def _gn_block(W, F, V, H, P, nt):
+        """``H += sum_t w_t (1 - w_t) f_t f_t^T`` (upper triangle) for the block's pairs."""
+        for t in range(nt):
+            V[t] = W[t] * (1.0 - W[t])
+        for q in range(P):
+            Fq = F[q]
+            for r in range(q, P):
+                Fr = F[r]
+                acc = 0.0
+                for t in range(nt):
+                    acc += V[t] * Fq[t] * Fr[t]
+                H[q, r] += acc
+
+    @njit(**_JIT_SUM)
+    def _pass_gauss(X, XI, eps, th, n_data, K, a_unused, want, hb, g, H, buf):
+        """One pass of the Gaussian CNCE problem over the first ``n_data`` data points, in blocks
+        of whole data points (``K`` pairs each). Returns the summed ``softplus(-m)`` and the
+        number of pairs in Gauss-Newton blocks (every ``hb``-th block); with ``want`` also
+        ``g = -sum w f`` and ``H = sum w (1 - w) f f^T`` (unscaled).
+
+        The pair's features ``f = T(x) - T(y)`` are formed as ``c (x_a z_b + z_a x_b + z_a z_b)``
+        with ``z = eps xi``: no cancellation between ``T(x)`` and ``T(y)`` (exactly 0 at eps = 0)."""
+        XB, Z, M, SP, W, F = buf[0], buf[1], buf[2], buf[3], buf[4], buf[5]
+        D = X.shape[1]
+        P = th.shape[0]
+        nb = M.shape[0] // K
+        loss = 0.0
+        n_h = 0
+        if want:
+            g[:] = 0.0
+            H[:, :] = 0.0
+        blk = 0
+        for i0 in range(0, n_data, nb):
+            i1 = min(n_data, i0 + nb)
+            nt = (i1 - i0) * K
+            t = 0
+            for i in range(i0, i1):
+                for k in range(K):
+                    for c in range(D):
+                        XB[c, t] = X[i, c]
+                        Z[c, t] = eps * XI[i, k, c]
+                    t += 1
+            for t in range(nt):
+                M[t] = 0.0
+            p = 0
+            for a in range(D):
+                for b in range(a, D):
+                    c = 0.5 if a == b else 1.0
+                    Fp = F[p]
+                    Xa, Xb, Za, Zb = XB[a], XB[b], Z[a], Z[b]
+                    for t in range(nt):
+                        Fp[t] = c * (Xa[t] * Zb[t] + Za[t] * Xb[t] + Za[t] * Zb[t])
+                    tp = th[p]
+                    for t in range(nt):
+                        M[t] += tp * Fp[t]
+                    p += 1
+            _logistic_block(M, SP, W, nt)
+            for t in range(nt):
+                loss += SP[t]
+            if want:
+                for q in range(P):
+                    Fq = F[q]
+                    acc = 0.0
+                    for t in range(nt):
+                        acc += W[t] * Fq[t]
+                    g[q] -= acc
+                if blk % hb == 0:
+                    n_h += nt
+                    _gn_block(W, F, SP, H, P, nt)
+            blk += 1
+        return loss, n_h
+
+    @njit(**_JIT_SUM)
+    def _pass_ica(X, XI, eps, th, n_data, K, a, want, hb, g, H, buf):
+        """The ICA problem, ``m = a (sum_j |b_j . y| - sum_j |b_j . x|)``, as :func:`_pass_gauss`.
+        ``b_j . y = b_j . x + b_j . z`` with ``z = eps xi``, so that the margin is exactly 0 at eps = 0."""
+        XB, Z, M, SP, W, F, SG, SX = buf[0], buf[1], buf[2], buf[3], buf[4], buf[5], buf[6], buf[7]
+        D = X.shape[1]
+        P = th.shape[0]
+        nb = M.shape[0] // K
+        loss = 0.0
+        n_h = 0
+        if want:
+            g[:] = 0.0
+            H[:, :] = 0.0
+        blk = 0
+        for i0 in range(0, n_data, nb):
+            i1 = min(n_data, i0 + nb)
+            nt = (i1 - i0) * K
+            t = 0
+            for i in range(i0, i1):
+                for k in range(K):
+                    for c in range(D):
+                        XB[c, t] = X[i, c]
+                        Z[c, t] = eps * XI[i, k, c]
+                    t += 1
+            for t in range(nt):
+                M[t] = 0.0
+            for r in range(D):
+                Sx = SX[r]
+                for t in range(nt):
+                    Sx[t] = 0.0
+                    SP[t] = 0.0
+                for c in range(D):
+                    brc = th[r * D + c]
+                    Xc, Zc = XB[c], Z[c]
+                    for t in range(nt):
+                        Sx[t] += brc * Xc[t]
+                        SP[t] += brc * Zc[t]
+                Sg = SG[r]
+                for t in range(nt):
+                    sx = Sx[t]
+                    sy = sx + SP[t]
+                    M[t] += a * (abs(sy) - abs(sx))
+                    Sg[t] = 1.0 if sy > 0.0 else (-1.0 if sy < 0.0 else 0.0)
+                    Sx[t] = 1.0 if sx > 0.0 else (-1.0 if sx < 0.0 else 0.0)
+            _logistic_block(M, SP, W, nt)
+            for t in range(nt):
+                loss += SP[t]
+            if want:
+                # f_(r, c) = a (sign(b_r . y) y_c - sign(b_r . x) x_c), y = x + z
+                gn = blk % hb == 0
+                for r in range(D):
+                    Sg, Sx = SG[r], SX[r]
+                    for c in range(D):
+                        q = r * D + c
+                        Fq = F[q]
+                        Xc, Zc = XB[c], Z[c]
+                        acc = 0.0
+                        for t in range(nt):
+                            fq = a * (Sg[t] * (Xc[t] + Zc[t]) - Sx[t] * Xc[t])
+                            Fq[t] = fq
+                            acc += W[t] * fq
+                        g[q] -= acc
+                if gn:
+                    n_h += nt
+                    _gn_block(W, F, SP, H, P, nt)
+            blk += 1
+        return loss, n_h
+
+    @njit(**_JIT)
+    def _pass(kind, X, XI, eps, th, n_data, K, a, want, hb, g, H, buf):
+        if kind == 0:
+            return _pass_gauss(X, XI, eps, th, n_data, K, a, want, hb, g, H, buf)
+        return _pass_ica(X, XI, eps, th, n_data, K, a, want, hb, g, H, buf)
+
+    @njit(**_JIT)
+    def _buffers(K, D, P, block_pairs):
+        """Per-thread scratch: ``XB, Z (D, B), M, SP, W (B,), F (P, B), SG, SX (D, B)`` with
+        ``B = K * max(1, block_pairs // K)`` pairs per block (whole data points)."""
+        B = K * max(1, block_pairs // K)
+        return (np.empty((D, B)), np.empty((D, B)), np.empty(B), np.empty(B), np.empty(B), np.empty((P, B)),
+                np.empty((D, B)), np.empty((D, B)))
+
+    @njit(**_JIT)
+    def _full(kind, X, XI, eps, th, n_data, K, a, hess_points, g, H, buf, want_h=True):
+        """Loss, gradient and (if ``want_h``; else ``H`` is left alone) the Gauss-Newton matrix
+        from about ``hess_points`` pairs (whole blocks), scaled to the problem's ``2 / (N K)``."""
+        n = n_data * K
+        if want_h:
+            hb = 1 if hess_points <= 0 else max(1, n // hess_points)
+        else:
+            hb = 1 << 62
+        P = th.shape[0]
+        Hw = H if want_h else np.empty((P, P))
+        loss, n_h = _pass(kind, X, XI, eps, th, n_data, K, a, True, hb, g, Hw, buf)
+        scale = 2.0 / n
+        for q in range(P):
+            g[q] *= scale
+        if want_h:
+            hs = scale * n / n_h
+            for q in range(P):
+                for r in range(q, P):
+                    H[q, r] *= hs
+                    H[r, q] = H[q, r]
+        return loss * scale
+
+    @njit(**_JIT)
+    def _damped_solve(H, g, d, L):
+        """``(H + lam I) d = -g`` by Cholesky, raising ``lam`` until it succeeds (as optim._damped_solve)."""
+        P = g.shape[0]
+        sc = 0.0
+        for q in range(P):
+            sc += abs(H[q, q])
+        sc = max(sc / P, 1e-300)
+        lam = 1e-12 * sc
+        for _ in range(12):
+            ok = True
+            for q in range(P):
+                for r in range(q + 1):
+                    s = H[q, r] + (lam if q == r else 0.0)
+                    for t in range(r):
+                        s -= L[q, t] * L[r, t]
+                    if q == r:
+                        if s <= 0.0 or not np.isfinite(s):
+                            ok = False
+                            break
+                        L[q, q] = math.sqrt(s)
+                    else:
+                        L[q, r] = s / L[r, r]
+                if not ok:
+                    break
+            if ok:
+                for q in range(P):  # L z = -g
+                    s = -g[q]
+                    for t in range(q):
+                        s -= L[q, t] * d[t]
+                    d[q] = s / L[q, q]
+                for q in range(P - 1, -1, -1):  # L^T d = z
+                    s = d[q]
+                    for t in range(q + 1, P):
+                        s -= L[t, q] * d[t]
+                    d[q] = s / L[q, q]
+                return
+            lam *= 1e3
+        for q in range(P):
+            d[q] = -g[q]
+
+    @njit(**_JIT)
+    def _newton_one(kind, X, XI, eps, theta, n_data, K, a, hess_points, max_iter, tol, ftol, patience, c1, max_halvings,
+                    buf, reuse_h):
+        """Solve one problem on its first ``n_data`` data points; ``theta`` is updated in place.
+        Returns ``(loss, max |grad|, iterations, converged)``.
+
+        ``reuse_h``: keep the Gauss-Newton matrix of the previous iteration (skip its
+        accumulation, the most expensive part of a pass) while the last step was a full step
+        and the loss fell by 0.5-1.5 times the decrease the quadratic model predicted; the
+        matrix only sets the direction, so the minimiser is the same (used for the Gaussian)."""
+        P = theta.shape[0]
+        D = X.shape[1]
+        g = np.empty(P)
+        H = np.empty((P, P))
+        g2 = np.empty(P)
+        H2 = np.empty((P, P))
+        d = np.empty(P)
+        L = np.zeros((P, P))
+        th_new = np.empty(P)
+        n = n_data * K
+        scale = 2.0 / n
+        loss = _full(kind, X, XI, eps, theta, n_data, K, a, hess_points, g, H, buf)
+        alpha0 = 1.0
+        quiet = 0
+        it = 0
+        converged = False
+        want_h = True
+        while it < max_iter:
+            _damped_solve(H, g, d, L)
+            slope = 0.0
+            for q in range(P):
+                slope += g[q] * d[q]
+            dec = -0.5 * slope
+            if dec <= tol * max(1.0, abs(loss)):
+                converged = True
+                break
+            alpha = alpha0
+            accepted = False
+            have_full = False
+            loss_new = 0.0
+            for h in range(max_halvings):
+                for q in range(P):
+                    th_new[q] = theta[q] + alpha * d[q]
+                if h == 0:
+                    loss_new = _full(kind, X, XI, eps, th_new, n_data, K, a, hess_points, g2, H2, buf, want_h)
+                    have_full = True
+                else:
+                    loss_new = scale * _pass(kind, X, XI, eps, th_new, n_data, K, a, False, 1, g2, H2, buf)[0]
+                    have_full = False
+                if np.isfinite(loss_new) and loss_new <= loss + c1 * alpha * slope:
+                    accepted = True
+                    break
+                alpha *= 0.5
+            it += 1
+            if not accepted:
+                converged = dec <= 1e-8 * max(1.0, abs(loss))
+                break
+            if not have_full:
+                want_h = True
+                loss_new = _full(kind, X, XI, eps, th_new, n_data, K, a, hess_points, g2, H2, buf, True)
+            rho = (loss - loss_new) / dec if dec > 0.0 else 1.0
+            used_h = want_h
+            want_h = not (reuse_h and alpha == 1.0 and 0.5 <= rho <= 1.5)
+            rel = (loss - loss_new) / max(1.0, abs(loss))
+            quiet = quiet + 1 if rel < ftol else 0
+            theta[:] = th_new
+            loss = loss_new
+            g[:] = g2
+            if used_h:
+                H[:, :] = H2
+            alpha0 = min(1.0, 4.0 * alpha)
+            if quiet >= patience:
+                converged = True
+                break
+        gmax = 0.0
+        for q in range(P):
+            gmax = max(gmax, abs(g[q]))
+        return loss, gmax, it, converged
+
+    @njit(cache=True, parallel=True, error_model="numpy")
+    def _newton_all(kind, X, XI, eps, theta, stages, a, hess_points, block_pairs, max_iter, tol, stage_tol, ftol,
+                    patience, c1, max_halvings, reuse_h, init_loss, loss, gmax, n_iter, conv):
+        S, N, D = X.shape
+        K = XI.shape[2]
+        P = theta.shape[1]
+        for s in prange(S):
+            buf = _buffers(K, D, P, block_pairs)
+            g0 = np.empty(P)
+            H0 = np.empty((P, P))
+            th = theta[s].copy()
+            init_loss[s] = 2.0 / (N * K) * _pass(kind, X[s], XI[s], eps[s], th, N, K, a, False, 1, g0, H0, buf)[0]
+            for st in range(stages.shape[0]):
+                last = st == stages.shape[0] - 1
+                l, gm, it, cv = _newton_one(kind, X[s], XI[s], eps[s], th, stages[st], K, a, hess_points, max_iter,
+                                            tol if last else stage_tol, ftol, patience, c1, max_halvings, buf, reuse_h)
+                if last:
+                    loss[s] = l
+                    gmax[s] = gm
+                    n_iter[s] = it
+                    conv[s] = cv
+            theta[s, :] = th
+
+    @njit(cache=True, parallel=True, error_model="numpy")
+    def _loss_all(kind, X, XI, eps, theta, a, block_pairs, out):
+        S, N, D = X.shape
+        K = XI.shape[2]
+        P = theta.shape[1]
+        for s in prange(S):
+            buf = _buffers(K, D, P, block_pairs)
+            out[s] = 2.0 / (N * K) * _pass(kind, X[s], XI[s], eps[s], theta[s].copy(), N, K, a, False, 1, np.empty(P),
+                                           np.empty((P, P)), buf)[0]
+
+
+def _threads(threads):
+    if threads is None:
+        import torch
+
+        threads = torch.get_num_threads()
+    numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))
+
+
+def default_stages(N: int, K: int, progressive: bool, min_pairs: int = 2_000) -> np.ndarray:
+    """Prefix sizes (data points) of progressive sampling: ``N/16, N/4, N`` where each stage
+    keeps at least ``min_pairs`` pairs; just ``[N]`` when off or too small."""
+    st = [N]
+    if progressive:
+        for div in (4, 16):
+            nd = N // div
+            if nd * K >= min_pairs:
+                st.insert(0, nd)
+    return np.asarray(st, dtype=np.int64)
+
+
+def newton_all(kind, X, XI, eps, theta0, *, a=0.0, progressive=False, hess_points=4096, max_iter=100, tol=1e-14,
+               stage_tol=1e-9, ftol=1e-12, patience=3, c1=1e-4, max_halvings=40, threads=None, block_pairs=BLOCK_PAIRS,
+               reuse_h=False):
+    """Fit every simulation: ``X (S, N, D)``, ``XI (S, N, K, D)`` noise base, ``eps (S,)``,
+    ``theta0 (S, P)`` (float64 numpy). Returns a dict of numpy arrays like :class:`cnce.optim.OptimResult`."""
+    _threads(threads)
+    S, N, _ = X.shape
+    K = XI.shape[2]
+    theta = np.array(theta0, dtype=np.float64, order="C", copy=True)
+    out = dict(init_loss=np.empty(S), loss=np.empty(S), grad_norm=np.empty(S), n_iter=np.empty(S, np.int64),
+               converged=np.empty(S, np.bool_))
+    stages = default_stages(N, K, progressive)
+    _newton_all(kind, X, XI, np.ascontiguousarray(eps, dtype=np.float64), theta, stages, float(a), int(hess_points),
+                int(block_pairs), int(max_iter), float(tol), float(stage_tol), float(ftol), int(patience), float(c1), int(max_halvings),
+                bool(reuse_h), out["init_loss"], out["loss"], out["grad_norm"], out["n_iter"], out["converged"])
+    out["psi"] = theta
+    return out
+
+
+def loss_all(kind, X, XI, eps, theta, *, a=0.0, threads=None, block_pairs=BLOCK_PAIRS):
+    """The CNCE loss ``J`` (Eq. 8) of every simulation at ``theta (S, P)``: what the epsilon
+    heuristic evaluates at each candidate eps."""
+    _threads(threads)
+    out = np.empty(X.shape[0])
+    _loss_all(kind, X, XI, np.ascontiguousarray(eps, dtype=np.float64), np.ascontiguousarray(theta, dtype=np.float64),
+              float(a), int(block_pairs), out)
+    return out

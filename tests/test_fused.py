@@ -1,0 +1,93 @@
+"""The fused CPU kernels (cnce._fused) against the torch path: same problem, same answers."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import cnce
+from cnce import _fused
+from cnce.models import ICA, Gaussian, Ring
+from cnce.noise import draw_base
+
+pytestmark = pytest.mark.skipif(not _fused.available(), reason="numba not installed")
+
+
+def test_logistic_block_matches_numpy():
+    rng = np.random.default_rng(0)
+    m = np.concatenate([rng.normal(0, 8, 20000), [0.0, 1e-300, -1e-300, 1e-8, -1e-8, 39.9, -39.9, 45.0, -45.0]])
+    sp, w = np.empty_like(m), np.empty_like(m)
+    _fused._logistic_block(m, sp, w, m.size)
+    ref_sp = np.logaddexp(0.0, -m)
+    with np.errstate(over="ignore"):
+        ref_w = 1.0 / (1.0 + np.exp(m))
+    inside = np.abs(m) < 40
+    assert np.max(np.abs(sp - ref_sp)[inside] / ref_sp[inside]) < 2e-15
+    assert np.max(np.abs(w - ref_w)[inside] / ref_w[inside]) < 2e-15
+    # beyond |m| = 40 the clipped terms are off by less than exp(-40) in absolute value
+    out = ~inside
+    assert np.all(np.abs(sp - ref_sp)[out] <= np.maximum(5e-18, 2e-15 * ref_sp[out]))
+    assert np.max(np.abs(w - ref_w)[out]) < 5e-18
+    assert abs(sp[m.size - 9] - math.log(2.0)) <= 2.3e-16 and w[m.size - 9] == 0.5
+
+
+def _problem(model, S, N, K, seed):
+    g = torch.Generator().manual_seed(seed)
+    th = model.random_params(S, g)
+    th0 = model.init_params(S, g)
+    return th, th0, model.sample(th, N, g), draw_base(model, S, N, K, g)
+
+
+@pytest.mark.parametrize("N", [300, 4000])
+def test_gaussian_fused_equals_torch(N):
+    model = Gaussian()
+    th, th0, x, base = _problem(model, 6, N, 5, 1)
+    kw = dict(kappa=5, eps=0.4, theta0=th0, noise_base=base)
+    f = cnce.fit(model, x, backend="fused", **kw)
+    t = cnce.fit(model, x, backend="torch", **kw)
+    assert f.info["backend"] == "fused" and t.info["backend"] == "torch"
+    assert f.converged.all() and t.converged.all()
+    rel = (f.theta - t.theta).norm(dim=1) / t.theta.norm(dim=1)
+    assert rel.max() < 1e-5  # the torch path stores its features in float32
+    # the torch path's float32 features shift its losses by ~1e-8 (relative)
+    torch.testing.assert_close(f.loss, t.loss, rtol=1e-7, atol=0)
+    torch.testing.assert_close(f.init_loss, t.init_loss, rtol=1e-7, atol=0)
+    assert (f.grad_norm < 1e-6).all()
+
+
+def test_ica_fused_follows_the_torch_path():
+    # small N: every pair enters the Gauss-Newton matrix on both paths, so the iterations agree
+    model = ICA()
+    th, th0, x, base = _problem(model, 4, 500, 4, 2)
+    kw = dict(kappa=4, eps=0.6, theta0=th0, noise_base=base)
+    f = cnce.fit(model, x, backend="fused", **kw)
+    t = cnce.fit(model, x, backend="torch", **kw)
+    torch.testing.assert_close(f.theta, t.theta, rtol=1e-7, atol=1e-9)
+    torch.testing.assert_close(f.loss, t.loss, rtol=1e-10, atol=0)
+    assert torch.equal(f.n_iter, t.n_iter)
+
+
+def test_auto_eps_threads_and_prefix_views():
+    model = Gaussian()
+    th, th0, x, base = _problem(model, 4, 800, 8, 3)
+    # a longer base than needed: the fit takes a (strided) prefix view of it
+    f1 = cnce.fit(model, x[:, :600], kappa=6, eps="auto", theta0=th0, noise_base=base, threads=1)
+    f2 = cnce.fit(model, x[:, :600], kappa=6, eps="auto", theta0=th0, noise_base=base, threads=2)
+    t = cnce.fit(model, x[:, :600], kappa=6, eps="auto", theta0=th0, noise_base=base, backend="torch")
+    torch.testing.assert_close(f1.eps, t.eps, rtol=1e-12, atol=0)
+    assert torch.equal(f1.theta, f2.theta)
+    assert ((f1.theta - t.theta).norm(dim=1) / t.theta.norm(dim=1)).max() < 1e-5
+
+
+def test_backend_errors():
+    x = torch.randn(2, 50, 5, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"backend must be one of \('auto', 'torch', 'fused'\); got 'gpu'"):
+        cnce.fit(Gaussian(), x, eps=0.5, backend="gpu")
+    with pytest.raises(ValueError, match=r"backend='fused' needs .*method='nce'"):
+        cnce.fit(Gaussian(), x, method="nce", backend="fused")
+    with pytest.raises(ValueError, match=r"backend='fused' needs .*Ring"):
+        cnce.fit(Ring(dim=5), x, eps=0.5, backend="fused")
+    with pytest.raises(ValueError, match=r"threads must be an integer >= 1; got 0"):
+        cnce.fit(Gaussian(), x, eps=0.5, threads=0)
+    # the torch path is what a float32 fit uses
+    assert cnce.fit(Gaussian(), x, eps=0.5, dtype=torch.float32).info["backend"] == "torch"
