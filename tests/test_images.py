@@ -310,3 +310,37 @@ def test_probe_top_patches_and_plots():
     for f in figs:
         plt.close(f)
     assert [len(s) for s in plots.pooled_units(np.array([[1.0, 0, 0, 0], [1, 1, 1, 1]]))] == [1, 4]
+
+
+def test_fastica_recovers_sources_and_gabor_summary():
+    from cnce.images.probes import fastica, gabor, gabor_summary, fit_gabors
+
+    rng = np.random.default_rng(0)
+    S = rng.laplace(size=(5000, 4))
+    A = np.linalg.qr(rng.standard_normal((4, 4)))[0]  # orthogonal mixing: the data stay white
+    X = torch.as_tensor(S / S.std(0) @ A.T)
+    W = fastica(X, 4, seed=1).double()
+    M = (W @ torch.as_tensor(A)).abs()  # a signed permutation when the sources are recovered
+    assert torch.all(M.max(1).values > 0.98)
+    with pytest.raises(ValueError, match="K"):
+        fastica(X, 5)
+    feats = np.stack([gabor(16, 8, 8, th, 0.2, 0.0, 2.5) for th in (0.0, np.pi / 2)])
+    s = gabor_summary(fit_gabors(feats), 16)
+    assert s["gabor_like"] == 1.0 and s["median_r2"] > 0.95
+    assert s["orient_0"] == 0.5 and s["orient_90"] == 0.5 and abs(s["freq_q50"] - 0.2) < 0.01
+
+
+def test_start_pooling_layer_continues_the_layer_below():
+    from cnce.images.train import start_pooling_layer
+
+    net = ImageNetwork(D=40, K1=12, K2=8, D3=6, K3=5, K4=3, seed=0)
+    with torch.no_grad():
+        net.b1.copy_(torch.linspace(-3, -1, 12))
+    start_pooling_layer(net, 2, seed=1)
+    q = net.W2.detach() ** 2
+    pick = q.argmax(1)
+    assert len(set(pick.tolist())) == 8 and torch.all(q.max(1).values == 1.0)
+    torch.testing.assert_close(net.b2.detach(), net.b1.detach()[pick])
+    assert torch.all(q.sum(1) - 1 < 0.05)  # the rest of the pooling starts small but non-zero
+    with pytest.raises(ValueError, match="layer"):
+        start_pooling_layer(net, 3, seed=0)

@@ -5,8 +5,8 @@
   for a GPU (``device="auto"``) and for the van Hateren images; the authors' CPU code needed
   1-2 days.
 * ``demo``: the paper's layer widths (K1 = 600, K2 = 200, D3 = 196, K3 = 60, K4 = 30) on a
-  CPU budget: fresh patches every meta-iteration (20,000 for layer 1, 5,000 above it; 40
-  meta-iterations for layer 1, 10 for layers 2-4), one pass of Adam minibatches per
+  CPU budget: fresh patches every meta-iteration (20,000 for layer 1, 5,000 above it; the
+  authors' 40 meta-iterations for layer 1 and 20 for layers 2-4), one pass of Adam minibatches per
   meta-iteration instead of full-batch line searches, and PCA to ``D = 200`` instead of 600
   dimensions. With the 8-bit photographs bundled with scikit-image the 400 finest of the 600
   PCA components are dominated by quantisation, JPEG and texture noise: there neither FastICA
@@ -88,7 +88,7 @@ CONFIGS: dict[str, ImageConfig] = {
         n_whiten=30_000,
         eps_n=1_000,
         n_patches=(20_000, 5_000, 5_000, 5_000),
-        meta_iters=(40, 10, 10, 10),
+        meta_iters=(40, 20, 20, 20),
         optimizer="adam",
         lr=(1e-2, 1e-3, 1e-3, 1e-3),
         batch=100,

@@ -13,7 +13,8 @@ import torch
 from cnce.images.data import Whitener
 from cnce.images.network import ImageNetwork
 
-__all__ = ["gabor", "fit_gabor", "fit_gabors", "gabor_like", "GaborProbe", "probe_layer", "top_patches"]
+__all__ = ["gabor", "fit_gabor", "fit_gabors", "gabor_like", "gabor_summary", "fastica", "GaborProbe", "probe_layer",
+           "top_patches"]
 
 
 def gabor(size: int, x0, y0, theta, freq, phase, sigma, gamma=1.0, amp=1.0) -> np.ndarray:
@@ -109,6 +110,50 @@ def gabor_like(fits: dict[str, np.ndarray], size: int, r2_min: float = 0.5) -> n
     can reach a high ``r2`` but fails the last two tests."""
     width = np.maximum(fits["sigma"], fits["sigma"] * fits["gamma"])
     return (fits["r2"] >= r2_min) & (width <= size / 4) & (4 * fits["sigma"] * fits["freq"] >= 1)
+
+
+def gabor_summary(fits: dict[str, np.ndarray], size: int, r2_min: float = 0.5) -> dict[str, float]:
+    """Summary of :func:`fit_gabors` output: the fraction of localised, oriented Gabors
+    (:func:`gabor_like`), the median explained variance, and among the Gabor-like features the
+    fraction in each of four orientation bins (0, 45, 90 and 135 degrees, +-22.5; the angle of
+    the wave vector) and the quartiles of the frequency (cycles/pixel) and envelope width."""
+    good = gabor_like(fits, size, r2_min)
+    out = {"n": int(good.size), "gabor_like": float(good.mean()), "median_r2": float(np.median(fits["r2"]))}
+    if good.any():
+        ang = np.degrees(fits["theta"][good]) % 180
+        bins = np.floor((ang + 22.5) / 45).astype(int) % 4
+        for b, deg in enumerate((0, 45, 90, 135)):
+            out[f"orient_{deg}"] = float((bins == b).mean())
+        for q in (25, 50, 75):
+            out[f"freq_q{q}"] = float(np.percentile(fits["freq"][good], q))
+            out[f"sigma_q{q}"] = float(np.percentile(fits["sigma"][good], q))
+    return out
+
+
+def fastica(U: torch.Tensor, K: int, *, iters: int = 200, tol: float = 1e-5, seed: int = 0) -> torch.Tensor:
+    """Symmetric FastICA (log-cosh contrast) of whitened data ``U (N, D)``: ``K <= D`` filters
+    ``(K, D)`` with orthonormal rows in the whitened space.
+
+    A reference for the image model: what a linear sparse-coding method finds in the same
+    patches (Hyvarinen et al., 2009). Runs in float64; stops when no row turns by more than
+    ``tol`` (``1 - |cos|``) in one iteration, or after ``iters`` iterations.
+    """
+    U = torch.as_tensor(U, dtype=torch.float64)
+    N, D = U.shape
+    if not (1 <= K <= D):
+        raise ValueError(f"K must be in [1, {D}] for data of dimension {D}; got {K!r}")
+    g = torch.Generator().manual_seed(int(seed))
+    W = torch.linalg.qr(torch.randn(D, K, generator=g, dtype=torch.float64))[0].T
+    for _ in range(iters):
+        G = torch.tanh(U @ W.T)
+        W_new = (G.T @ U) / N - (1 - G**2).mean(0)[:, None] * W
+        P, _, Qt = torch.linalg.svd(W_new, full_matrices=False)  # symmetric orthonormalisation
+        W_new = P @ Qt
+        turn = float((1 - (W_new * W).sum(1).abs()).max())
+        W = W_new
+        if turn < tol:
+            break
+    return W.float()
 
 
 @dataclass

@@ -44,7 +44,7 @@ from cnce.images.configs import ImageConfig, get_config
 from cnce.images.data import PatchSource, Whitener, load_image_folder, load_skimage_images, prepare_image
 from cnce.images.network import ImageNetwork
 
-__all__ = ["choose_eps", "make_source", "train", "train_comparison", "load_state", "network_from_state", "find_weights",
+__all__ = ["choose_eps", "make_source", "start_pooling_layer", "train", "train_comparison", "load_state", "network_from_state", "find_weights",
            "weights_dir", "STATE_FILE",
            "COMPARE_FILE"]
 
@@ -245,6 +245,31 @@ def _run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_e
     return dict(eps=float(eps), loss=loss, train_loss=train_loss, eps_trace=trace)
 
 
+@torch.no_grad()
+def start_pooling_layer(net: ImageNetwork, layer: int, seed: int, rest: float = 0.1) -> None:
+    """Start pooling layer ``layer`` (2 or 4) where the model below it ended.
+
+    Each pooling unit j gets weight 1 on one distinct, randomly chosen unit pi(j) of the layer
+    below and the threshold of that unit; the random dense weights it started with are scaled
+    by ``rest`` (a zero weight would stay zero under the squared parametrisation). Then
+    ``z2_j`` is close to ``log(z1_pi(j)**2 + 1)`` and ``z4_j`` to ``z3_pi(j)``, and the model
+    starts as the trained model below it restricted to the chosen units (the paper notes that
+    the first-layer model is the second layer with identity pooling). With the dense pooling
+    of the initialisation, which sums the energy of all first-layer units, the loss of layer 2
+    started above 2 log 2 and Adam did not recover from there.
+    """
+    if layer not in (2, 4):
+        raise ValueError(f"layer must be 2 or 4; got {layer!r}")
+    W, b = getattr(net, f"W{layer}"), getattr(net, f"b{layer}")
+    b_below = getattr(net, f"b{layer - 1}")
+    K, K_below = W.shape
+    g = torch.Generator().manual_seed(int(seed))
+    pick = torch.randperm(K_below, generator=g)[:K].to(W.device)
+    W.mul_(rest)
+    W[torch.arange(K, device=W.device), pick] = 1.0
+    b.copy_(b_below[pick])
+
+
 def _make_optimizer(cfg: ImageConfig, params, layer: int):
     if cfg.optimizer == "lbfgs":
         # A fresh L-BFGS per meta-iteration: the objective changes with the fresh sample.
@@ -328,6 +353,8 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
             state["wh2_retained"] = net.fit_whitening2(z2)
         if len(hist) >= n_meta:
             continue
+        if layer in (2, 4) and not hist:
+            start_pooling_layer(net, layer, _seed(seed, layer, 0, 97))
         for p in net.layer_params(layer):
             p.requires_grad_(True)
         extra = {"c": torch.tensor(float(state["nce_c"].get(lk, 0.0)), device=dev, requires_grad=True)}
