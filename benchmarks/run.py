@@ -181,36 +181,52 @@ def bench_batched(args):
         S_naive = min(S, args.naive_sims)
         naive = naive_gaussian if name == "gaussian" else naive_ica
         xn, bn, en, t0n = x[:S_naive].numpy(), base[:S_naive].numpy(), eps[:S_naive].numpy(), th0[:S_naive].numpy()
-        tb, tn, ta = [], [], []
+        tb, tt, t2, tn, ta = [], [], [], [], []
         res = th_naive = None
         for rep in range(args.repeats):
             t0 = time.perf_counter()
-            res = cnce.fit(model, x, "cnce", kappa, eps=eps, theta0=th0, noise_base=base)
+            res = cnce.fit(model, x, "cnce", kappa, eps=eps, theta0=th0, noise_base=base, threads=1)
             tb.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            res_t = cnce.fit(model, x, "cnce", kappa, eps=eps, theta0=th0, noise_base=base, backend="torch")
+            tt.append(time.perf_counter() - t0)
+            if args.threads2:
+                t0 = time.perf_counter()
+                cnce.fit(model, x, "cnce", kappa, eps=eps, theta0=th0, noise_base=base, threads=2)
+                t2.append(time.perf_counter() - t0)
             if rep == 0:  # with the eps heuristic: once (it is not what the ratio compares)
                 t0 = time.perf_counter()
-                cnce.fit(model, x, "cnce", kappa, eps="auto", theta0=th0, noise_base=base)
+                cnce.fit(model, x, "cnce", kappa, eps="auto", theta0=th0, noise_base=base, threads=1)
                 ta.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
             th_naive = naive(xn, bn, en, t0n, kappa, args.scipy_ftol)
             tn.append(time.perf_counter() - t0)
         e_b = model.error(res.theta, th)
+        e_t = model.error(res_t.theta, th)
         e_n = model.error(torch.as_tensor(th_naive), th[:S_naive])
         rel = ((e_b[:S_naive] - e_n) / e_n).numpy()
+        rel_t = ((e_b - e_t) / e_t).numpy()
         per_b = median(tb) / S
         per_n = median(tn) / S_naive
-        row = dict(model=name, N=N, kappa=kappa, S=S, S_naive=S_naive,
-                   batched_s=median(tb), batched_auto_eps_s=median(ta), naive_s=median(tn),
-                   batched_s_per_sim=per_b, naive_s_per_sim=per_n, speedup=per_n / per_b,
-                   batched_times=tb, naive_times=tn,
+        per_t = median(tt) / S
+        row = dict(model=name, N=N, kappa=kappa, S=S, S_naive=S_naive, backend=res.info.get("backend"),
+                   batched_s=median(tb), batched_auto_eps_s=median(ta), naive_s=median(tn), torch_s=median(tt),
+                   batched_s_per_sim=per_b, naive_s_per_sim=per_n, torch_s_per_sim=per_t, speedup=per_n / per_b,
+                   speedup_torch_backend=per_n / per_t,
+                   batched_2threads_s_per_sim=(median(t2) / S) if t2 else None,
+                   speedup_2threads=(per_n / (median(t2) / S)) if t2 else None,
+                   batched_times=tb, naive_times=tn, torch_times=tt, batched_2threads_times=t2,
                    batched_iters_median=float(res.n_iter.double().median()), batched_converged=int(res.converged.sum()),
                    err_median_batched=float(e_b[:S_naive].median()), err_median_naive=float(e_n.median()),
                    err_rel_diff_median=float(np.median(np.abs(rel))), err_rel_diff_max=float(np.max(np.abs(rel))),
+                   err_rel_diff_torch_median=float(np.median(np.abs(rel_t))), err_rel_diff_torch_max=float(np.max(np.abs(rel_t))),
                    err_batched_lower_or_equal=int((e_b[:S_naive] <= e_n * (1 + 1e-6)).sum()),
                    loss_batched_minus_naive_max=None)
         rows.append(row)
-        print(f"batched {name} N={N} kappa={kappa}: batched {per_b*1e3:.1f} ms/sim, scipy loop {per_n*1e3:.1f} ms/sim, "
-              f"speedup {row['speedup']:.1f}x; error rel. diff median {row['err_rel_diff_median']:.2e}, max {row['err_rel_diff_max']:.2e}", flush=True)
+        print(f"batched {name} N={N} kappa={kappa}: cnce.fit {per_b*1e3:.2f} ms/sim ({row['backend']}, 1 thread), torch backend "
+              f"{per_t*1e3:.2f}, scipy loop {per_n*1e3:.2f} ms/sim: speed-up {row['speedup']:.1f}x (torch backend "
+              f"{row['speedup_torch_backend']:.1f}x{'' if not t2 else ', 2 threads %.1fx' % row['speedup_2threads']}); "
+              f"error rel. diff median {row['err_rel_diff_median']:.2e}, max {row['err_rel_diff_max']:.2e}", flush=True)
     return rows
 
 
@@ -226,6 +242,12 @@ def bandwidth(repeats, nbytes=1 << 29):
 
 
 def bench_throughput(args):
+    """Loss + gradient (one pass, no Gauss-Newton matrix) of the fused CPU kernels, which stream
+    the data and the noise base (float64) and form noise, features and margins on the fly; and
+    of the torch path's problem classes for comparison (float32 features for the Gaussian,
+    float64 points for ICA)."""
+    from cnce import _fused
+    from cnce.fit import _features_t
     from cnce.optim import AbsProjectionLogistic, LinearLogistic
 
     S, N, kappa = args.tp_sims, args.tp_N, args.tp_kappa
@@ -234,51 +256,68 @@ def bench_throughput(args):
     rows = []
     for name in ("gaussian", "ica"):
         model = Gaussian() if name == "gaussian" else ICA()
-        times = []
-        bw_rep = []
-        bytes_in = 0
-        for s0 in range(0, S, chunk):
-            Sc = min(chunk, S - s0)
-            th, th0, x, base = problem(model, Sc, N, kappa, seed=100 + s0)
-            y = (x.unsqueeze(2) + 0.3 * base).reshape(Sc, N * kappa, model.dim)
-            scale = 2.0 / (N * kappa)
-            if name == "gaussian":
-                from cnce.fit import _features_t
+        kind = _fused.GAUSSIAN if name == "gaussian" else _fused.ICA
+        a = 0.0 if name == "gaussian" else float(model.abs_projection_coef)
+        for backend in ("fused", "torch"):
+            times, bw_rep, bytes_in = [], [], 0
+            for s0 in range(0, S, chunk):
+                Sc = min(chunk, S - s0)
+                th, th0, x, base = problem(model, Sc, N, kappa, seed=100 + s0)
+                eps = 0.3
+                if backend == "fused":
+                    X, XI, T = x.numpy(), base.numpy(), th.numpy()
+                    P = T.shape[1]
+                    g, H = np.empty(P), np.empty((P, P))
+                    buf = _fused._buffers(kappa, model.dim, P, _fused.BLOCK_PAIRS)
 
-                Tx, _ = _features_t(model, x, torch.float32)
-                Ty, _ = _features_t(model, y, torch.float32)
-                P = model.n_params
-                Ft = Ty.view(Sc, P, N, kappa).neg_().add_(Tx.unsqueeze(-1)).view(Sc, P, N * kappa)
-                prob = LinearLogistic(None, None, scale, Ft=Ft, dtype=torch.float64)
-                psi = th.clone()
-                nbytes = Ft.numel() * Ft.element_size()
-                del Tx, Ty
-            else:
-                prob = AbsProjectionLogistic(x, y, model.abs_projection_coef, scale, kappa=kappa)
-                psi = th.clone()
-                nbytes = (prob.x.numel() + prob.y.numel()) * prob.y.element_size()
-            # interleave: a bandwidth probe right before every timed evaluation, so that the
-            # ratio compares the two under the same momentary load
-            ts = []
-            for _ in range(args.repeats):
-                bw_rep.append(bandwidth(1)["read_GBps"])
-                t0 = time.perf_counter()
-                prob.loss_grad(psi)
-                ts.append(time.perf_counter() - t0)
-            times.append(ts)
-            bytes_in += nbytes
-            del prob, x, y, base
-        per_rep = [sum(t[i] for t in times) for i in range(args.repeats)]
-        t = median(per_rep)
-        pts = S * N * kappa
-        gbps = bytes_in / t / 1e9
-        row = dict(model=name, S=S, N=N, kappa=kappa, seconds=t, points_per_s=pts / t, input_GB=bytes_in / 1e9,
-                   effective_GBps=gbps, read_bound_GBps=median(bw_rep), copy_GBps=bw["copy_GBps"],
-                   read_bound_start_GBps=bw["read_GBps"], ratio_to_bound=median(bw_rep) / gbps, sim_chunk=chunk,
-                   feature_dtype="float32" if name == "gaussian" else "float64")
-        rows.append(row)
-        print(f"throughput {name}: {pts/t/1e6:.1f} M points/s, {gbps:.2f} GB/s effective; read bound {median(bw_rep):.2f} GB/s "
-              f"(copy {bw['copy_GBps']:.2f}); {row['ratio_to_bound']:.2f}x the bound", flush=True)
+                    def run_once():
+                        for s in range(Sc):
+                            _fused._pass(kind, X[s], XI[s], eps, T[s], N, kappa, a, True, 1 << 62, g, H, buf)
+
+                    run_once()  # compile
+                    nbytes = X.nbytes + XI.nbytes
+                else:
+                    y = (x.unsqueeze(2) + eps * base).reshape(Sc, N * kappa, model.dim)
+                    scale = 2.0 / (N * kappa)
+                    if name == "gaussian":
+                        Tx, _ = _features_t(model, x, torch.float32)
+                        Ty, _ = _features_t(model, y, torch.float32)
+                        P = model.n_params
+                        Ft = Ty.view(Sc, P, N, kappa).neg_().add_(Tx.unsqueeze(-1)).view(Sc, P, N * kappa)
+                        prob = LinearLogistic(None, None, scale, Ft=Ft, dtype=torch.float64)
+                        nbytes = Ft.numel() * Ft.element_size()
+                        del Tx, Ty
+                    else:
+                        prob = AbsProjectionLogistic(x, y, model.abs_projection_coef, scale, kappa=kappa)
+                        nbytes = (prob.x.numel() + prob.y.numel()) * prob.y.element_size()
+                    psi = th.clone()
+
+                    def run_once():
+                        prob.loss_grad(psi)
+                # a bandwidth probe right before every timed evaluation: the ratio compares the
+                # two under the same momentary load
+                ts = []
+                for _ in range(args.repeats):
+                    bw_rep.append(bandwidth(1)["read_GBps"])
+                    t0 = time.perf_counter()
+                    run_once()
+                    ts.append(time.perf_counter() - t0)
+                times.append(ts)
+                bytes_in += nbytes
+                del x, base
+            per_rep = [sum(t[i] for t in times) for i in range(args.repeats)]
+            t = median(per_rep)
+            pts = S * N * kappa
+            gbps = bytes_in / t / 1e9
+            row = dict(model=name, backend=backend, S=S, N=N, kappa=kappa, seconds=t, points_per_s=pts / t,
+                       ns_per_pair=t / pts * 1e9, input_GB=bytes_in / 1e9, effective_GBps=gbps,
+                       read_bound_GBps=median(bw_rep), copy_GBps=bw["copy_GBps"], read_bound_start_GBps=bw["read_GBps"],
+                       ratio_to_bound=median(bw_rep) / gbps, sim_chunk=chunk,
+                       inputs=("data + noise base, float64" if backend == "fused" else
+                               ("features F (S, 15, n), float32" if name == "gaussian" else "data + noise points, float64")))
+            rows.append(row)
+            print(f"throughput {name} ({backend}): {pts/t/1e6:.1f} M pairs/s ({t/pts*1e9:.1f} ns/pair), {gbps:.2f} GB/s "
+                  f"effective; read bound {median(bw_rep):.2f} GB/s; {row['ratio_to_bound']:.2f}x the bound", flush=True)
     return dict(bandwidth=bw, rows=rows)
 
 
@@ -395,6 +434,7 @@ def main(argv=None):
     p.add_argument("--batched-N-ica", type=int, nargs="*", default=[1000, 5000])
     p.add_argument("--naive-sims", type=int, default=20, help="simulations the scipy loop runs (time per simulation is compared; errors on these)")
     p.add_argument("--scipy-ftol", type=float, default=1e-12)
+    p.add_argument("--threads2", action="store_true", help="also time cnce.fit with 2 threads (fused kernels)")
     p.add_argument("--tp-sims", type=int, default=100)
     p.add_argument("--tp-N", type=int, default=20000)
     p.add_argument("--tp-kappa", type=int, default=20)

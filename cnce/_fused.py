@@ -54,6 +54,8 @@ __all__ = ["available", "GAUSSIAN", "ICA", "newton_all", "loss_all"]
 GAUSSIAN, ICA = 0, 1
 #: pairs per block of a pass (whole data points; the block's scratch stays in the L1/L2 cache)
 BLOCK_PAIRS = 512
+#: the next line search starts at this multiple of the last accepted step (at most 1)
+ALPHA_GROW = 2.0
 
 
 def available() -> bool:
@@ -343,6 +345,7 @@ if HAVE_NUMBA:
         it = 0
         converged = False
         want_h = True
+        first_full = True
         while it < max_iter:
             _damped_solve(H, g, d, L)
             slope = 0.0
@@ -359,7 +362,7 @@ if HAVE_NUMBA:
             for h in range(max_halvings):
                 for q in range(P):
                     th_new[q] = theta[q] + alpha * d[q]
-                if h == 0:
+                if h == 0 and first_full:
                     loss_new = _full(kind, X, XI, eps, th_new, n_data, K, a, hess_points, g2, H2, buf, want_h)
                     have_full = True
                 else:
@@ -368,8 +371,18 @@ if HAVE_NUMBA:
                 if np.isfinite(loss_new) and loss_new <= loss + c1 * alpha * slope:
                     accepted = True
                     break
-                alpha *= 0.5
+                # next trial: the minimiser of the quadratic through loss, slope and the
+                # rejected trial, kept within [0.1, 0.5] times the step (safeguarded backtracking)
+                curv = loss_new - loss - slope * alpha
+                nxt = 0.5 * alpha
+                if np.isfinite(loss_new) and curv > 0.0:
+                    nxt = -slope * alpha * alpha / (2.0 * curv)
+                    nxt = min(max(nxt, 0.1 * alpha), 0.5 * alpha)
+                alpha = nxt
             it += 1
+            # evaluate gradient and Gauss-Newton matrix with the first trial step only while
+            # first trials are being accepted (ICA often halves; then those passes are wasted)
+            first_full = accepted and alpha == alpha0
             if not accepted:
                 converged = dec <= 1e-8 * max(1.0, abs(loss))
                 break
@@ -386,7 +399,7 @@ if HAVE_NUMBA:
             g[:] = g2
             if used_h:
                 H[:, :] = H2
-            alpha0 = min(1.0, 4.0 * alpha)
+            alpha0 = min(1.0, ALPHA_GROW * alpha)
             if quiet >= patience:
                 converged = True
                 break
