@@ -246,9 +246,14 @@ def _damped_solve(H, g):
 
 
 def _backtrack(phi, loss, slope, alpha, active, c1, max_halvings):
-    """Armijo backtracking for every active problem at once: halve each problem's step
+    """Armijo backtracking for every active problem at once: shrink each problem's step
     ``alpha`` until ``phi(alpha) <= loss + c1 * alpha * slope``. Returns the accepted step
-    (0 where none was found) and which problems accepted one (inactive ones count as such)."""
+    (0 where none was found) and which problems accepted one (inactive ones count as such).
+
+    After a rejected trial the next one is the minimiser of the quadratic through ``loss``,
+    ``slope`` and the trial, kept within ``[0.1, 0.5]`` times the step (safeguarded
+    backtracking, Nocedal & Wright Sec. 3.5); plain halving where that quadratic is not convex.
+    On the kinked ICA objectives this needs far fewer trials than halving alone."""
     accepted = ~active
     step = torch.zeros_like(alpha)
     for _ in range(max_halvings):
@@ -258,7 +263,10 @@ def _backtrack(phi, loss, slope, alpha, active, c1, max_halvings):
         accepted |= ok
         if accepted.all():
             break
-        alpha = torch.where(accepted, alpha, 0.5 * alpha)
+        curv = trial - loss - slope * alpha
+        quad = (-slope * alpha * alpha / (2.0 * curv)).clamp(min=0.1 * alpha, max=0.5 * alpha)
+        nxt = torch.where(torch.isfinite(trial) & (curv > 0), quad, 0.5 * alpha)
+        alpha = torch.where(accepted, alpha, nxt)
     return step, accepted
 
 
