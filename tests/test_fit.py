@@ -110,8 +110,10 @@ def test_ica_mle_matches_tight_scipy_optimum():
     a fair check compares optimisers from the *same* start. Started from the truth, as scipy
     is, our MLE's negative log-likelihood must not be above scipy's tight optimum (BFGS with
     gtol 1e-12, then Nelder-Mead with xatol 1e-10 / fatol 1e-14) by more than 1e-8, and the
-    estimates must agree to 1e-3 per entry after the signed permutation (the statistical
-    error is about 0.08 per entry; the authors' MLE stopped short by much more than 1e-3).
+    estimates must agree to 3e-3 per entry after the signed permutation (the statistical
+    error is about 0.08 per entry; the authors' MLE stopped short by much more). With the
+    interpolating line search our fit ends 2.4e-7 *below* scipy's point, 1.4e-3 away from it:
+    a neighbouring kink vertex of the same basin.
     From the default start B0 = 0.1 N(0, 1) the fit ends in a neighbouring local minimum
     (1.3e-5 higher; entries off by ~1e-2): we check that it is one (every one of 500 random
     perturbations of size 1e-4 raises the loss) rather than a point where the optimiser
@@ -139,7 +141,7 @@ def test_ica_mle_matches_tight_scipy_optimum():
     matched = signed_permutation_match(torch.tensor(ours).reshape(1, 4, 4), B_sp)
     gap = nll(ours) - s2.fun
     diff = (matched - B_sp).abs().max().item()
-    assert gap <= 1e-8 and diff <= 1e-3, (gap, diff)
+    assert gap <= 1e-8 and diff <= 3e-3, (gap, diff)
 
     # from the default start: a genuine local minimum
     res0 = cnce.fit(m, x, method="mle", seed=1)
