@@ -139,8 +139,8 @@ def fit(
             ``CNCE_MEMORY_BUDGET_GB`` (default 1 GB). Results do not depend on it.
         progress: show a tqdm bar over chunks.
         backend: ``"auto"`` (default) uses the fused CPU kernels of :mod:`cnce._fused` where
-            they apply (CNCE with the noise of Eq. 13 for the Gaussian and ICA models, float64,
-            on the CPU, numba installed) and the batched torch path otherwise; ``"torch"``
+            they apply (CNCE with the noise of Eq. 13 for the Gaussian and ICA models, and ICA
+            maximum likelihood by the same L-BFGS; float64 on the CPU, numba installed) and the batched torch path otherwise; ``"torch"``
             forces the torch path (also what runs on a GPU); ``"fused"`` requires the kernels
             and raises ValueError where they do not apply. Both solve the same problem with
             the same Newton method; estimates agree to the optimiser's tolerance (convex
@@ -194,9 +194,20 @@ def fit(
     fused_kind = _fused_kind(model, method, noise, dev, dtype) if backend != "torch" else None
     if backend == "fused" and fused_kind is None:
         raise ValueError(
-            f"backend='fused' needs numba, method 'cnce', the Gaussian noise of Eq. (13), dtype float64 on the CPU and a "
-            f"Gaussian or ICA model; got model={model!r}, method={method!r}, noise={type(noise).__name__}, device={dev}, "
+            f"backend='fused' needs numba, dtype float64 on the CPU, and CNCE with the Gaussian noise of Eq. (13) for a "
+            f"Gaussian or ICA model, or ICA maximum likelihood; got model={model!r}, method={method!r}, noise={type(noise).__name__}, device={dev}, "
             f"dtype={dtype}, numba {'available' if _fused.available() else 'not installed'}")
+    if fused_kind == "ica-mle":
+        out = _fused.ica_mle_all(x.contiguous().numpy(), model.to_free(theta0).numpy(), a=float(model.abs_projection_coef),
+                                 max_iter=max_iter or 2000, threads=threads)
+        t = torch.from_numpy
+        res = FitResult(theta=model.from_free(t(out["psi"])), eps=_nan(S, x), loss=t(out["loss"]),
+                        init_loss=t(out["init_loss"]), n_iter=t(out["n_iter"]), converged=t(out["converged"]),
+                        grad_norm=t(out["grad_norm"]), method="mle", kappa=None, seconds=time.perf_counter() - t0,
+                        info={"chunks": 1, "sim_batch": S, "device": str(dev), "backend": "fused"})
+        if not batched:
+            _unbatch(res)
+        return res
     if fused_kind is not None:
         res = _fit_cnce_fused(model, fused_kind, x, theta0, kappa, eps, noise_base, eps_rule, max_iter, tol, threads)
         res.seconds = time.perf_counter() - t0
@@ -253,9 +264,11 @@ def _fused_kind(model, method, noise, dev, dtype):
     from .models.gaussian import Gaussian
     from .models.ica import ICA
 
-    if not _fused.available() or method != "cnce" or dev.type != "cpu" or dtype != torch.float64:
+    if not _fused.available() or dev.type != "cpu" or dtype != torch.float64:
         return None
-    if type(noise) is not noise_mod.GaussianNoise:
+    if method == "mle" and type(model) is ICA:
+        return "ica-mle"
+    if method != "cnce" or type(noise) is not noise_mod.GaussianNoise:
         return None
     if type(model) is Gaussian:
         return _fused.GAUSSIAN

@@ -94,3 +94,17 @@ def test_backend_errors():
         cnce.fit(Gaussian(), x, eps=0.5, threads=0)
     # the torch path is what a float32 fit uses
     assert cnce.fit(Gaussian(), x, eps=0.5, dtype=torch.float32).info["backend"] == "torch"
+
+
+def test_ica_mle_fused_matches_torch_lbfgs():
+    # the same L-BFGS (two-loop recursion, backtracking, stopping rules) per simulation
+    model = ICA()
+    th, th0, x, _ = _problem(model, 6, 1500, 1, 4)
+    f = cnce.fit(model, x, method="mle", theta0=th0, backend="fused")
+    t = cnce.fit(model, x, method="mle", theta0=th0, backend="torch")
+    assert f.info["backend"] == "fused" and f.converged.all()
+    torch.testing.assert_close(f.init_loss, t.init_loss, rtol=1e-12, atol=0)
+    # piecewise-smooth likelihood: both stop at kink vertices of the same basin
+    assert ((f.loss - t.loss).abs() / t.loss).max() < 1e-5
+    ef, et = f.error(model, th), t.error(model, th)
+    assert abs(float(ef.mean() / et.mean()) - 1.0) < 0.1
