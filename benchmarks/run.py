@@ -324,7 +324,8 @@ def bench_throughput(args):
 # --------------------------------------------------------------------------- end to end
 def bench_e2e(args):
     rows = []
-    tmp = Path(tempfile.mkdtemp(prefix="cnce-bench-"))
+    keep = args.e2e_results_dir is not None
+    tmp = Path(args.e2e_results_dir) if keep else Path(tempfile.mkdtemp(prefix="cnce-bench-"))
     exps = args.experiments
     for exp in exps:
         out = tmp / args.scale
@@ -335,7 +336,8 @@ def bench_e2e(args):
         rows.append(dict(experiment=exp, scale=args.scale, seconds=secs, returncode=r.returncode,
                          load_average=list(os.getloadavg()), stderr_tail=r.stderr[-2000:] if r.returncode else ""))
         print(f"e2e {exp} at {args.scale}: {secs:.1f} s (rc {r.returncode})", flush=True)
-    shutil.rmtree(tmp, ignore_errors=True)
+    if not keep:
+        shutil.rmtree(tmp, ignore_errors=True)
     if args.book:
         for mode, extra in (("clean", ["--clean"]), ("cached", [])):
             t0 = time.perf_counter()
@@ -400,7 +402,7 @@ def _image_eval_estimate(cfg, args):
             hy = net.layer_input(y[i:i + cfg.chunk], 1)
             loss = cnce_loss(net.layer_log_phi(hx, 1), net.layer_log_phi(hy, 1)) * (hx.shape[0] / n)
             loss.backward()
-            total += float(loss)
+            total += float(loss.detach())
         return total
 
     ts, _ = timed(one, args.repeats)
@@ -441,6 +443,7 @@ def main(argv=None):
     p.add_argument("--tp-chunk", type=int, default=10, help="simulations per chunk (memory)")
     p.add_argument("--scale", default="paper")
     p.add_argument("--experiments", nargs="*", default=["consistency", "nce", "ring", "supplementary"])
+    p.add_argument("--e2e-results-dir", default=None, help="with --e2e: keep the results there (default: a temporary folder, removed)")
     p.add_argument("--book", action="store_true", help="with --e2e: time the quick-scale book build from clean and cached")
     p.add_argument("--image-configs", nargs="*", default=["quick", "paper"])
     p.add_argument("--image-meta", type=int, default=1)
