@@ -371,6 +371,16 @@ if HAVE_NUMBA:
                 if np.isfinite(loss_new) and loss_new <= loss + c1 * alpha * slope:
                     accepted = True
                     break
+                if have_full and dec <= 1e-12 * max(1.0, abs(loss)):
+                    # the decrease is below the round-off of the loss sum, so the Armijo test is
+                    # noise: take the full step if it shrinks the gradient (else stop: converged)
+                    g_old = 0.0
+                    g_new = 0.0
+                    for q in range(P):
+                        g_old += g[q] * g[q]
+                        g_new += g2[q] * g2[q]
+                    accepted = np.isfinite(loss_new) and g_new < g_old
+                    break
                 # next trial: the minimiser of the quadratic through loss, slope and the
                 # rejected trial, kept within [0.1, 0.5] times the step (safeguarded backtracking)
                 curv = loss_new - loss - slope * alpha

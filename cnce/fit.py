@@ -292,7 +292,10 @@ def _fit_cnce_fused(model, kind, x, theta0, kappa, eps, base, rule, max_iter, to
 
         eps = choose_eps(J_of_eps, x, rule)
     if kind == _fused.GAUSSIAN:
-        opts = dict(progressive=True, reuse_h=True, hess_points=HESS_POINTS)
+        # convex and smooth: stop on the Newton decrement (or when no step can lower the loss any
+        # more); the "small relative decrease" rule is for the piecewise-smooth ICA problems and
+        # would stop the last stage of progressive sampling early when it starts close to the optimum
+        opts = dict(progressive=True, reuse_h=True, hess_points=HESS_POINTS, patience=1 << 30)
     else:  # non-convex: no progressive sampling (it would change the path), same settings as the torch path
         opts = dict(progressive=False, reuse_h=False, hess_points=ICA_HESS_POINTS, ftol=max(1e-12, _stat_ftol(model, N)))
     out = _fused.newton_all(kind, X, XI, eps.numpy(), psi0.numpy(), a=a, max_iter=max_iter or 100, tol=tol,
