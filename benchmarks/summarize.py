@@ -60,9 +60,13 @@ def main():
         out.append("")
     e = _load("e2e")
     if e:
-        out += ["## End to end", "", _machine(e["machine"]), "", "| experiment | scale | seconds | exit code |", "|---|---|---|---|"]
+        out += ["## End to end", "", _machine(e["machine"]), "",
+                "Wall time of `python -m cnce run <experiment> --scale paper` from an empty results folder.", "",
+                "| experiment | scale | threads | seconds | exit code | note |", "|---|---|---|---|---|---|"]
         for r in e["results"]:
-            out.append(f"| {r['experiment']} | {r['scale']} | {r['seconds']:.0f} | {r['returncode']} |")
+            rc = "-" if r["returncode"] is None else r["returncode"]
+            out.append(f"| {r['experiment']} | {r['scale']} | {r.get('threads', e['settings'].get('threads', '-'))} | "
+                       f"{r['seconds']:.0f} | {rc} | {r.get('note', '')} |")
         out.append("")
     im = _load("images")
     if im:
