@@ -113,6 +113,21 @@ if HAVE_NUMBA:
                     acc += V[t] * Fq[t] * Fr[t]
                 H[q, r] += acc
 
+    @njit(inline="always", **_JIT)
+    def _fill_block(X, XI, eps, i0, i1, K, XB, Z, M):
+        """Lay out the pairs of data points ``i0 .. i1 - 1`` as columns: ``x`` repeated ``K`` times
+        in ``XB``, the noise steps ``z = eps xi`` in ``Z``; zero the margins ``M``."""
+        D = X.shape[1]
+        t = 0
+        for i in range(i0, i1):
+            for k in range(K):
+                for c in range(D):
+                    XB[c, t] = X[i, c]
+                    Z[c, t] = eps * XI[i, k, c]
+                t += 1
+        for u in range(t):
+            M[u] = 0.0
+
     @njit(**_JIT_SUM)
     def _pass_gauss(X, XI, eps, th, n_data, K, a_unused, want, hb, g, H, buf):
         """One pass of the Gaussian CNCE problem over the first ``n_data`` data points, in blocks
@@ -135,15 +150,7 @@ if HAVE_NUMBA:
         for i0 in range(0, n_data, nb):
             i1 = min(n_data, i0 + nb)
             nt = (i1 - i0) * K
-            t = 0
-            for i in range(i0, i1):
-                for k in range(K):
-                    for c in range(D):
-                        XB[c, t] = X[i, c]
-                        Z[c, t] = eps * XI[i, k, c]
-                    t += 1
-            for t in range(nt):
-                M[t] = 0.0
+            _fill_block(X, XI, eps, i0, i1, K, XB, Z, M)
             p = 0
             for a in range(D):
                 for b in range(a, D):
@@ -189,15 +196,7 @@ if HAVE_NUMBA:
         for i0 in range(0, n_data, nb):
             i1 = min(n_data, i0 + nb)
             nt = (i1 - i0) * K
-            t = 0
-            for i in range(i0, i1):
-                for k in range(K):
-                    for c in range(D):
-                        XB[c, t] = X[i, c]
-                        Z[c, t] = eps * XI[i, k, c]
-                    t += 1
-            for t in range(nt):
-                M[t] = 0.0
+            _fill_block(X, XI, eps, i0, i1, K, XB, Z, M)
             for r in range(D):
                 Sx = SX[r]
                 for t in range(nt):
@@ -329,7 +328,6 @@ if HAVE_NUMBA:
         and the loss fell by 0.5-1.5 times the decrease the quadratic model predicted; the
         matrix only sets the direction, so the minimiser is the same (used for the Gaussian)."""
         P = theta.shape[0]
-        D = X.shape[1]
         g = np.empty(P)
         H = np.empty((P, P))
         g2 = np.empty(P)
