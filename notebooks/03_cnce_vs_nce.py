@@ -38,15 +38,12 @@ import torch
 torch.set_num_threads(1)
 
 from cnce import plotting
-from cnce.experiments import SCALES, analysis, ensure, for_display, get_config, provenance_table
+from cnce.experiments import SCALES, analysis, page_results, provenance_table
 
 pd.set_option("display.width", 120)
-df_run = ensure("nce", scale, seed, compute=(scale == "quick"))  # quick: computed (what CI runs); paper: loaded
-df, shown = for_display("nce", df_run, scale, seed)  # a complete committed paper-scale run is shown instead
-config = get_config("nce", shown, seed)
+# quick: computed (what CI runs), then a complete committed paper-scale run is shown if there is one
+df, shown, config = page_results("nce", scale, seed)
 grid = SCALES[shown]
-if shown != scale:
-    print(f"computed the {scale} grid ({len(df_run)} rows); this page shows the committed {shown}-scale run")
 print(f"{config.figure}: scale = {shown!r}, seed = {seed}, {config.n_sims} simulations per point;")
 print(f"against N: kappa in {list(grid.kappa)}; against kappa: kappa in {list(grid.kappa_sweep)} at N = {grid.N_fixed[0]}")
 studies = [s for s in ("gaussian", "ica") if (df.study == s).any()]

@@ -47,16 +47,13 @@ torch.set_num_threads(1)
 
 import cnce
 from cnce import plotting
-from cnce.experiments import analysis, ensure, for_display, get_config, provenance_table
+from cnce.experiments import analysis, page_results, provenance_table
 from cnce.experiments.runner import build_problem
 from cnce.noise import NCEGaussianNoise
 
 pd.set_option("display.width", 120)
-df_run = ensure("ring", scale, seed, compute=(scale == "quick"))  # quick: computed (what CI runs); paper: loaded
-df, shown = for_display("ring", df_run, scale, seed)  # a complete committed paper-scale run is shown instead
-config = get_config("ring", shown, seed)
-if shown != scale:
-    print(f"computed the {scale} grid ({len(df_run)} rows); this page shows the committed {shown}-scale run")
+# quick: computed (what CI runs), then a complete committed paper-scale run is shown if there is one
+df, shown, config = page_results("ring", scale, seed)
 print(f"{config.figure}: scale = {shown!r}, seed = {seed}, {config.n_sims} simulations per point, kappa = 10,")
 print(f"N in {sorted(df.N.unique().tolist())}; generators: {sorted(df.study.unique().tolist())}")
 

@@ -39,14 +39,11 @@ import torch
 torch.set_num_threads(1)
 
 from cnce import plotting
-from cnce.experiments import analysis, ensure, for_display, get_config, provenance_table
+from cnce.experiments import analysis, page_results, provenance_table
 
 pd.set_option("display.width", 120)
-df_run = ensure("supplementary", scale, seed, compute=(scale == "quick"))  # quick: computed (what CI runs); paper: loaded
-df, shown = for_display("supplementary", df_run, scale, seed)  # a complete committed paper-scale run is shown instead
-config = get_config("supplementary", shown, seed)
-if shown != scale:
-    print(f"computed the {scale} grid ({len(df_run)} rows); this page shows the committed {shown}-scale run")
+# quick: computed (what CI runs), then a complete committed paper-scale run is shown if there is one
+df, shown, config = page_results("supplementary", scale, seed)
 print(f"{config.figure}: scale = {shown!r}, seed = {seed}, {config.n_sims} simulations per point,")
 print(f"N in {sorted(df.N.unique().tolist())}, kappa in {sorted(df.kappa.dropna().unique().tolist())}")
 

@@ -9,7 +9,7 @@ or from the command line: ``python -m cnce list`` and
 ``python -m cnce run consistency --scale paper``.
 """
 from .configs import FIGURES, SCALES, STUDIES, Cell, ExperimentConfig, experiment_names, get_config
-from .runner import derive_seed, ensure, for_display, load_results, missing_cells, provenance_table, run
+from .runner import derive_seed, ensure, for_display, load_results, missing_cells, page_results, provenance_table, run
 from .store import CorruptResultsError, ResultStore, default_results_dir
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "ensure",
     "load_results",
     "missing_cells",
+    "page_results",
     "provenance_table",
     "run",
     "CorruptResultsError",

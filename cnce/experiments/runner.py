@@ -545,3 +545,15 @@ def for_display(name: str, df_run: pd.DataFrame, scale: str = "quick", seed: int
         return load_results(name, "paper", seed, results_dir=paper_dir), "paper"
     except (FileNotFoundError, ValueError):
         return df_run, scale
+
+
+def page_results(name: str, scale: str = "quick", seed: int = 0):
+    """What a notebook page of experiment ``name`` works with: computes the quick grid (what CI
+    runs; at other scales the stored cells are only loaded), then swaps in a complete committed
+    paper-scale run (:func:`for_display`) and says so. Returns ``(df, shown_scale, config)``
+    with the :class:`~cnce.experiments.configs.ExperimentConfig` of the scale shown."""
+    df_run = ensure(name, scale, seed, compute=(scale == "quick"))
+    df, shown = for_display(name, df_run, scale, seed)
+    if shown != scale:
+        print(f"computed the {scale} grid ({len(df_run)} rows); this page shows the committed {shown}-scale run")
+    return df, shown, get_config(name, shown, seed)
