@@ -269,10 +269,11 @@ def bench_throughput(args):
                     P = T.shape[1]
                     g, H = np.empty(P), np.empty((P, P))
                     buf = _fused._buffers(kappa, model.dim, P, _fused.BLOCK_PAIRS)
+                    prm = np.array([eps])
 
                     def run_once():
                         for s in range(Sc):
-                            _fused._pass(kind, X[s], XI[s], eps, T[s], N, kappa, a, True, 1 << 62, g, H, buf)
+                            _fused._pass(kind, X[s], XI[s], prm, T[s], N, kappa, a, True, 1 << 62, g, H, buf)
 
                     run_once()  # compile
                     nbytes = X.nbytes + XI.nbytes

@@ -23,9 +23,12 @@ decrement). Two differences that do not change the minimiser of a convex problem
   so that the full data see only the last two or three Newton iterations. Used for the
   convex Gaussian problem; off for ICA, whose local optima depend on the path.
 
-Supported models: ``kind = 0`` Gaussian (Eq. 15, features ``-u_a u_b`` and ``-u_a^2 / 2``),
-``kind = 1`` ICA (Eq. 16, ``log phi = -a sum_j |b_j . u|``). :func:`available` says whether
-numba imported.
+Supported problems: ``kind = 0`` Gaussian (Eq. 15, features ``-u_a u_b`` and ``-u_a^2 / 2``),
+``kind = 1`` ICA (Eq. 16, ``log phi = -a sum_j |b_j . u|``), and NCE (Gutmann & Hyvarinen
+2012) for the same two models, ``kind = 2`` and ``3``: each data point and its ``K`` noise
+points ``y = mu + L xi`` (the Gaussian matched to the data, formed on the fly from the same
+noise base) are rows of a logistic regression with the learned log-normaliser ``c`` as the
+last parameter. :func:`available` says whether numba imported.
 """
 from __future__ import annotations
 
@@ -49,9 +52,10 @@ try:  # numba is a dependency, but keep the package importable without it (torch
 except Exception:  # pragma: no cover - exercised only where numba is missing
     HAVE_NUMBA = False
 
-__all__ = ["available", "GAUSSIAN", "ICA", "newton_all", "loss_all", "ica_mle_all"]
+__all__ = ["available", "GAUSSIAN", "ICA", "NCE_GAUSSIAN", "NCE_ICA", "newton_all", "loss_all", "ica_mle_all", "nce_params"]
 
-GAUSSIAN, ICA = 0, 1
+#: problem kinds: CNCE (Eq. 8) for the Gaussian and ICA models, and NCE for the same models
+GAUSSIAN, ICA, NCE_GAUSSIAN, NCE_ICA = 0, 1, 2, 3
 #: pairs per block of a pass (whole data points; the block's scratch stays in the L1/L2 cache)
 BLOCK_PAIRS = 512
 #: the next line search starts at this multiple of the last accepted step (at most 1)
@@ -239,33 +243,259 @@ if HAVE_NUMBA:
             blk += 1
         return loss, n_h
 
-    @njit(**_JIT)
-    def _pass(kind, X, XI, eps, th, n_data, K, a, want, hb, g, H, buf):
-        if kind == 0:
-            return _pass_gauss(X, XI, eps, th, n_data, K, a, want, hb, g, H, buf)
-        return _pass_ica(X, XI, eps, th, n_data, K, a, want, hb, g, H, buf)
+    @njit(inline="always", **_JIT)
+    def _fill_nce(X, XI, prm, i0, i1, K, XB, Z, M, T):
+        """NCE's rows for data points ``i0 .. i1 - 1``: the data points (first ``i1 - i0``
+        columns of ``XB``), then their ``K`` noise points each, ``y = mu + L xi``; ``Z[0]`` holds
+        the label ``s`` (+1 data, -1 noise) and ``Z[1]`` the margin's offset ``-log p_n(x) - log nu``
+        or ``log p_n(y) + log nu``, so that ``m = s (log phi(u) + c) + Z[1]``. ``prm`` from
+        :func:`nce_params`; ``T (D, B)`` is scratch. Loops run along the rows (vectorised)."""
+        D = X.shape[1]
+        DD = D * D
+        C = prm[D + 2 * DD]
+        Sg, Of = Z[0], Z[1]
+        nd = i1 - i0
+        for j in range(nd):
+            for c in range(D):
+                XB[c, j] = X[i0 + j, c]
+            Sg[j] = 1.0
+            Of[j] = C
+            M[j] = 0.0
+        for r in range(D):  # -log p_n(x) = |Linv (x - mu)|^2 / 2 + const, Linv lower triangular
+            for c in range(r + 1):
+                lrc, mc, Xc = prm[D + DD + r * D + c], prm[c], XB[c]
+                for j in range(nd):
+                    M[j] += lrc * (Xc[j] - mc)
+            for j in range(nd):
+                Of[j] += 0.5 * M[j] * M[j]
+                M[j] = 0.0
+        t = 0
+        for i in range(i0, i1):
+            for k in range(K):
+                for c in range(D):
+                    T[c, t] = XI[i, k, c]
+                t += 1
+        nn = t
+        for j in range(nn):
+            Sg[nd + j] = -1.0
+            Of[nd + j] = -C
+            M[nd + j] = 0.0
+        for c in range(D):
+            Tc = T[c]
+            for j in range(nn):
+                Of[nd + j] -= 0.5 * Tc[j] * Tc[j]
+        for r in range(D):
+            Xr = XB[r]
+            mr = prm[r]
+            for j in range(nn):
+                Xr[nd + j] = mr
+            for c in range(r + 1):
+                lrc, Tc = prm[D + r * D + c], T[c]
+                for j in range(nn):
+                    Xr[nd + j] += lrc * Tc[j]
+
+    @njit(inline="always", **_JIT_SUM)
+    def _grad_block(W, F, P, nt, g):
+        """``g -= sum_t w_t f_t`` for the block's rows."""
+        for q in range(P):
+            Fq = F[q]
+            acc = 0.0
+            for t in range(nt):
+                acc += W[t] * Fq[t]
+            g[q] -= acc
+
+    @njit(**_JIT_SUM)
+    def _pass_nce_gauss(X, XI, prm, th, n_data, K, a_unused, want, hb, g, H, buf):
+        """NCE for the Gaussian model (Gutmann & Hyvarinen 2012): parameters ``(theta, c)``,
+        rows ``m = s (theta . T(u) + c) + offset`` (:func:`_fill_nce`), as :func:`_pass_gauss`."""
+        XB, Z, M, SP, W, F = buf[0], buf[1], buf[2], buf[3], buf[4], buf[5]
+        D = X.shape[1]
+        P = th.shape[0]
+        R = K + 1
+        nb = M.shape[0] // R
+        loss = 0.0
+        n_h = 0
+        if want:
+            g[:] = 0.0
+            H[:, :] = 0.0
+        blk = 0
+        Sg, Of = Z[0], Z[1]
+        for i0 in range(0, n_data, nb):
+            i1 = min(n_data, i0 + nb)
+            nt = (i1 - i0) * R
+            _fill_nce(X, XI, prm, i0, i1, K, XB, Z, M, buf[7])
+            p = 0
+            for a in range(D):
+                for b in range(a, D):
+                    c = -0.5 if a == b else -1.0
+                    Fp = F[p]
+                    Xa, Xb = XB[a], XB[b]
+                    tp = th[p]
+                    for t in range(nt):
+                        fp = c * Sg[t] * Xa[t] * Xb[t]
+                        Fp[t] = fp
+                        M[t] += tp * fp
+                    p += 1
+            Fc = F[P - 1]
+            tc = th[P - 1]
+            for t in range(nt):
+                Fc[t] = Sg[t]
+                M[t] += tc * Sg[t] + Of[t]
+            _logistic_block(M, SP, W, nt)
+            for t in range(nt):
+                loss += SP[t]
+            if want:
+                _grad_block(W, F, P, nt, g)
+                if blk % hb == 0:
+                    n_h += nt
+                    _gn_block(W, F, SP, H, P, nt)
+            blk += 1
+        return loss, n_h
+
+    @njit(**_JIT_SUM)
+    def _pass_nce_ica(X, XI, prm, th, n_data, K, a, want, hb, g, H, buf):
+        """NCE for the ICA model: parameters ``(B, c)``, ``log phi(u) = -a sum_j |b_j . u|``, rows
+        ``m = s (log phi(u) + c) + offset`` (:func:`_fill_nce`), as :func:`_pass_ica`."""
+        XB, Z, M, SP, W, F, SG = buf[0], buf[1], buf[2], buf[3], buf[4], buf[5], buf[6]
+        D = X.shape[1]
+        P = th.shape[0]
+        R = K + 1
+        nb = M.shape[0] // R
+        loss = 0.0
+        n_h = 0
+        if want:
+            g[:] = 0.0
+            H[:, :] = 0.0
+        blk = 0
+        Sgn, Of = Z[0], Z[1]
+        for i0 in range(0, n_data, nb):
+            i1 = min(n_data, i0 + nb)
+            nt = (i1 - i0) * R
+            _fill_nce(X, XI, prm, i0, i1, K, XB, Z, M, buf[7])
+            for r in range(D):
+                Sr = SG[r]
+                for t in range(nt):
+                    Sr[t] = 0.0
+                for c in range(D):
+                    brc = th[r * D + c]
+                    Xc = XB[c]
+                    for t in range(nt):
+                        Sr[t] += brc * Xc[t]
+                for t in range(nt):
+                    sr = Sr[t]
+                    M[t] -= a * Sgn[t] * abs(sr)
+                    Sr[t] = 1.0 if sr > 0.0 else (-1.0 if sr < 0.0 else 0.0)
+            tc = th[P - 1]
+            for t in range(nt):
+                M[t] += tc * Sgn[t] + Of[t]
+            _logistic_block(M, SP, W, nt)
+            for t in range(nt):
+                loss += SP[t]
+            if want:
+                # f_(r, c) = -a s sign(b_r . u) u_c, f_c = s
+                for r in range(D):
+                    Sr = SG[r]
+                    for c in range(D):
+                        Fq = F[r * D + c]
+                        Xc = XB[c]
+                        for t in range(nt):
+                            Fq[t] = -a * Sgn[t] * Sr[t] * Xc[t]
+                Fc = F[P - 1]
+                for t in range(nt):
+                    Fc[t] = Sgn[t]
+                _grad_block(W, F, P, nt, g)
+                if blk % hb == 0:
+                    n_h += nt
+                    _gn_block(W, F, SP, H, P, nt)
+            blk += 1
+        return loss, n_h
+
+    @njit(cache=True, parallel=True, error_model="numpy")
+    def _nce_c0_all(kind, X, XI, prm, theta, a, n0, block_pairs, out):
+        """NCE's start for ``c``: ``-log`` of the importance-sampling estimate of ``Z(theta)`` from the
+        noise points of the first ``n0`` data points, ``-(logsumexp(log phi(y) - log p_n(y)) - log n)``."""
+        S, N, D = X.shape
+        K = XI.shape[2]
+        P = theta.shape[1]
+        log_nu = math.log(K)
+        for s in prange(S):
+            buf = _buffers(K + 1, D, P, block_pairs)
+            XB, Z, M = buf[0], buf[1], buf[2]
+            th = theta[s]
+            nb = M.shape[0] // (K + 1)
+            mx = -np.inf
+            acc = 0.0
+            for i0 in range(0, n0, nb):
+                i1 = min(n0, i0 + nb)
+                _fill_nce(X[s], XI[s], prm[s], i0, i1, K, XB, Z, M, buf[7])
+                nd = i1 - i0
+                for t in range(nd, nd + nd * K):
+                    lp = 0.0
+                    if kind == NCE_GAUSSIAN:
+                        p = 0
+                        for u in range(D):
+                            for v in range(u, D):
+                                lp -= (0.5 if u == v else 1.0) * th[p] * XB[u, t] * XB[v, t]
+                                p += 1
+                    else:
+                        for r in range(D):
+                            pr = 0.0
+                            for c in range(D):
+                                pr += th[r * D + c] * XB[c, t]
+                            lp -= a * abs(pr)
+                    val = lp - (Z[1, t] - log_nu)
+                    if val > mx:
+                        acc = acc * math.exp(mx - val) + 1.0
+                        mx = val
+                    else:
+                        acc += math.exp(val - mx)
+            c0 = -(mx + math.log(acc) - math.log(n0 * K))
+            out[s] = c0 if np.isfinite(c0) else 0.0
 
     @njit(**_JIT)
-    def _buffers(K, D, P, block_pairs):
+    def _pass(kind, X, XI, prm, th, n_data, K, a, want, hb, g, H, buf):
+        """One pass of problem ``kind``; ``prm`` holds the simulation's constants: ``[eps]`` for
+        CNCE, the noise Gaussian (:func:`nce_params`) for NCE."""
+        if kind == GAUSSIAN:
+            return _pass_gauss(X, XI, prm[0], th, n_data, K, a, want, hb, g, H, buf)
+        if kind == ICA:
+            return _pass_ica(X, XI, prm[0], th, n_data, K, a, want, hb, g, H, buf)
+        if kind == NCE_GAUSSIAN:
+            return _pass_nce_gauss(X, XI, prm, th, n_data, K, a, want, hb, g, H, buf)
+        return _pass_nce_ica(X, XI, prm, th, n_data, K, a, want, hb, g, H, buf)
+
+    @njit(**_JIT)
+    def _rows(kind, K):
+        """Rows (point pairs for CNCE, points for NCE) per data point."""
+        return K if kind <= ICA else K + 1
+
+    @njit(**_JIT)
+    def _scale(kind, n_data, K):
+        """The loss's normalisation: ``2 / (N K)`` for CNCE (Eq. 8), ``1 / N`` for NCE."""
+        return 2.0 / (n_data * K) if kind <= ICA else 1.0 / n_data
+
+    @njit(**_JIT)
+    def _buffers(R, D, P, block_pairs):
         """Per-thread scratch: ``XB, Z (D, B), M, SP, W (B,), F (P, B), SG, SX (D, B)`` with
-        ``B = K * max(1, block_pairs // K)`` pairs per block (whole data points)."""
-        B = K * max(1, block_pairs // K)
-        return (np.empty((D, B)), np.empty((D, B)), np.empty(B), np.empty(B), np.empty(B), np.empty((P, B)),
+        ``B = R * max(1, block_pairs // R)`` rows per block (whole data points, ``R`` rows each:
+        :func:`_rows`). ``Z`` has at least 2 rows (NCE keeps the label and offset there)."""
+        B = R * max(1, block_pairs // R)
+        return (np.empty((D, B)), np.empty((max(D, 2), B)), np.empty(B), np.empty(B), np.empty(B), np.empty((P, B)),
                 np.empty((D, B)), np.empty((D, B)))
 
     @njit(**_JIT)
-    def _full(kind, X, XI, eps, th, n_data, K, a, hess_points, g, H, buf, want_h=True):
+    def _full(kind, X, XI, prm, th, n_data, K, a, hess_points, g, H, buf, want_h=True):
         """Loss, gradient and (if ``want_h``; else ``H`` is left alone) the Gauss-Newton matrix
         from about ``hess_points`` pairs (whole blocks), scaled to the problem's ``2 / (N K)``."""
-        n = n_data * K
+        n = n_data * _rows(kind, K)
         if want_h:
             hb = 1 if hess_points <= 0 else max(1, n // hess_points)
         else:
             hb = 1 << 62
         P = th.shape[0]
         Hw = H if want_h else np.empty((P, P))
-        loss, n_h = _pass(kind, X, XI, eps, th, n_data, K, a, True, hb, g, Hw, buf)
-        scale = 2.0 / n
+        loss, n_h = _pass(kind, X, XI, prm, th, n_data, K, a, True, hb, g, Hw, buf)
+        scale = _scale(kind, n_data, K)
         for q in range(P):
             g[q] *= scale
         if want_h:
@@ -318,7 +548,7 @@ if HAVE_NUMBA:
             d[q] = -g[q]
 
     @njit(**_JIT)
-    def _newton_one(kind, X, XI, eps, theta, n_data, K, a, hess_points, max_iter, tol, ftol, patience, c1, max_halvings,
+    def _newton_one(kind, X, XI, prm, theta, n_data, K, a, hess_points, max_iter, tol, ftol, patience, c1, max_halvings,
                     buf, reuse_h):
         """Solve one problem on its first ``n_data`` data points; ``theta`` is updated in place.
         Returns ``(loss, max |grad|, iterations, converged)``.
@@ -335,9 +565,8 @@ if HAVE_NUMBA:
         d = np.empty(P)
         L = np.zeros((P, P))
         th_new = np.empty(P)
-        n = n_data * K
-        scale = 2.0 / n
-        loss = _full(kind, X, XI, eps, theta, n_data, K, a, hess_points, g, H, buf)
+        scale = _scale(kind, n_data, K)
+        loss = _full(kind, X, XI, prm, theta, n_data, K, a, hess_points, g, H, buf)
         alpha0 = 1.0
         quiet = 0
         it = 0
@@ -361,10 +590,10 @@ if HAVE_NUMBA:
                 for q in range(P):
                     th_new[q] = theta[q] + alpha * d[q]
                 if h == 0 and first_full:
-                    loss_new = _full(kind, X, XI, eps, th_new, n_data, K, a, hess_points, g2, H2, buf, want_h)
+                    loss_new = _full(kind, X, XI, prm, th_new, n_data, K, a, hess_points, g2, H2, buf, want_h)
                     have_full = True
                 else:
-                    loss_new = scale * _pass(kind, X, XI, eps, th_new, n_data, K, a, False, 1, g2, H2, buf)[0]
+                    loss_new = scale * _pass(kind, X, XI, prm, th_new, n_data, K, a, False, 1, g2, H2, buf)[0]
                     have_full = False
                 if np.isfinite(loss_new) and loss_new <= loss + c1 * alpha * slope:
                     accepted = True
@@ -396,7 +625,7 @@ if HAVE_NUMBA:
                 break
             if not have_full:
                 want_h = True
-                loss_new = _full(kind, X, XI, eps, th_new, n_data, K, a, hess_points, g2, H2, buf, True)
+                loss_new = _full(kind, X, XI, prm, th_new, n_data, K, a, hess_points, g2, H2, buf, True)
             rho = (loss - loss_new) / dec if dec > 0.0 else 1.0
             used_h = want_h
             want_h = not (reuse_h and alpha == 1.0 and 0.5 <= rho <= 1.5)
@@ -417,20 +646,20 @@ if HAVE_NUMBA:
         return loss, gmax, it, converged
 
     @njit(cache=True, parallel=True, error_model="numpy")
-    def _newton_all(kind, X, XI, eps, theta, stages, a, hess_points, block_pairs, max_iter, tol, stage_tol, ftol,
+    def _newton_all(kind, X, XI, prm, theta, stages, a, hess_points, block_pairs, max_iter, tol, stage_tol, ftol,
                     patience, c1, max_halvings, reuse_h, init_loss, loss, gmax, n_iter, conv):
         S, N, D = X.shape
         K = XI.shape[2]
         P = theta.shape[1]
         for s in prange(S):
-            buf = _buffers(K, D, P, block_pairs)
+            buf = _buffers(_rows(kind, K), D, P, block_pairs)
             g0 = np.empty(P)
             H0 = np.empty((P, P))
             th = theta[s].copy()
-            init_loss[s] = 2.0 / (N * K) * _pass(kind, X[s], XI[s], eps[s], th, N, K, a, False, 1, g0, H0, buf)[0]
+            init_loss[s] = _scale(kind, N, K) * _pass(kind, X[s], XI[s], prm[s], th, N, K, a, False, 1, g0, H0, buf)[0]
             for st in range(stages.shape[0]):
                 last = st == stages.shape[0] - 1
-                l, gm, it, cv = _newton_one(kind, X[s], XI[s], eps[s], th, stages[st], K, a, hess_points, max_iter,
+                l, gm, it, cv = _newton_one(kind, X[s], XI[s], prm[s], th, stages[st], K, a, hess_points, max_iter,
                                             tol if last else stage_tol, ftol, patience, c1, max_halvings, buf, reuse_h)
                 if last:
                     loss[s] = l
@@ -440,13 +669,13 @@ if HAVE_NUMBA:
             theta[s, :] = th
 
     @njit(cache=True, parallel=True, error_model="numpy")
-    def _loss_all(kind, X, XI, eps, theta, a, block_pairs, out):
+    def _loss_all(kind, X, XI, prm, theta, a, block_pairs, out):
         S, N, D = X.shape
         K = XI.shape[2]
         P = theta.shape[1]
         for s in prange(S):
-            buf = _buffers(K, D, P, block_pairs)
-            out[s] = 2.0 / (N * K) * _pass(kind, X[s], XI[s], eps[s], theta[s].copy(), N, K, a, False, 1, np.empty(P),
+            buf = _buffers(_rows(kind, K), D, P, block_pairs)
+            out[s] = _scale(kind, N, K) * _pass(kind, X[s], XI[s], prm[s], theta[s].copy(), N, K, a, False, 1, np.empty(P),
                                            np.empty((P, P)), buf)[0]
 
 
@@ -686,11 +915,44 @@ def default_stages(N: int, K: int, progressive: bool, min_pairs: int = 2_000) ->
     return np.asarray(st, dtype=np.int64)
 
 
-def newton_all(kind, X, XI, eps, theta0, *, a=0.0, progressive=False, hess_points=4096, max_iter=100, tol=1e-14,
+def _prm(prm):
+    """Per-simulation constants as ``(S, Q)`` float64: ``eps (S,)`` becomes ``(S, 1)``."""
+    prm = np.asarray(prm, dtype=np.float64)
+    return np.ascontiguousarray(prm[:, None] if prm.ndim == 1 else prm)
+
+
+def nce_params(mean, chol, kappa: int) -> np.ndarray:
+    """NCE's per-simulation constants for the NCE kinds: the noise Gaussian ``N(mean, L L^T)``
+    (``mean (S, D)``, lower Cholesky factor ``chol (S, D, D)``) packed as
+    ``[mean, L (row-major), L^-1 (row-major), log det L + D/2 log(2 pi) - log nu]``."""
+    mean = np.asarray(mean, dtype=np.float64)
+    L = np.asarray(chol, dtype=np.float64)
+    S, D = mean.shape
+    Linv = np.linalg.inv(L)
+    Linv = np.tril(Linv)  # exact zeros above the diagonal
+    C = np.log(np.diagonal(L, axis1=1, axis2=2)).sum(-1) + 0.5 * D * math.log(2 * math.pi) - math.log(kappa)
+    return np.ascontiguousarray(np.concatenate([mean, L.reshape(S, -1), Linv.reshape(S, -1), C[:, None]], 1))
+
+
+def nce_c0(kind, X, XI, prm, theta, *, a=0.0, n_points=65536, threads=None, block_pairs=BLOCK_PAIRS):
+    """NCE's starting log-normaliser for every simulation (see ``cnce.fit._nce_c0``): from the noise
+    points of the first ``ceil(n_points / K)`` data points (all when fewer)."""
+    _threads(threads)
+    S, N, _ = X.shape
+    K = XI.shape[2]
+    out = np.empty(S)
+    _nce_c0_all(kind, X, XI, _prm(prm), np.ascontiguousarray(theta, dtype=np.float64), float(a),
+                min(N, -(-int(n_points) // K)), int(block_pairs), out)
+    return out
+
+
+def newton_all(kind, X, XI, prm, theta0, *, a=0.0, progressive=False, hess_points=4096, max_iter=100, tol=1e-14,
                stage_tol=1e-9, ftol=1e-12, patience=3, c1=1e-4, max_halvings=40, threads=None, block_pairs=BLOCK_PAIRS,
                reuse_h=False):
-    """Fit every simulation: ``X (S, N, D)``, ``XI (S, N, K, D)`` noise base, ``eps (S,)``,
-    ``theta0 (S, P)`` (float64 numpy). Returns a dict of numpy arrays like :class:`cnce.optim.OptimResult`."""
+    """Fit every simulation: ``X (S, N, D)``, ``XI (S, N, K, D)`` noise base, ``prm`` the
+    simulations' constants (``eps (S,)`` for CNCE; :func:`nce_params` for NCE), ``theta0 (S, P)``
+    (float64 numpy; for NCE the last parameter is ``c``). Returns a dict of numpy arrays like
+    :class:`cnce.optim.OptimResult`."""
     _threads(threads)
     S, N, _ = X.shape
     K = XI.shape[2]
@@ -698,18 +960,18 @@ def newton_all(kind, X, XI, eps, theta0, *, a=0.0, progressive=False, hess_point
     out = dict(init_loss=np.empty(S), loss=np.empty(S), grad_norm=np.empty(S), n_iter=np.empty(S, np.int64),
                converged=np.empty(S, np.bool_))
     stages = default_stages(N, K, progressive)
-    _newton_all(kind, X, XI, np.ascontiguousarray(eps, dtype=np.float64), theta, stages, float(a), int(hess_points),
+    _newton_all(kind, X, XI, _prm(prm), theta, stages, float(a), int(hess_points),
                 int(block_pairs), int(max_iter), float(tol), float(stage_tol), float(ftol), int(patience), float(c1), int(max_halvings),
                 bool(reuse_h), out["init_loss"], out["loss"], out["grad_norm"], out["n_iter"], out["converged"])
     out["psi"] = theta
     return out
 
 
-def loss_all(kind, X, XI, eps, theta, *, a=0.0, threads=None, block_pairs=BLOCK_PAIRS):
-    """The CNCE loss ``J`` (Eq. 8) of every simulation at ``theta (S, P)``: what the epsilon
-    heuristic evaluates at each candidate eps."""
+def loss_all(kind, X, XI, prm, theta, *, a=0.0, threads=None, block_pairs=BLOCK_PAIRS):
+    """The loss of every simulation at ``theta (S, P)`` (for CNCE ``J`` of Eq. 8, what the
+    epsilon heuristic evaluates at each candidate eps; ``prm`` as in :func:`newton_all`)."""
     _threads(threads)
     out = np.empty(X.shape[0])
-    _loss_all(kind, X, XI, np.ascontiguousarray(eps, dtype=np.float64), np.ascontiguousarray(theta, dtype=np.float64),
+    _loss_all(kind, X, XI, _prm(prm), np.ascontiguousarray(theta, dtype=np.float64),
               float(a), int(block_pairs), out)
     return out

@@ -86,8 +86,8 @@ def test_backend_errors():
     x = torch.randn(2, 50, 5, dtype=torch.float64)
     with pytest.raises(ValueError, match=r"backend must be one of \('auto', 'torch', 'fused'\); got 'gpu'"):
         cnce.fit(Gaussian(), x, eps=0.5, backend="gpu")
-    with pytest.raises(ValueError, match=r"backend='fused' needs .*method='nce'"):
-        cnce.fit(Gaussian(), x, method="nce", backend="fused")
+    with pytest.raises(ValueError, match=r"backend='fused' needs .*method='sm'"):
+        cnce.fit(Gaussian(), x, method="sm", backend="fused")
     with pytest.raises(ValueError, match=r"backend='fused' needs .*Ring"):
         cnce.fit(Ring(dim=5), x, eps=0.5, backend="fused")
     with pytest.raises(ValueError, match=r"threads must be an integer >= 1; got 0"):
@@ -108,3 +108,50 @@ def test_ica_mle_fused_matches_torch_lbfgs():
     assert ((f.loss - t.loss).abs() / t.loss).max() < 1e-5
     ef, et = f.error(model, th), t.error(model, th)
     assert abs(float(ef.mean() / et.mean()) - 1.0) < 0.1
+
+
+def test_nce_gaussian_fused_equals_torch():
+    # NCE: data and noise points y = mu + L xi (formed on the fly from the same base) with the
+    # learned log-normaliser c; convex, so both paths reach the same minimiser
+    model = Gaussian()
+    th, th0, x, base = _problem(model, 5, 3000, 4, 5)
+    kw = dict(method="nce", kappa=4, theta0=th0, noise_base=base)
+    f = cnce.fit(model, x, backend="fused", **kw)
+    t = cnce.fit(model, x, backend="torch", **kw)
+    assert f.info["backend"] == "fused" and f.converged.all() and t.converged.all()
+    assert ((f.theta - t.theta).norm(dim=1) / t.theta.norm(dim=1)).max() < 1e-5
+    torch.testing.assert_close(f.log_normaliser, t.log_normaliser, rtol=1e-5, atol=0)
+    torch.testing.assert_close(f.loss, t.loss, rtol=1e-7, atol=0)  # float32 features on the torch path
+    torch.testing.assert_close(f.init_loss, t.init_loss, rtol=1e-7, atol=0)
+    assert torch.isnan(f.eps).all() and f.kappa == 4
+
+
+def test_nce_ica_fused_and_torch_reach_equally_good_points():
+    model = ICA()
+    th, th0, x, base = _problem(model, 8, 2500, 5, 6)
+    kw = dict(method="nce", kappa=5, theta0=th0, noise_base=base)
+    f = cnce.fit(model, x, backend="fused", **kw)
+    t = cnce.fit(model, x, backend="torch", **kw)
+    assert f.info["backend"] == "fused" and f.converged.all() and t.converged.all()
+    # same start (c0 included) and the same loss function, to round-off
+    torch.testing.assert_close(f.init_loss, t.init_loss, rtol=1e-12, atol=0)
+    assert ((f.loss - t.loss).abs() / t.loss).max() < 1e-4
+    ef, et = f.error(model, th), t.error(model, th)
+    assert abs(float(ef.mean() / et.mean()) - 1.0) < 0.1
+
+
+def test_nce_params_offsets_are_the_noise_log_density():
+    # the fused NCE margin at theta = 0, c = 0 is -log p_n(x) - log nu (data) and
+    # log p_n(y) + log nu (noise): compare the resulting loss with numpy
+    from cnce.noise import NCEGaussianNoise
+
+    model = Gaussian(3)
+    th, th0, x, base = _problem(model, 2, 50, 3, 7)
+    pn = NCEGaussianNoise.fit(x)
+    prm = _fused.nce_params(pn.mean.numpy(), pn.chol.numpy(), 3)
+    got = _fused.loss_all(_fused.NCE_GAUSSIAN, x.numpy(), base.numpy(), prm, np.zeros((2, 7)))
+    y = pn.apply(base.reshape(2, 150, 3))
+    mx = -pn.log_prob(x) - math.log(3)
+    my = pn.log_prob(y) + math.log(3)
+    ref = (torch.nn.functional.softplus(-mx).sum(-1) + torch.nn.functional.softplus(-my).sum(-1)) / 50
+    np.testing.assert_allclose(got, ref.numpy(), rtol=1e-12)
