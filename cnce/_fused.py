@@ -28,7 +28,8 @@ Supported problems: ``kind = 0`` Gaussian (Eq. 15, features ``-u_a u_b`` and ``-
 2012) for the same two models, ``kind = 2`` and ``3``: each data point and its ``K`` noise
 points ``y = mu + L xi`` (the Gaussian matched to the data, formed on the fly from the same
 noise base) are rows of a logistic regression with the learned log-normaliser ``c`` as the
-last parameter. :func:`available` says whether numba imported.
+last parameter; ``kind = 4``: CNCE for the log-normal model of Supp. C (Eq. 62).
+:func:`available` says whether numba imported.
 """
 from __future__ import annotations
 
@@ -52,10 +53,11 @@ try:  # numba is a dependency, but keep the package importable without it (torch
 except Exception:  # pragma: no cover - exercised only where numba is missing
     HAVE_NUMBA = False
 
-__all__ = ["available", "GAUSSIAN", "ICA", "NCE_GAUSSIAN", "NCE_ICA", "newton_all", "loss_all", "ica_mle_all", "nce_params"]
+__all__ = ["available", "GAUSSIAN", "ICA", "NCE_GAUSSIAN", "NCE_ICA", "LOGNORMAL", "newton_all", "loss_all", "ica_mle_all", "nce_params"]
 
-#: problem kinds: CNCE (Eq. 8) for the Gaussian and ICA models, and NCE for the same models
-GAUSSIAN, ICA, NCE_GAUSSIAN, NCE_ICA = 0, 1, 2, 3
+#: problem kinds: CNCE (Eq. 8) for the Gaussian and ICA models, NCE for the same models, and
+#: CNCE for the log-normal model
+GAUSSIAN, ICA, NCE_GAUSSIAN, NCE_ICA, LOGNORMAL = 0, 1, 2, 3, 4
 #: pairs per block of a pass (whole data points; the block's scratch stays in the L1/L2 cache)
 BLOCK_PAIRS = 512
 #: the next line search starts at this multiple of the last accepted step (at most 1)
@@ -410,6 +412,59 @@ if HAVE_NUMBA:
             blk += 1
         return loss, n_h
 
+    @njit(**_JIT_SUM)
+    def _pass_lognormal(X, XI, eps, th, n_data, K, a_unused, want, hb, g, H, buf):
+        """CNCE for the log-normal model (Supp. C, Eq. 62), ``log phi(u) = -theta/2 (log u)^2 - log u``
+        for ``u > 0`` and ``C`` otherwise, with the noise of Eq. (13), as :func:`_pass_gauss`.
+        Where ``x`` and ``y = x + z`` are both positive the pair's feature and offset are formed
+        from ``d = log y - log x = log1p(z / x)``: ``f_theta = d (2 log x + d) / 2``, offset ``d``
+        (no cancellation as eps -> 0)."""
+        M, SP, W, F = buf[2], buf[3], buf[4], buf[5]
+        th0, th1 = th[0], th[1]
+        nb = M.shape[0] // K
+        loss = 0.0
+        n_h = 0
+        if want:
+            g[:] = 0.0
+            H[:, :] = 0.0
+        blk = 0
+        F0, F1 = F[0], F[1]
+        for i0 in range(0, n_data, nb):
+            i1 = min(n_data, i0 + nb)
+            nt = (i1 - i0) * K
+            t = 0
+            for i in range(i0, i1):
+                x = X[i, 0]
+                lx = math.log(x) if x > 0.0 else 0.0
+                for k in range(K):
+                    z = eps * XI[i, k, 0]
+                    y = x + z
+                    if x > 0.0:
+                        if y > 0.0:
+                            d = math.log1p(z / x)
+                            f0, f1, b = 0.5 * d * (2.0 * lx + d), 0.0, d
+                        else:
+                            f0, f1, b = -0.5 * lx * lx, -1.0, -lx
+                    elif y > 0.0:
+                        ly = math.log(y)
+                        f0, f1, b = 0.5 * ly * ly, 1.0, ly
+                    else:
+                        f0, f1, b = 0.0, 0.0, 0.0
+                    F0[t] = f0
+                    F1[t] = f1
+                    M[t] = th0 * f0 + th1 * f1 + b
+                    t += 1
+            _logistic_block(M, SP, W, nt)
+            for t in range(nt):
+                loss += SP[t]
+            if want:
+                _grad_block(W, F, 2, nt, g)
+                if blk % hb == 0:
+                    n_h += nt
+                    _gn_block(W, F, SP, H, 2, nt)
+            blk += 1
+        return loss, n_h
+
     @njit(cache=True, parallel=True, error_model="numpy")
     def _nce_c0_all(kind, X, XI, prm, theta, a, n0, block_pairs, out):
         """NCE's start for ``c``: ``-log`` of the importance-sampling estimate of ``Z(theta)`` from the
@@ -462,17 +517,19 @@ if HAVE_NUMBA:
             return _pass_ica(X, XI, prm[0], th, n_data, K, a, want, hb, g, H, buf)
         if kind == NCE_GAUSSIAN:
             return _pass_nce_gauss(X, XI, prm, th, n_data, K, a, want, hb, g, H, buf)
-        return _pass_nce_ica(X, XI, prm, th, n_data, K, a, want, hb, g, H, buf)
+        if kind == NCE_ICA:
+            return _pass_nce_ica(X, XI, prm, th, n_data, K, a, want, hb, g, H, buf)
+        return _pass_lognormal(X, XI, prm[0], th, n_data, K, a, want, hb, g, H, buf)
 
     @njit(**_JIT)
     def _rows(kind, K):
         """Rows (point pairs for CNCE, points for NCE) per data point."""
-        return K if kind <= ICA else K + 1
+        return K + 1 if kind == NCE_GAUSSIAN or kind == NCE_ICA else K
 
     @njit(**_JIT)
     def _scale(kind, n_data, K):
         """The loss's normalisation: ``2 / (N K)`` for CNCE (Eq. 8), ``1 / N`` for NCE."""
-        return 2.0 / (n_data * K) if kind <= ICA else 1.0 / n_data
+        return 1.0 / n_data if kind == NCE_GAUSSIAN or kind == NCE_ICA else 2.0 / (n_data * K)
 
     @njit(**_JIT)
     def _buffers(R, D, P, block_pairs):

@@ -139,7 +139,8 @@ def fit(
             ``CNCE_MEMORY_BUDGET_GB`` (default 1 GB). Results do not depend on it.
         progress: show a tqdm bar over chunks.
         backend: ``"auto"`` (default) uses the fused CPU kernels of :mod:`cnce._fused` where
-            they apply (CNCE with the noise of Eq. 13 and NCE for the Gaussian and ICA models, and ICA
+            they apply (CNCE with the noise of Eq. 13 and NCE for the Gaussian and ICA models, CNCE
+            for the log-normal model, and ICA
             maximum likelihood by the same L-BFGS; float64 on the CPU, numba installed) and the batched torch path otherwise; ``"torch"``
             forces the torch path (also what runs on a GPU); ``"fused"`` requires the kernels
             and raises ValueError where they do not apply. Both solve the same problem with
@@ -195,7 +196,7 @@ def fit(
     if backend == "fused" and fused_kind is None:
         raise ValueError(
             f"backend='fused' needs numba, dtype float64 on the CPU, and CNCE with the Gaussian noise of Eq. (13) or NCE for a "
-            f"Gaussian or ICA model, or ICA maximum likelihood; got model={model!r}, method={method!r}, noise={type(noise).__name__}, device={dev}, "
+            f"Gaussian or ICA model, CNCE for LogNormal, or ICA maximum likelihood; got model={model!r}, method={method!r}, noise={type(noise).__name__}, device={dev}, "
             f"dtype={dtype}, numba {'available' if _fused.available() else 'not installed'}")
     if fused_kind == "ica-mle":
         out = _fused.ica_mle_all(x.contiguous().numpy(), model.to_free(theta0).numpy(), a=float(model.abs_projection_coef),
@@ -266,6 +267,7 @@ def _fused_kind(model, method, noise, dev, dtype):
     """Which fused kernel serves this fit (``None``: the torch path)."""
     from .models.gaussian import Gaussian
     from .models.ica import ICA
+    from .models.lognormal import LogNormal
 
     if not _fused.available() or dev.type != "cpu" or dtype != torch.float64:
         return None
@@ -283,6 +285,8 @@ def _fused_kind(model, method, noise, dev, dtype):
         return _fused.GAUSSIAN
     if type(model) is ICA and USE_PROJECTION:
         return _fused.ICA
+    if type(model) is LogNormal:
+        return _fused.LOGNORMAL
     return None
 
 
@@ -305,6 +309,8 @@ def _fit_cnce_fused(model, kind, x, theta0, kappa, eps, base, rule, max_iter, to
         # more); the "small relative decrease" rule is for the piecewise-smooth ICA problems and
         # would stop the last stage of progressive sampling early when it starts close to the optimum
         opts = dict(progressive=True, reuse_h=True, hess_points=HESS_POINTS, patience=1 << 30)
+    elif kind == _fused.LOGNORMAL:  # convex, two parameters: the full Gauss-Newton matrix costs little
+        opts = dict(progressive=True, reuse_h=True, hess_points=0, patience=1 << 30)
     else:  # non-convex: no progressive sampling (it would change the path), same settings as the torch path
         opts = dict(progressive=False, reuse_h=False, hess_points=ICA_HESS_POINTS, ftol=max(1e-12, _stat_ftol(model, N)))
     out = _fused.newton_all(kind, X, XI, eps.numpy(), psi0.numpy(), a=a, max_iter=max_iter or 100, tol=tol,

@@ -7,7 +7,7 @@ import torch
 
 import cnce
 from cnce import _fused
-from cnce.models import ICA, Gaussian, Ring
+from cnce.models import ICA, Gaussian, LogNormal, Ring
 from cnce.noise import draw_base
 
 pytestmark = pytest.mark.skipif(not _fused.available(), reason="numba not installed")
@@ -155,3 +155,20 @@ def test_nce_params_offsets_are_the_noise_log_density():
     my = pn.log_prob(y) + math.log(3)
     ref = (torch.nn.functional.softplus(-mx).sum(-1) + torch.nn.functional.softplus(-my).sum(-1)) / 50
     np.testing.assert_allclose(got, ref.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("eps", ["auto", 3.0])
+def test_lognormal_fused_equals_torch(eps):
+    # eps = 3 puts many noise points on u <= 0, where log phi = C
+    model = LogNormal()
+    th, th0, x, base = _problem(model, 6, 1500, 6, 8)
+    kw = dict(kappa=6, eps=eps, theta0=th0, noise_base=base)
+    f = cnce.fit(model, x, backend="fused", **kw)
+    t = cnce.fit(model, x, backend="torch", **kw)
+    assert f.info["backend"] == "fused" and f.converged.all() and t.converged.all()
+    torch.testing.assert_close(f.eps, t.eps, rtol=1e-12, atol=0)
+    torch.testing.assert_close(f.init_loss, t.init_loss, rtol=1e-12, atol=0)
+    torch.testing.assert_close(f.loss, t.loss, rtol=1e-12, atol=0)
+    # theta agrees; C is not identifiable (the loss flattens as C -> -inf) and is not compared
+    torch.testing.assert_close(f.theta[:, 0], t.theta[:, 0], rtol=1e-8, atol=0)
+    assert (f.theta[:, 1] < -10).all()
