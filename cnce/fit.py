@@ -15,7 +15,9 @@ one batched optimisation -- never a Python loop over simulations. Methods:
 
 CNCE and NCE losses are logistic losses of a margin: for models linear in their parameters
 the margin's features are computed once per noise draw and every iteration is a batched
-logistic-regression Newton step (:mod:`cnce.optim`).
+logistic-regression Newton step (:mod:`cnce.optim`). For binary data with symmetric noise
+(the Bernoulli model with the flips of Eq. 64) the pairs enter only through how often each
+pair type ``(x, y)`` occurs, and the fit runs on those counts (the same loss).
 """
 from __future__ import annotations
 
@@ -389,9 +391,69 @@ def _solve(model, problem, psi0, max_iter, tol):
     return lbfgs(objective, psi0, max_iter=max_iter or 2000)
 
 
+#: discrete data of at most this dimension are fitted from pair-type counts (4^D types)
+COUNTS_MAX_DIM = 6
+
+
+def _binary_pair_types(D, like):
+    """All ``4^D`` pairs ``(x, y)`` of binary vectors, as ``(T, D)`` tensors; type ``k`` has
+    ``x`` the bits of ``k // 2^D`` and ``y`` those of ``k % 2^D``."""
+    k = torch.arange(4**D, device=like.device)
+    bits = 2 ** torch.arange(D, device=like.device)
+    tx = ((k // 2**D).unsqueeze(-1) // bits % 2).to(like.dtype)
+    ty = ((k % 2**D).unsqueeze(-1) // bits % 2).to(like.dtype)
+    return tx, ty
+
+
+def _pair_counts(x, y):
+    """``(S, 4^D)``: how often each binary pair type (:func:`_binary_pair_types`) occurs among
+    the pairs ``(x_i, y_ik)``; ``x (S, N, D)``, ``y (S, N, K, D)`` with 0/1 entries."""
+    S, N, K, D = y.shape
+    T = 4**D
+    bits = (2 ** torch.arange(D, device=x.device)).to(x.dtype)
+    cy = y[..., 0] if D == 1 else y @ bits
+    # one bincount over all simulations: simulation s owns the codes s T .. s T + T - 1
+    off = (x @ bits) * 2**D + (torch.arange(S, device=x.device, dtype=x.dtype) * T).unsqueeze(-1)
+    code = (cy + off.unsqueeze(-1)).reshape(-1).long()
+    return torch.bincount(code, minlength=S * T).view(S, T).to(x.dtype)
+
+
+def _fit_cnce_counts(model, x, psi0, kappa, eps, noise, base, rule, max_iter, tol):
+    """CNCE for binary data with symmetric noise: J_N (Eq. 8) depends on the pairs only through
+    how often each pair type ``(x, y)`` occurs, so it is a logistic regression over the ``4^D``
+    types weighted by their counts -- the same loss summed in another order, at a cost that no
+    longer grows with N and kappa after the counting."""
+    S, N, D = x.shape
+    tx, ty = _binary_pair_types(D, x)
+    Tx, hx = model.features(tx.unsqueeze(0))
+    Ty, hy = model.features(ty.unsqueeze(0))
+    Ft = (Tx - Ty).transpose(1, 2).expand(S, -1, -1).contiguous()  # (S, P, T)
+    b = (hx - hy).expand(S, -1).contiguous()
+    scale = 2.0 / (N * kappa)
+
+    def counts(e):
+        return _pair_counts(x, noise.apply(x, base, e))
+
+    if isinstance(eps, str):  # "auto": J(eps) at the initial parameters from the counts
+        m0 = torch.bmm(psi0.unsqueeze(1), Ft).squeeze(1) + b
+        sp0 = torch.nn.functional.softplus(-m0)
+
+        def J_of_eps(e):
+            return scale * (counts(e) * sp0).sum(-1)
+
+        eps = choose_eps(J_of_eps, x, rule)
+        if noise.eps_max is not None:
+            eps = eps.clamp(max=noise.eps_max)
+    problem = LinearLogistic(None, b, scale, Ft=Ft, dtype=x.dtype, weights=counts(eps))
+    return _pack(model, _solve(model, problem, psi0, max_iter, tol), eps)
+
+
 def _fit_cnce(model, x, theta0, kappa, eps, noise, base, rule, max_iter, tol):
     S, N, D = x.shape
     psi0 = model.to_free(theta0)
+    if (model.linear and getattr(model, "discrete", False) and noise.symmetric and D <= COUNTS_MAX_DIM
+            and bool(((x == 0) | (x == 1)).all())):
+        return _fit_cnce_counts(model, x, psi0, kappa, eps, noise, base, rule, max_iter, tol)
     if isinstance(eps, str):  # "auto"
         lp_x0 = model._log_phi_free(x, psi0)
 

@@ -67,7 +67,8 @@ class LinearLogistic:
     """
 
     def __init__(self, F_: torch.Tensor | None, b: torch.Tensor, scale: float, *, Ft: torch.Tensor | None = None,
-                 feature_dtype: torch.dtype | None = None, hess_points: int | None = None, dtype: torch.dtype | None = None):
+                 feature_dtype: torch.dtype | None = None, hess_points: int | None = None, dtype: torch.dtype | None = None,
+                 weights: torch.Tensor | None = None):
         if Ft is None:
             Ft = F_.transpose(1, 2)
         # float32 storage pays only where features dominate the work (P >= 4: Gaussian,
@@ -87,6 +88,9 @@ class LinearLogistic:
         # margins make the line search's loss differences noisy near the optimum (measured:
         # many more Armijo halvings)
         self.b = b
+        #: optional per-point multiplicities ``(S, n)``: the loss is ``scale * sum_j c_j softplus(-m_j)``
+        #: (identical points counted once; see ``cnce.fit`` for discrete data)
+        self.c = None if weights is None else weights.to(self.dtype)
         self.tol_floor = 1e-13 if self.Ft.dtype == torch.float32 and self.dtype == torch.float64 else 0.0
         self._m = None  # margins at the last point passed to full()
         self._loss_cur = None
@@ -101,7 +105,11 @@ class LinearLogistic:
         return m + self.b if self.b is not None else m
 
     def _loss(self, m):
-        return self.scale * F.softplus(-m).sum(-1)
+        sp = F.softplus(-m)
+        return self.scale * (sp if self.c is None else sp * self.c).sum(-1)
+
+    def _weighted(self, w):
+        return w if self.c is None else w * self.c
 
     def loss(self, psi):
         return self._loss(self.margins(psi))
@@ -117,11 +125,12 @@ class LinearLogistic:
         if loss is None:
             loss = self._loss(m)
         self._loss_cur = loss
-        g = -self.scale * torch.bmm(self.Ft, w.to(self.Ft.dtype).unsqueeze(-1)).squeeze(-1).to(self.dtype)
+        g = -self.scale * torch.bmm(self.Ft, self._weighted(w).to(self.Ft.dtype).unsqueeze(-1)).squeeze(-1).to(self.dtype)
         nh = self.n_h
         Fh = self.Ft[:, :, :: self.stride]
         wh = w[:, :: self.stride]
-        v = (wh * (1.0 - wh)).to(self.Ft.dtype)
+        v = wh * (1.0 - wh)
+        v = (v if self.c is None else v * self.c[:, :: self.stride]).to(self.Ft.dtype)
         H = torch.bmm(Fh * v.unsqueeze(1), Fh.transpose(1, 2)).to(self.dtype) * (self.scale * self.Ft.shape[-1] / nh)
         return loss, g, H
 
@@ -129,7 +138,7 @@ class LinearLogistic:
         """Loss and gradient only (two passes over the features); what the benchmarks time."""
         m = self.margins(psi)
         w = torch.sigmoid(-m)
-        g = -self.scale * torch.bmm(self.Ft, w.to(self.Ft.dtype).unsqueeze(-1)).squeeze(-1).to(self.dtype)
+        g = -self.scale * torch.bmm(self.Ft, self._weighted(w).to(self.Ft.dtype).unsqueeze(-1)).squeeze(-1).to(self.dtype)
         return self._loss(m), g
 
     def line(self, psi, d):

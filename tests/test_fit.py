@@ -91,6 +91,41 @@ def test_recovery_bernoulli(method):
     assert m.error(res.theta, truth).mean().item() <= K_CRB * (2 * p * (1 - p) / N).mean().item()
 
 
+@pytest.mark.parametrize("eps", ["auto", 0.3])
+def test_bernoulli_pair_counts_give_the_per_pair_loss(eps):
+    """Binary data are fitted from pair-type counts: check the result against J_N (Eq. 8)
+    summed over every pair, at the start and at the estimate, and that its gradient vanishes."""
+    from cnce.losses import cnce_loss
+    from cnce.noise import BernoulliFlipNoise, draw_base
+
+    S, N, K = 3, 3000, 4
+    m, truth, x = _problem(Bernoulli(), S, N, seed=21)
+    g = torch.Generator().manual_seed(5)
+    theta0 = m.init_params(S, g)
+    base = draw_base(m, S, N, K, g)
+    res = cnce.fit(m, x, method="cnce", kappa=K, eps=eps, theta0=theta0, noise_base=base)
+    assert res.converged.all()
+
+    def J(psi):
+        y = BernoulliFlipNoise().apply(x, base, res.eps)
+        return cnce_loss(m._log_phi_free(x, psi), m._log_phi_free(y.reshape(S, N * K, 1), psi).reshape(S, N, K))
+
+    torch.testing.assert_close(res.init_loss, J(m.to_free(theta0)), rtol=1e-12, atol=0)
+    psi = m.to_free(res.theta).requires_grad_(True)
+    loss = J(psi)
+    torch.testing.assert_close(res.loss, loss.detach(), rtol=1e-12, atol=0)
+    (grad,) = torch.autograd.grad(loss.sum(), psi)
+    assert grad.abs().max() < 1e-7  # Newton stops on a decrement of 1e-14
+    # the optimum in closed form: margins +-(psi_0 - psi_1) on flipped pairs, so
+    # psi_0 - psi_1 = log(#(0 -> 1) / #(1 -> 0))
+    y = BernoulliFlipNoise().apply(x, base, res.eps)[..., 0]
+    x0 = x[..., 0].unsqueeze(-1)
+    n01 = ((x0 == 0) & (y == 1)).sum((1, 2)).double()
+    n10 = ((x0 == 1) & (y == 0)).sum((1, 2)).double()
+    psi_hat = psi.detach()
+    torch.testing.assert_close(psi_hat[:, 0] - psi_hat[:, 1], torch.log(n01 / n10), rtol=0, atol=1e-6)
+
+
 @pytest.mark.parametrize("method", ["cnce", "nce", "mle"])
 def test_recovery_ica(method):
     """ICA (D = 4, P = 16) at N = 8000, kappa = 6, from the authors' initialisation B0 = 0.1 N(0, 1);
