@@ -28,7 +28,8 @@ Supported problems: ``kind = 0`` Gaussian (Eq. 15, features ``-u_a u_b`` and ``-
 2012) for the same two models, ``kind = 2`` and ``3``: each data point and its ``K`` noise
 points ``y = mu + L xi`` (the Gaussian matched to the data, formed on the fly from the same
 noise base) are rows of a logistic regression with the learned log-normaliser ``c`` as the
-last parameter; ``kind = 4``: CNCE for the log-normal model of Supp. C (Eq. 62).
+last parameter; ``kind = 4``: CNCE for the log-normal model of Supp. C (Eq. 62); ``kind = 5``
+and ``6``: CNCE and NCE for the ring model (Eq. 17) with its known radius.
 :func:`available` says whether numba imported.
 """
 from __future__ import annotations
@@ -53,11 +54,11 @@ try:  # numba is a dependency, but keep the package importable without it (torch
 except Exception:  # pragma: no cover - exercised only where numba is missing
     HAVE_NUMBA = False
 
-__all__ = ["available", "GAUSSIAN", "ICA", "NCE_GAUSSIAN", "NCE_ICA", "LOGNORMAL", "newton_all", "loss_all", "ica_mle_all", "nce_params"]
+__all__ = ["available", "GAUSSIAN", "ICA", "NCE_GAUSSIAN", "NCE_ICA", "LOGNORMAL", "RING", "NCE_RING", "newton_all", "loss_all", "ica_mle_all", "nce_params"]
 
 #: problem kinds: CNCE (Eq. 8) for the Gaussian and ICA models, NCE for the same models, and
 #: CNCE for the log-normal model
-GAUSSIAN, ICA, NCE_GAUSSIAN, NCE_ICA, LOGNORMAL = 0, 1, 2, 3, 4
+GAUSSIAN, ICA, NCE_GAUSSIAN, NCE_ICA, LOGNORMAL, RING, NCE_RING = 0, 1, 2, 3, 4, 5, 6
 #: pairs per block of a pass (whole data points; the block's scratch stays in the L1/L2 cache)
 BLOCK_PAIRS = 512
 #: the next line search starts at this multiple of the last accepted step (at most 1)
@@ -465,6 +466,101 @@ if HAVE_NUMBA:
             blk += 1
         return loss, n_h
 
+    @njit(**_JIT_SUM)
+    def _pass_ring(X, XI, prm, th, n_data, K, a_unused, want, hb, g, H, buf):
+        """CNCE for the ring model (Eq. 17) with known radius ``mu = prm[1]``, noise of Eq. (13)
+        with ``eps = prm[0]``: one feature per pair, ``f = ((|y| - mu)^2 - (|x| - mu)^2) / 2``,
+        formed as ``(|y| - |x|) (|y| + |x| - 2 mu) / 2`` with ``|y| - |x| = (2 x.z + z.z) / (|y| + |x|)``
+        (no cancellation as eps -> 0)."""
+        XB, Z, M, SP, W, F, RX = buf[0], buf[1], buf[2], buf[3], buf[4], buf[5], buf[6]
+        eps, mu = prm[0], prm[1]
+        D = X.shape[1]
+        nb = M.shape[0] // K
+        loss = 0.0
+        n_h = 0
+        if want:
+            g[:] = 0.0
+            H[:, :] = 0.0
+        blk = 0
+        F0 = F[0]
+        XZ, ZZ, XX = RX[0], SP, W  # scratch rows (SP and W are overwritten by the logistic later)
+        th0 = th[0]
+        for i0 in range(0, n_data, nb):
+            i1 = min(n_data, i0 + nb)
+            nt = (i1 - i0) * K
+            _fill_block(X, XI, eps, i0, i1, K, XB, Z, M)
+            for t in range(nt):
+                XZ[t] = 0.0
+                ZZ[t] = 0.0
+                XX[t] = 0.0
+            for c in range(D):
+                Xc, Zc = XB[c], Z[c]
+                for t in range(nt):
+                    XZ[t] += Xc[t] * Zc[t]
+                    ZZ[t] += Zc[t] * Zc[t]
+                    XX[t] += Xc[t] * Xc[t]
+            for t in range(nt):
+                rx = math.sqrt(XX[t])
+                ry = math.sqrt(XX[t] + 2.0 * XZ[t] + ZZ[t])
+                den = rx + ry
+                dr = (2.0 * XZ[t] + ZZ[t]) / den if den > 0.0 else 0.0
+                f = 0.5 * dr * (rx + ry - 2.0 * mu)
+                F0[t] = f
+                M[t] = th0 * f
+            _logistic_block(M, SP, W, nt)
+            for t in range(nt):
+                loss += SP[t]
+            if want:
+                _grad_block(W, F, 1, nt, g)
+                if blk % hb == 0:
+                    n_h += nt
+                    _gn_block(W, F, SP, H, 1, nt)
+            blk += 1
+        return loss, n_h
+
+    @njit(**_JIT_SUM)
+    def _pass_nce_ring(X, XI, prm, th, n_data, K, a_unused, want, hb, g, H, buf):
+        """NCE for the ring model: parameters ``(gamma, c)``, ``mu`` the last entry of ``prm``
+        (after :func:`nce_params`), rows as :func:`_pass_nce_gauss`."""
+        XB, Z, M, SP, W, F = buf[0], buf[1], buf[2], buf[3], buf[4], buf[5]
+        D = X.shape[1]
+        mu = prm[prm.shape[0] - 1]
+        R = K + 1
+        nb = M.shape[0] // R
+        loss = 0.0
+        n_h = 0
+        if want:
+            g[:] = 0.0
+            H[:, :] = 0.0
+        blk = 0
+        Sg, Of = Z[0], Z[1]
+        F0, F1 = F[0], F[1]
+        th0, th1 = th[0], th[1]
+        for i0 in range(0, n_data, nb):
+            i1 = min(n_data, i0 + nb)
+            nt = (i1 - i0) * R
+            _fill_nce(X, XI, prm, i0, i1, K, XB, Z, M, buf[7])
+            for c in range(D):
+                Xc = XB[c]
+                for t in range(nt):
+                    M[t] += Xc[t] * Xc[t]
+            for t in range(nt):
+                dr = math.sqrt(M[t]) - mu
+                f = -0.5 * Sg[t] * dr * dr
+                F0[t] = f
+                F1[t] = Sg[t]
+                M[t] = th0 * f + th1 * Sg[t] + Of[t]
+            _logistic_block(M, SP, W, nt)
+            for t in range(nt):
+                loss += SP[t]
+            if want:
+                _grad_block(W, F, 2, nt, g)
+                if blk % hb == 0:
+                    n_h += nt
+                    _gn_block(W, F, SP, H, 2, nt)
+            blk += 1
+        return loss, n_h
+
     @njit(cache=True, parallel=True, error_model="numpy")
     def _nce_c0_all(kind, X, XI, prm, theta, a, n0, block_pairs, out):
         """NCE's start for ``c``: ``-log`` of the importance-sampling estimate of ``Z(theta)`` from the
@@ -492,6 +588,12 @@ if HAVE_NUMBA:
                             for v in range(u, D):
                                 lp -= (0.5 if u == v else 1.0) * th[p] * XB[u, t] * XB[v, t]
                                 p += 1
+                    elif kind == NCE_RING:
+                        rr = 0.0
+                        for c in range(D):
+                            rr += XB[c, t] * XB[c, t]
+                        dr = math.sqrt(rr) - prm[s, prm.shape[1] - 1]
+                        lp = -0.5 * th[0] * dr * dr
                     else:
                         for r in range(D):
                             pr = 0.0
@@ -519,17 +621,25 @@ if HAVE_NUMBA:
             return _pass_nce_gauss(X, XI, prm, th, n_data, K, a, want, hb, g, H, buf)
         if kind == NCE_ICA:
             return _pass_nce_ica(X, XI, prm, th, n_data, K, a, want, hb, g, H, buf)
-        return _pass_lognormal(X, XI, prm[0], th, n_data, K, a, want, hb, g, H, buf)
+        if kind == LOGNORMAL:
+            return _pass_lognormal(X, XI, prm[0], th, n_data, K, a, want, hb, g, H, buf)
+        if kind == RING:
+            return _pass_ring(X, XI, prm, th, n_data, K, a, want, hb, g, H, buf)
+        return _pass_nce_ring(X, XI, prm, th, n_data, K, a, want, hb, g, H, buf)
+
+    @njit(**_JIT)
+    def _is_nce(kind):
+        return kind == NCE_GAUSSIAN or kind == NCE_ICA or kind == NCE_RING
 
     @njit(**_JIT)
     def _rows(kind, K):
         """Rows (point pairs for CNCE, points for NCE) per data point."""
-        return K + 1 if kind == NCE_GAUSSIAN or kind == NCE_ICA else K
+        return K + 1 if _is_nce(kind) else K
 
     @njit(**_JIT)
     def _scale(kind, n_data, K):
         """The loss's normalisation: ``2 / (N K)`` for CNCE (Eq. 8), ``1 / N`` for NCE."""
-        return 1.0 / n_data if kind == NCE_GAUSSIAN or kind == NCE_ICA else 2.0 / (n_data * K)
+        return 1.0 / n_data if _is_nce(kind) else 2.0 / (n_data * K)
 
     @njit(**_JIT)
     def _buffers(R, D, P, block_pairs):

@@ -26,6 +26,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from . import _fused
@@ -270,6 +271,7 @@ def _fused_kind(model, method, noise, dev, dtype):
     from .models.gaussian import Gaussian
     from .models.ica import ICA
     from .models.lognormal import LogNormal
+    from .models.ring import Ring
 
     if not _fused.available() or dev.type != "cpu" or dtype != torch.float64:
         return None
@@ -280,6 +282,8 @@ def _fused_kind(model, method, noise, dev, dtype):
             return _fused.NCE_GAUSSIAN
         if type(model) is ICA and USE_PROJECTION:
             return _fused.NCE_ICA
+        if type(model) is Ring:
+            return _fused.NCE_RING
         return None
     if method != "cnce" or type(noise) is not noise_mod.GaussianNoise:
         return None
@@ -289,6 +293,8 @@ def _fused_kind(model, method, noise, dev, dtype):
         return _fused.ICA
     if type(model) is LogNormal:
         return _fused.LOGNORMAL
+    if type(model) is Ring:
+        return _fused.RING
     return None
 
 
@@ -299,11 +305,17 @@ def _fit_cnce_fused(model, kind, x, theta0, kappa, eps, base, rule, max_iter, to
     XI = base.numpy()  # a prefix view of the base is fine (strided access)
     psi0 = model.to_free(theta0)
     a = float(getattr(model, "abs_projection_coef", 0.0) or 0.0)
+    mu = model._mu(S, x).numpy() if kind == _fused.RING else None
+
+    def prm_of(e):  # the simulations' constants: eps (and the ring's known radius)
+        e = e.numpy()
+        return e if mu is None else np.stack([e, mu], 1)
+
     if isinstance(eps, str):  # "auto": the heuristic's J(eps) at the initial parameters, fused too
         P0 = psi0.contiguous().numpy()
 
         def J_of_eps(e):
-            return torch.from_numpy(_fused.loss_all(kind, X, XI, e.numpy(), P0, a=a, threads=threads))
+            return torch.from_numpy(_fused.loss_all(kind, X, XI, prm_of(e), P0, a=a, threads=threads))
 
         eps = choose_eps(J_of_eps, x, rule)
     if kind == _fused.GAUSSIAN:
@@ -311,11 +323,11 @@ def _fit_cnce_fused(model, kind, x, theta0, kappa, eps, base, rule, max_iter, to
         # more); the "small relative decrease" rule is for the piecewise-smooth ICA problems and
         # would stop the last stage of progressive sampling early when it starts close to the optimum
         opts = dict(progressive=True, reuse_h=True, hess_points=HESS_POINTS, patience=1 << 30)
-    elif kind == _fused.LOGNORMAL:  # convex, two parameters: the full Gauss-Newton matrix costs little
+    elif kind in (_fused.LOGNORMAL, _fused.RING):  # convex, 1-2 parameters: the full Gauss-Newton matrix costs little
         opts = dict(progressive=True, reuse_h=True, hess_points=0, patience=1 << 30)
     else:  # non-convex: no progressive sampling (it would change the path), same settings as the torch path
         opts = dict(progressive=False, reuse_h=False, hess_points=ICA_HESS_POINTS, ftol=max(1e-12, _stat_ftol(model, N)))
-    out = _fused.newton_all(kind, X, XI, eps.numpy(), psi0.numpy(), a=a, max_iter=max_iter or 100, tol=tol,
+    out = _fused.newton_all(kind, X, XI, prm_of(eps), psi0.numpy(), a=a, max_iter=max_iter or 100, tol=tol,
                             threads=threads, **opts)
     t = lambda v: torch.from_numpy(v)  # noqa: E731
     return FitResult(theta=model.from_free(t(out["psi"])), eps=eps, loss=t(out["loss"]), init_loss=t(out["init_loss"]),
@@ -529,17 +541,18 @@ def _nce_setup(model, x, theta0, kappa, base):
     y = pn.apply(base.reshape(S, N * kappa, D))
     lpn_x, lpn_y = pn.log_prob(x), pn.log_prob(y)
     psi0 = model.to_free(theta0)
-    return pn, y, lpn_x, lpn_y, torch.cat([psi0, _nce_c0(model, psi0, y, lpn_y).unsqueeze(-1)], -1)
+    return pn, y, lpn_x, lpn_y, torch.cat([psi0, _nce_c0(model, psi0, y, lpn_y, kappa).unsqueeze(-1)], -1)
 
 
 #: noise points (the first ones, in data-point order) of NCE's importance-sampling start for c
 NCE_C0_POINTS = 65536
 
 
-def _nce_c0(model, psi0, y, lpn_y):
+def _nce_c0(model, psi0, y, lpn_y, kappa):
     """NCE's starting log-normaliser: ``-log`` of the importance-sampling estimate of ``Z(theta0)``
-    from the first :data:`NCE_C0_POINTS` noise samples of ``y`` (0 where it is not finite)."""
-    m = min(y.shape[1], NCE_C0_POINTS)
+    from the noise samples of the first ``ceil(NCE_C0_POINTS / kappa)`` data points (all when
+    fewer; as :func:`cnce._fused.nce_c0`), 0 where it is not finite."""
+    m = min(y.shape[1], -(-NCE_C0_POINTS // kappa) * kappa)
     y, lpn_y = y[:, :m], lpn_y[:, :m]
     c0 = -(torch.logsumexp(model._log_phi_free(y, psi0) - lpn_y, dim=-1) - math.log(m))
     return torch.where(torch.isfinite(c0), c0, torch.zeros_like(c0))
@@ -551,12 +564,14 @@ def _fit_nce_fused(model, kind, x, theta0, kappa, base, max_iter, tol, threads):
     pn = noise_mod.NCEGaussianNoise.fit(x)
     psi0 = model.to_free(theta0)
     prm = _fused.nce_params(pn.mean.numpy(), pn.chol.numpy(), kappa)
+    if kind == _fused.NCE_RING:  # the known radius goes last
+        prm = np.concatenate([prm, model._mu(S, x).numpy()[:, None]], 1)
     a = float(getattr(model, "abs_projection_coef", 0.0) or 0.0)
     X, XI = x.contiguous().numpy(), base.numpy()
     c0 = _fused.nce_c0(kind, X, XI, prm, psi0.numpy(), a=a, n_points=NCE_C0_POINTS, threads=threads)
     psi0 = torch.cat([psi0, torch.from_numpy(c0).unsqueeze(-1)], -1)
-    if kind == _fused.NCE_GAUSSIAN:  # convex: as the Gaussian CNCE problem, with the full Gauss-Newton
-        # matrix (measured: 3-4 instead of 6-7 iterations, 1.7-2.3x faster than from 4096 points)
+    if kind in (_fused.NCE_GAUSSIAN, _fused.NCE_RING):  # convex: as the Gaussian CNCE problem, with the full
+        # Gauss-Newton matrix (measured: 3-4 instead of 6-7 iterations, 1.7-2.3x faster than from 4096 points)
         opts = dict(progressive=True, reuse_h=True, hess_points=0, patience=1 << 30)
     else:
         opts = dict(progressive=False, reuse_h=False, hess_points=ICA_HESS_POINTS, ftol=max(1e-12, _stat_ftol(model, N)))

@@ -89,7 +89,7 @@ def test_backend_errors():
     with pytest.raises(ValueError, match=r"backend='fused' needs .*method='sm'"):
         cnce.fit(Gaussian(), x, method="sm", backend="fused")
     with pytest.raises(ValueError, match=r"backend='fused' needs .*Ring"):
-        cnce.fit(Ring(dim=5), x, eps=0.5, backend="fused")
+        cnce.fit(Ring(dim=5), x, method="sm", backend="fused")
     with pytest.raises(ValueError, match=r"threads must be an integer >= 1; got 0"):
         cnce.fit(Gaussian(), x, eps=0.5, threads=0)
     # the torch path is what a float32 fit uses
@@ -172,3 +172,20 @@ def test_lognormal_fused_equals_torch(eps):
     # theta agrees; C is not identifiable (the loss flattens as C -> -inf) and is not compared
     torch.testing.assert_close(f.theta[:, 0], t.theta[:, 0], rtol=1e-8, atol=0)
     assert (f.theta[:, 1] < -10).all()
+
+
+@pytest.mark.parametrize("method", ["cnce", "nce"])
+def test_ring_fused_equals_torch(method):
+    # one known radius per simulation; convex in gamma (and c)
+    g = torch.Generator().manual_seed(9)
+    model = Ring(dim=5, mu=Ring.draw_mu(5, g))
+    th, th0, x, base = _problem(model, 5, 2500, 6, 10)
+    kw = dict(method=method, kappa=6, theta0=th0, noise_base=base)
+    f = cnce.fit(model, x, backend="fused", **kw)
+    t = cnce.fit(model, x, backend="torch", **kw)
+    assert f.info["backend"] == "fused" and f.converged.all() and t.converged.all()
+    if method == "cnce":
+        torch.testing.assert_close(f.eps, t.eps, rtol=1e-12, atol=0)
+    torch.testing.assert_close(f.init_loss, t.init_loss, rtol=1e-12, atol=0)
+    torch.testing.assert_close(f.loss, t.loss, rtol=1e-12, atol=0)
+    torch.testing.assert_close(f.theta, t.theta, rtol=1e-5, atol=0)
