@@ -245,6 +245,129 @@ if HAVE_NUMBA:
             return _pass_gauss(X, XI, eps, th, n_data, K, a, want, hb, g, H, buf)
         return _pass_ica(X, XI, eps, th, n_data, K, a, want, hb, g, H, buf)
 
+    @njit(**_JIT_SUM)
+    def _gn_block_v(W, F, V, VF, H, P, nt):
+        """:func:`_gn_block` with ``v_t f_q`` formed once per row (one multiply-add per entry and pair)."""
+        for t in range(nt):
+            V[t] = W[t] * (1.0 - W[t])
+        for q in range(0, P - 1, 2):  # two rows at a time: each f_r is loaded once for both
+            Fq, Fq1 = F[q], F[q + 1]
+            VF0, VF1 = VF[0], VF[1]
+            for t in range(nt):
+                VF0[t] = V[t] * Fq[t]
+                VF1[t] = V[t] * Fq1[t]
+            acc = 0.0
+            for t in range(nt):
+                acc += VF0[t] * Fq[t]
+            H[q, q] += acc
+            for r in range(q + 1, P):
+                Fr = F[r]
+                acc0 = 0.0
+                acc1 = 0.0
+                for t in range(nt):
+                    acc0 += VF0[t] * Fr[t]
+                    acc1 += VF1[t] * Fr[t]
+                H[q, r] += acc0
+                H[q + 1, r] += acc1
+        if P % 2 == 1:
+            q = P - 1
+            Fq = F[q]
+            acc = 0.0
+            for t in range(nt):
+                acc += V[t] * Fq[t] * Fq[t]
+            H[q, q] += acc
+
+    @njit(**_JIT_SUM)
+    def _pass_gauss_t(X, ZT, th, n_data, K, want, hb, g, H, buf):
+        """:func:`_pass_gauss` on the noise steps laid out once per simulation, ``ZT[c, i K + k] =
+        eps xi[i, k, c]`` (:func:`_noise_t`), so that a pass reads them in place (no per-pass
+        transpose). With ``v = x + z / 2`` the features are ``f_ab = z_a v_b + z_b v_a`` (``a < b``)
+        and ``f_aa = z_a v_a``: the same ``c (x_a z_b + z_a x_b + z_a z_b)``, fewer operations."""
+        V, VF, M, SP, W, F = buf[0], buf[1], buf[2], buf[3], buf[4], buf[5]
+        D = X.shape[1]
+        P = th.shape[0]
+        nb = M.shape[0] // K
+        loss = 0.0
+        n_h = 0
+        if want:
+            g[:] = 0.0
+            H[:, :] = 0.0
+        blk = 0
+        for i0 in range(0, n_data, nb):
+            i1 = min(n_data, i0 + nb)
+            nt = (i1 - i0) * K
+            t0 = i0 * K
+            for c in range(D):
+                Vc = V[c]
+                Zc = ZT[c, t0:t0 + nt]
+                t = 0
+                for i in range(i0, i1):
+                    xc = X[i, c]
+                    for k in range(K):
+                        Vc[t + k] = xc + 0.5 * Zc[t + k]
+                    t += K
+            p = 0
+            for a in range(D):
+                Za = ZT[a, t0:t0 + nt]
+                Va = V[a]
+                Fp = F[p]
+                tp = th[p]
+                if a == 0:
+                    for t in range(nt):
+                        f = Za[t] * Va[t]
+                        Fp[t] = f
+                        M[t] = tp * f
+                else:
+                    for t in range(nt):
+                        f = Za[t] * Va[t]
+                        Fp[t] = f
+                        M[t] += tp * f
+                p += 1
+                for b in range(a + 1, D):
+                    Zb = ZT[b, t0:t0 + nt]
+                    Vb = V[b]
+                    Fp = F[p]
+                    tp = th[p]
+                    for t in range(nt):
+                        f = Za[t] * Vb[t] + Zb[t] * Va[t]
+                        Fp[t] = f
+                        M[t] += tp * f
+                    p += 1
+            _logistic_block(M, SP, W, nt)
+            for t in range(nt):
+                loss += SP[t]
+            if want:
+                for q in range(P):
+                    Fq = F[q]
+                    acc = 0.0
+                    for t in range(nt):
+                        acc += W[t] * Fq[t]
+                    g[q] -= acc
+                if blk % hb == 0:
+                    n_h += nt
+                    _gn_block_v(W, F, SP, VF, H, P, nt)
+            blk += 1
+        return loss, n_h
+
+    @njit(**_JIT)
+    def _noise_t(XI, eps, n_data, ZT):
+        """``ZT[c, i K + k] = eps XI[i, k, c]`` for the first ``n_data`` points (see :func:`_pass_gauss_t`)."""
+        K = XI.shape[1]
+        D = XI.shape[2]
+        for i in range(n_data):
+            for k in range(K):
+                t = i * K + k
+                for c in range(D):
+                    ZT[c, t] = eps * XI[i, k, c]
+
+    @njit(**_JIT)
+    def _pass_z(kind, X, XI, eps, th, n_data, K, a, want, hb, g, H, buf, zt):
+        """:func:`_pass`, or :func:`_pass_gauss_t` where the Gaussian's noise is laid out in ``zt``."""
+        if zt is not None:
+            if kind == 0 and zt.shape[1] >= n_data * K:
+                return _pass_gauss_t(X, zt, th, n_data, K, want, hb, g, H, buf)
+        return _pass(kind, X, XI, eps, th, n_data, K, a, want, hb, g, H, buf)
+
     @njit(**_JIT)
     def _buffers(K, D, P, block_pairs):
         """Per-thread scratch: ``XB, Z (D, B), M, SP, W (B,), F (P, B), SG, SX (D, B)`` with
@@ -254,7 +377,7 @@ if HAVE_NUMBA:
                 np.empty((D, B)), np.empty((D, B)))
 
     @njit(**_JIT)
-    def _full(kind, X, XI, eps, th, n_data, K, a, hess_points, g, H, buf, want_h=True):
+    def _full(kind, X, XI, eps, th, n_data, K, a, hess_points, g, H, buf, want_h=True, zt=None):
         """Loss, gradient and (if ``want_h``; else ``H`` is left alone) the Gauss-Newton matrix
         from about ``hess_points`` pairs (whole blocks), scaled to the problem's ``2 / (N K)``."""
         n = n_data * K
@@ -264,7 +387,7 @@ if HAVE_NUMBA:
             hb = 1 << 62
         P = th.shape[0]
         Hw = H if want_h else np.empty((P, P))
-        loss, n_h = _pass(kind, X, XI, eps, th, n_data, K, a, True, hb, g, Hw, buf)
+        loss, n_h = _pass_z(kind, X, XI, eps, th, n_data, K, a, True, hb, g, Hw, buf, zt)
         scale = 2.0 / n
         for q in range(P):
             g[q] *= scale
@@ -319,14 +442,19 @@ if HAVE_NUMBA:
 
     @njit(**_JIT)
     def _newton_one(kind, X, XI, eps, theta, n_data, K, a, hess_points, max_iter, tol, ftol, patience, c1, max_halvings,
-                    buf, reuse_h):
+                    buf, reuse_h, Hio=None, h_in=False, zt=None):
         """Solve one problem on its first ``n_data`` data points; ``theta`` is updated in place.
         Returns ``(loss, max |grad|, iterations, converged)``.
 
         ``reuse_h``: keep the Gauss-Newton matrix of the previous iteration (skip its
         accumulation, the most expensive part of a pass) while the last step was a full step
         and the loss fell by 0.5-1.5 times the decrease the quadratic model predicted; the
-        matrix only sets the direction, so the minimiser is the same (used for the Gaussian)."""
+        matrix only sets the direction, so the minimiser is the same (used for the Gaussian).
+
+        ``Hio`` (optional, ``(P, P)``): receives the last Gauss-Newton matrix; with ``h_in`` it also
+        supplies the first one (the previous stage's, at a nearby point), so that the first pass
+        forms only the loss and gradient and the first trial step forms the matrix anew (from
+        ``hess_points`` pairs) where the step lands."""
         P = theta.shape[0]
         g = np.empty(P)
         H = np.empty((P, P))
@@ -337,7 +465,11 @@ if HAVE_NUMBA:
         th_new = np.empty(P)
         n = n_data * K
         scale = 2.0 / n
-        loss = _full(kind, X, XI, eps, theta, n_data, K, a, hess_points, g, H, buf)
+        if Hio is not None and h_in:
+            loss = _full(kind, X, XI, eps, theta, n_data, K, a, hess_points, g, H, buf, False, zt)
+            H[:, :] = Hio
+        else:
+            loss = _full(kind, X, XI, eps, theta, n_data, K, a, hess_points, g, H, buf, True, zt)
         alpha0 = 1.0
         quiet = 0
         it = 0
@@ -361,10 +493,10 @@ if HAVE_NUMBA:
                 for q in range(P):
                     th_new[q] = theta[q] + alpha * d[q]
                 if h == 0 and first_full:
-                    loss_new = _full(kind, X, XI, eps, th_new, n_data, K, a, hess_points, g2, H2, buf, want_h)
+                    loss_new = _full(kind, X, XI, eps, th_new, n_data, K, a, hess_points, g2, H2, buf, want_h, zt)
                     have_full = True
                 else:
-                    loss_new = scale * _pass(kind, X, XI, eps, th_new, n_data, K, a, False, 1, g2, H2, buf)[0]
+                    loss_new = scale * _pass_z(kind, X, XI, eps, th_new, n_data, K, a, False, 1, g2, H2, buf, zt)[0]
                     have_full = False
                 if np.isfinite(loss_new) and loss_new <= loss + c1 * alpha * slope:
                     accepted = True
@@ -396,7 +528,7 @@ if HAVE_NUMBA:
                 break
             if not have_full:
                 want_h = True
-                loss_new = _full(kind, X, XI, eps, th_new, n_data, K, a, hess_points, g2, H2, buf, True)
+                loss_new = _full(kind, X, XI, eps, th_new, n_data, K, a, hess_points, g2, H2, buf, True, zt)
             rho = (loss - loss_new) / dec if dec > 0.0 else 1.0
             used_h = want_h
             want_h = not (reuse_h and alpha == 1.0 and 0.5 <= rho <= 1.5)
@@ -411,6 +543,8 @@ if HAVE_NUMBA:
             if quiet >= patience:
                 converged = True
                 break
+        if Hio is not None:
+            Hio[:, :] = H
         gmax = 0.0
         for q in range(P):
             gmax = max(gmax, abs(g[q]))
@@ -418,7 +552,8 @@ if HAVE_NUMBA:
 
     @njit(cache=True, parallel=True, error_model="numpy")
     def _newton_all(kind, X, XI, eps, theta, stages, a, hess_points, block_pairs, max_iter, tol, stage_tol, ftol,
-                    patience, c1, max_halvings, reuse_h, init_loss, loss, gmax, n_iter, conv):
+                    patience, c1, max_halvings, reuse_h, init_loss, loss, gmax, n_iter, conv, hess_last=-1, carry_h=False,
+                    noise_t=False):
         S, N, D = X.shape
         K = XI.shape[2]
         P = theta.shape[1]
@@ -427,11 +562,18 @@ if HAVE_NUMBA:
             g0 = np.empty(P)
             H0 = np.empty((P, P))
             th = theta[s].copy()
+            Hc = np.empty((P, P))
+            # the Gaussian's noise steps laid out once (D x N K), read in place by every pass
+            zt = np.empty((D, N * K if noise_t and kind == 0 else 0))
+            if zt.shape[1] > 0:
+                _noise_t(XI[s], eps[s], N, zt)
             init_loss[s] = 2.0 / (N * K) * _pass(kind, X[s], XI[s], eps[s], th, N, K, a, False, 1, g0, H0, buf)[0]
             for st in range(stages.shape[0]):
                 last = st == stages.shape[0] - 1
-                l, gm, it, cv = _newton_one(kind, X[s], XI[s], eps[s], th, stages[st], K, a, hess_points, max_iter,
-                                            tol if last else stage_tol, ftol, patience, c1, max_halvings, buf, reuse_h)
+                hp = hess_last if last and hess_last >= 0 else hess_points
+                l, gm, it, cv = _newton_one(kind, X[s], XI[s], eps[s], th, stages[st], K, a, hp, max_iter,
+                                            tol if last else stage_tol, ftol, patience, c1, max_halvings, buf, reuse_h,
+                                            Hc, carry_h and st > 0, zt)
                 if last:
                     loss[s] = l
                     gmax[s] = gm
@@ -688,9 +830,15 @@ def default_stages(N: int, K: int, progressive: bool, min_pairs: int = 2_000) ->
 
 def newton_all(kind, X, XI, eps, theta0, *, a=0.0, progressive=False, hess_points=4096, max_iter=100, tol=1e-14,
                stage_tol=1e-9, ftol=1e-12, patience=3, c1=1e-4, max_halvings=40, threads=None, block_pairs=BLOCK_PAIRS,
-               reuse_h=False):
+               reuse_h=False, hess_last=None, carry_h=False, noise_t=False):
     """Fit every simulation: ``X (S, N, D)``, ``XI (S, N, K, D)`` noise base, ``eps (S,)``,
-    ``theta0 (S, P)`` (float64 numpy). Returns a dict of numpy arrays like :class:`cnce.optim.OptimResult`."""
+    ``theta0 (S, P)`` (float64 numpy). Returns a dict of numpy arrays like :class:`cnce.optim.OptimResult`.
+
+    ``hess_last``: pairs for the Gauss-Newton matrix in the last stage (``0``: all; default
+    ``hess_points``); ``carry_h``: each stage after the first starts from the previous stage's
+    matrix (its first pass forms no matrix; the first trial step forms a new one); ``noise_t``:
+    the Gaussian's noise steps are laid out once per simulation (``D N K`` floats per thread) and
+    read in place by every pass."""
     _threads(threads)
     S, N, _ = X.shape
     K = XI.shape[2]
@@ -700,7 +848,8 @@ def newton_all(kind, X, XI, eps, theta0, *, a=0.0, progressive=False, hess_point
     stages = default_stages(N, K, progressive)
     _newton_all(kind, X, XI, np.ascontiguousarray(eps, dtype=np.float64), theta, stages, float(a), int(hess_points),
                 int(block_pairs), int(max_iter), float(tol), float(stage_tol), float(ftol), int(patience), float(c1), int(max_halvings),
-                bool(reuse_h), out["init_loss"], out["loss"], out["grad_norm"], out["n_iter"], out["converged"])
+                bool(reuse_h), out["init_loss"], out["loss"], out["grad_norm"], out["n_iter"], out["converged"],
+                int(hess_points if hess_last is None else hess_last), bool(carry_h), bool(noise_t))
     out["psi"] = theta
     return out
 
