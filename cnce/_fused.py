@@ -248,17 +248,27 @@ if HAVE_NUMBA:
     @njit(**_JIT_SUM)
     def _gn_block_v(W, F, V, VF, H, P, nt):
         """:func:`_gn_block` in 3 x 3 tiles of ``H`` (nine sums per sweep over the pairs, six loads
-        for nine multiply-adds) with ``v_t f_q`` formed once per row; ``P`` a multiple of 3."""
+        for nine multiply-adds) with ``v_t f_q`` formed once per row; the last ``P mod 3`` columns
+        one entry at a time."""
         for t in range(nt):
             V[t] = W[t] * (1.0 - W[t])
-        for q0 in range(0, P, 3):
+        P3 = P - P % 3
+        for r in range(P3, P):
+            Fr = F[r]
+            for q in range(r + 1):
+                Fq = F[q]
+                acc = 0.0
+                for t in range(nt):
+                    acc += V[t] * Fq[t] * Fr[t]
+                H[q, r] += acc
+        for q0 in range(0, P3, 3):
             A0, A1, A2 = VF[0], VF[1], VF[2]
             Fa, Fb, Fc = F[q0], F[q0 + 1], F[q0 + 2]
             for t in range(nt):
                 A0[t] = V[t] * Fa[t]
                 A1[t] = V[t] * Fb[t]
                 A2[t] = V[t] * Fc[t]
-            for r0 in range(q0, P, 3):
+            for r0 in range(q0, P3, 3):
                 B0, B1, B2 = F[r0], F[r0 + 1], F[r0 + 2]
                 s00 = s01 = s02 = s10 = s11 = s12 = s20 = s21 = s22 = 0.0
                 for t in range(nt):
@@ -378,9 +388,10 @@ if HAVE_NUMBA:
     @njit(**_JIT)
     def _buffers(K, D, P, block_pairs):
         """Per-thread scratch: ``XB, Z (D, B), M, SP, W (B,), F (P, B), SG, SX (D, B)`` with
-        ``B = K * max(1, block_pairs // K)`` pairs per block (whole data points)."""
+        ``B = K * max(1, block_pairs // K)`` pairs per block (whole data points); ``Z`` has at
+        least 3 rows (the Gaussian's Gauss-Newton tiles use it as scratch)."""
         B = K * max(1, block_pairs // K)
-        return (np.empty((D, B)), np.empty((D, B)), np.empty(B), np.empty(B), np.empty(B), np.empty((P, B)),
+        return (np.empty((D, B)), np.empty((max(D, 3), B)), np.empty(B), np.empty(B), np.empty(B), np.empty((P, B)),
                 np.empty((D, B)), np.empty((D, B)))
 
     @njit(**_JIT)
