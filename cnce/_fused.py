@@ -585,7 +585,7 @@ if HAVE_NUMBA:
             zt = np.empty((D, N * K if noise_t and kind == 0 else 0))
             if zt.shape[1] > 0:
                 _noise_t(XI[s], eps[s], N, zt)
-            init_loss[s] = 2.0 / (N * K) * _pass(kind, X[s], XI[s], eps[s], th, N, K, a, False, 1, g0, H0, buf)[0]
+            init_loss[s] = 2.0 / (N * K) * _pass_z(kind, X[s], XI[s], eps[s], th, N, K, a, False, 1, g0, H0, buf, zt)[0]
             for st in range(stages.shape[0]):
                 last = st == stages.shape[0] - 1
                 hp = hess_last if last and hess_last >= 0 else hess_points
