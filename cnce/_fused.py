@@ -21,7 +21,10 @@ decrement). Two differences that do not change the minimiser of a convex problem
 * *progressive sampling* (``stages``): the problem is first solved on a prefix of the data
   (with all its noise samples), e.g. ``N/16`` then ``N/4``, each solution starting the next,
   so that the full data see only the last two or three Newton iterations. Used for the
-  convex Gaussian problem; off for ICA, whose local optima depend on the path.
+  convex Gaussian problem; off for ICA, whose local optima depend on the path. For the
+  Gaussian the last stage forms its Gauss-Newton matrix from all pairs (from a subsample the
+  iterations converge only linearly), the noise steps are laid out once per simulation
+  (:func:`_pass_gauss_t`), and the earlier stages stop at a looser tolerance.
 
 Supported models: ``kind = 0`` Gaussian (Eq. 15, features ``-u_a u_b`` and ``-u_a^2 / 2``),
 ``kind = 1`` ICA (Eq. 16, ``log phi = -a sum_j |b_j . u|``). :func:`available` says whether
@@ -460,7 +463,7 @@ if HAVE_NUMBA:
 
     @njit(**_JIT)
     def _newton_one(kind, X, XI, eps, theta, n_data, K, a, hess_points, max_iter, tol, ftol, patience, c1, max_halvings,
-                    buf, reuse_h, Hio=None, h_in=False, zt=None):
+                    buf, reuse_h, Hio=None, h_in=False, zt=None, h_cost=0.0):
         """Solve one problem on its first ``n_data`` data points; ``theta`` is updated in place.
         Returns ``(loss, max |grad|, iterations, converged)``.
 
@@ -472,7 +475,13 @@ if HAVE_NUMBA:
         ``Hio`` (optional, ``(P, P)``): receives the last Gauss-Newton matrix; with ``h_in`` it also
         supplies the first one (the previous stage's, at a nearby point), so that the first pass
         forms only the loss and gradient and the first trial step forms the matrix anew (from
-        ``hess_points`` pairs) where the step lands."""
+        ``hess_points`` pairs) where the step lands.
+
+        ``h_cost > 0`` (a matrix from all pairs; the cost of forming it in gradient passes): also
+        form the matrix anew at the next trial point when that is predicted to take fewer passes
+        to ``tol``. Model (measured on the Gaussian): with the matrix formed where the decrement
+        was ``d_h``, the next decrement is ``2 d_h^2`` and each later one ``10 d_h`` times the
+        previous one (linear convergence, the matrix from a point too far away)."""
         P = theta.shape[0]
         g = np.empty(P)
         H = np.empty((P, P))
@@ -494,15 +503,35 @@ if HAVE_NUMBA:
         converged = False
         want_h = True
         first_full = True
+        h_new = not (Hio is not None and h_in)  # the matrix was formed at the current point
+        dec_h = 0.0
         while it < max_iter:
             _damped_solve(H, g, d, L)
             slope = 0.0
             for q in range(P):
                 slope += g[q] * d[q]
             dec = -0.5 * slope
-            if dec <= tol * max(1.0, abs(loss)):
+            lim = tol * max(1.0, abs(loss))
+            if dec <= lim:
                 converged = True
                 break
+            if h_new:
+                dec_h = dec
+            if h_cost > 0.0 and not want_h and dec_h > 0.0:
+                nxt = 2.0 * dec * dec if h_new else 10.0 * dec_h * dec
+                m_stale = 1  # passes to lim keeping the matrix
+                dd = nxt
+                while dd > lim and m_stale < 30:
+                    dd *= 10.0 * dec_h
+                    m_stale += 1
+                m_fresh = 1  # forming it anew at the next point
+                if nxt > lim:
+                    dd = 2.0 * nxt * nxt
+                    m_fresh = 2
+                    while dd > lim and m_fresh < 30:
+                        dd *= 10.0 * nxt
+                        m_fresh += 1
+                want_h = m_fresh + h_cost < m_stale
             alpha = alpha0
             accepted = False
             have_full = False
@@ -557,6 +586,7 @@ if HAVE_NUMBA:
             g[:] = g2
             if used_h:
                 H[:, :] = H2
+            h_new = used_h
             alpha0 = min(1.0, ALPHA_GROW * alpha)
             if quiet >= patience:
                 converged = True
@@ -571,7 +601,7 @@ if HAVE_NUMBA:
     @njit(cache=True, parallel=True, error_model="numpy")
     def _newton_all(kind, X, XI, eps, theta, stages, a, hess_points, block_pairs, max_iter, tol, stage_tol, ftol,
                     patience, c1, max_halvings, reuse_h, init_loss, loss, gmax, n_iter, conv, hess_last=-1, carry_h=False,
-                    noise_t=False):
+                    noise_t=False, h_cost=0.0):
         S, N, D = X.shape
         K = XI.shape[2]
         P = theta.shape[1]
@@ -591,7 +621,7 @@ if HAVE_NUMBA:
                 hp = hess_last if last and hess_last >= 0 else hess_points
                 l, gm, it, cv = _newton_one(kind, X[s], XI[s], eps[s], th, stages[st], K, a, hp, max_iter,
                                             tol if last else stage_tol, ftol, patience, c1, max_halvings, buf, reuse_h,
-                                            Hc, carry_h and st > 0, zt)
+                                            Hc, carry_h and st > 0, zt, h_cost if last and hp == 0 else 0.0)
                 if last:
                     loss[s] = l
                     gmax[s] = gm
@@ -848,7 +878,7 @@ def default_stages(N: int, K: int, progressive: bool, min_pairs: int = 2_000) ->
 
 def newton_all(kind, X, XI, eps, theta0, *, a=0.0, progressive=False, hess_points=4096, max_iter=100, tol=1e-14,
                stage_tol=1e-9, ftol=1e-12, patience=3, c1=1e-4, max_halvings=40, threads=None, block_pairs=BLOCK_PAIRS,
-               reuse_h=False, hess_last=None, carry_h=False, noise_t=False):
+               reuse_h=False, hess_last=None, carry_h=False, noise_t=False, h_cost=0.0):
     """Fit every simulation: ``X (S, N, D)``, ``XI (S, N, K, D)`` noise base, ``eps (S,)``,
     ``theta0 (S, P)`` (float64 numpy). Returns a dict of numpy arrays like :class:`cnce.optim.OptimResult`.
 
@@ -856,7 +886,8 @@ def newton_all(kind, X, XI, eps, theta0, *, a=0.0, progressive=False, hess_point
     ``hess_points``); ``carry_h``: each stage after the first starts from the previous stage's
     matrix (its first pass forms no matrix; the first trial step forms a new one); ``noise_t``:
     the Gaussian's noise steps are laid out once per simulation (``D N K`` floats per thread) and
-    read in place by every pass."""
+    read in place by every pass; ``h_cost``: with ``hess_last=0``, the last stage forms the matrix
+    anew where that is predicted to save passes (see :func:`_newton_one`)."""
     _threads(threads)
     S, N, _ = X.shape
     K = XI.shape[2]
@@ -867,7 +898,7 @@ def newton_all(kind, X, XI, eps, theta0, *, a=0.0, progressive=False, hess_point
     _newton_all(kind, X, XI, np.ascontiguousarray(eps, dtype=np.float64), theta, stages, float(a), int(hess_points),
                 int(block_pairs), int(max_iter), float(tol), float(stage_tol), float(ftol), int(patience), float(c1), int(max_halvings),
                 bool(reuse_h), out["init_loss"], out["loss"], out["grad_norm"], out["n_iter"], out["converged"],
-                int(hess_points if hess_last is None else hess_last), bool(carry_h), bool(noise_t))
+                int(hess_points if hess_last is None else hess_last), bool(carry_h), bool(noise_t), float(h_cost))
     out["psi"] = theta
     return out
 

@@ -298,9 +298,10 @@ def _fit_cnce_fused(model, kind, x, theta0, kappa, eps, base, rule, max_iter, to
         # The last stage forms its Gauss-Newton matrix from all pairs (a subsample makes the
         # iterations converge only linearly there), once, where the first step lands (that step
         # uses the previous stage's matrix); the earlier stages only give starting points (looser
-        # stage_tol); the noise is laid out once per simulation; 128-pair blocks stay in L1
+        # stage_tol); the noise is laid out once per simulation; 128-pair blocks stay in L1; the
+        # last stage forms the matrix anew where that saves passes (a matrix pass ~ 2 gradient passes)
         opts = dict(progressive=True, reuse_h=True, hess_points=HESS_POINTS, patience=1 << 30, hess_last=0, carry_h=True,
-                    stage_tol=1e-5, noise_t=True, block_pairs=128)
+                    stage_tol=1e-5, noise_t=True, block_pairs=128, h_cost=1.0)
     else:  # non-convex: no progressive sampling (it would change the path), same settings as the torch path
         opts = dict(progressive=False, reuse_h=False, hess_points=ICA_HESS_POINTS, ftol=max(1e-12, _stat_ftol(model, N)))
     out = _fused.newton_all(kind, X, XI, eps.numpy(), psi0.numpy(), a=a, max_iter=max_iter or 100, tol=tol,
