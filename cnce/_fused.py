@@ -21,7 +21,10 @@ decrement). Two differences that do not change the minimiser of a convex problem
 * *progressive sampling* (``stages``): the problem is first solved on a prefix of the data
   (with all its noise samples), e.g. ``N/16`` then ``N/4``, each solution starting the next,
   so that the full data see only the last two or three Newton iterations. Used for the
-  convex Gaussian problem; off for ICA, whose local optima depend on the path.
+  convex Gaussian problem; off for ICA, whose local optima depend on the path. For the
+  Gaussian the last stage forms its Gauss-Newton matrix from all pairs (from a subsample the
+  iterations converge only linearly), the noise steps are laid out once per simulation
+  (:func:`_pass_gauss_t`), and the earlier stages stop at a looser tolerance.
 
 Supported problems: ``kind = 0`` Gaussian (Eq. 15, features ``-u_a u_b`` and ``-u_a^2 / 2``),
 ``kind = 1`` ICA (Eq. 16, ``log phi = -a sum_j |b_j . u|``), and NCE (Gutmann & Hyvarinen
@@ -609,6 +612,146 @@ if HAVE_NUMBA:
             c0 = -(mx + math.log(acc) - math.log(n0 * K))
             out[s] = c0 if np.isfinite(c0) else 0.0
 
+    @njit(**_JIT_SUM)
+    def _gn_block_v(W, F, V, VF, H, P, nt):
+        """:func:`_gn_block` in 3 x 3 tiles of ``H`` (nine sums per sweep over the pairs, six loads
+        for nine multiply-adds) with ``v_t f_q`` formed once per row; the last ``P mod 3`` columns
+        one entry at a time."""
+        for t in range(nt):
+            V[t] = W[t] * (1.0 - W[t])
+        P3 = P - P % 3
+        for r in range(P3, P):
+            Fr = F[r]
+            for q in range(r + 1):
+                Fq = F[q]
+                acc = 0.0
+                for t in range(nt):
+                    acc += V[t] * Fq[t] * Fr[t]
+                H[q, r] += acc
+        for q0 in range(0, P3, 3):
+            A0, A1, A2 = VF[0], VF[1], VF[2]
+            Fa, Fb, Fc = F[q0], F[q0 + 1], F[q0 + 2]
+            for t in range(nt):
+                A0[t] = V[t] * Fa[t]
+                A1[t] = V[t] * Fb[t]
+                A2[t] = V[t] * Fc[t]
+            for r0 in range(q0, P3, 3):
+                B0, B1, B2 = F[r0], F[r0 + 1], F[r0 + 2]
+                s00 = s01 = s02 = s10 = s11 = s12 = s20 = s21 = s22 = 0.0
+                for t in range(nt):
+                    a0, a1, a2 = A0[t], A1[t], A2[t]
+                    b0, b1, b2 = B0[t], B1[t], B2[t]
+                    s00 += a0 * b0
+                    s01 += a0 * b1
+                    s02 += a0 * b2
+                    s10 += a1 * b0
+                    s11 += a1 * b1
+                    s12 += a1 * b2
+                    s20 += a2 * b0
+                    s21 += a2 * b1
+                    s22 += a2 * b2
+                H[q0, r0] += s00
+                H[q0, r0 + 1] += s01
+                H[q0, r0 + 2] += s02
+                H[q0 + 1, r0 + 1] += s11
+                H[q0 + 1, r0 + 2] += s12
+                H[q0 + 2, r0 + 2] += s22
+                if r0 > q0:  # off-diagonal tile: all nine are upper-triangle entries
+                    H[q0 + 1, r0] += s10
+                    H[q0 + 2, r0] += s20
+                    H[q0 + 2, r0 + 1] += s21
+
+    @njit(**_JIT_SUM)
+    def _pass_gauss_t(X, ZT, th, n_data, K, want, hb, g, H, buf):
+        """:func:`_pass_gauss` on the noise steps laid out once per simulation, ``ZT[c, i K + k] =
+        eps xi[i, k, c]`` (:func:`_noise_t`), so that a pass reads them in place (no per-pass
+        transpose). With ``v = x + z / 2`` the features are ``f_ab = z_a v_b + z_b v_a`` (``a < b``)
+        and ``f_aa = z_a v_a``: the same ``c (x_a z_b + z_a x_b + z_a z_b)``, fewer operations."""
+        V, VF, M, SP, W, F = buf[0], buf[1], buf[2], buf[3], buf[4], buf[5]
+        D = X.shape[1]
+        P = th.shape[0]
+        nb = M.shape[0] // K
+        loss = 0.0
+        n_h = 0
+        if want:
+            g[:] = 0.0
+            H[:, :] = 0.0
+        blk = 0
+        for i0 in range(0, n_data, nb):
+            i1 = min(n_data, i0 + nb)
+            nt = (i1 - i0) * K
+            t0 = i0 * K
+            for c in range(D):
+                Vc = V[c]
+                Zc = ZT[c, t0:t0 + nt]
+                t = 0
+                for i in range(i0, i1):
+                    xc = X[i, c]
+                    for k in range(K):
+                        Vc[t + k] = xc + 0.5 * Zc[t + k]
+                    t += K
+            p = 0
+            for a in range(D):
+                Za = ZT[a, t0:t0 + nt]
+                Va = V[a]
+                Fp = F[p]
+                tp = th[p]
+                if a == 0:
+                    for t in range(nt):
+                        f = Za[t] * Va[t]
+                        Fp[t] = f
+                        M[t] = tp * f
+                else:
+                    for t in range(nt):
+                        f = Za[t] * Va[t]
+                        Fp[t] = f
+                        M[t] += tp * f
+                p += 1
+                for b in range(a + 1, D):
+                    Zb = ZT[b, t0:t0 + nt]
+                    Vb = V[b]
+                    Fp = F[p]
+                    tp = th[p]
+                    for t in range(nt):
+                        f = Za[t] * Vb[t] + Zb[t] * Va[t]
+                        Fp[t] = f
+                        M[t] += tp * f
+                    p += 1
+            _logistic_block(M, SP, W, nt)
+            for t in range(nt):
+                loss += SP[t]
+            if want:
+                for q in range(P):
+                    Fq = F[q]
+                    acc = 0.0
+                    for t in range(nt):
+                        acc += W[t] * Fq[t]
+                    g[q] -= acc
+                if blk % hb == 0:
+                    n_h += nt
+                    _gn_block_v(W, F, SP, VF, H, P, nt)
+            blk += 1
+        return loss, n_h
+
+    @njit(**_JIT)
+    def _noise_t(XI, eps, n_data, ZT):
+        """``ZT[c, i K + k] = eps XI[i, k, c]`` for the first ``n_data`` points (see :func:`_pass_gauss_t`)."""
+        K = XI.shape[1]
+        D = XI.shape[2]
+        for i in range(n_data):
+            for k in range(K):
+                t = i * K + k
+                for c in range(D):
+                    ZT[c, t] = eps * XI[i, k, c]
+
+    @njit(**_JIT)
+    def _pass_z(kind, X, XI, prm, th, n_data, K, a, want, hb, g, H, buf, zt):
+        """:func:`_pass`, or :func:`_pass_gauss_t` where the Gaussian's noise is laid out in ``zt``."""
+        if zt is not None:
+            if kind == GAUSSIAN and zt.shape[1] >= n_data * K:
+                return _pass_gauss_t(X, zt, th, n_data, K, want, hb, g, H, buf)
+        return _pass(kind, X, XI, prm, th, n_data, K, a, want, hb, g, H, buf)
+
     @njit(**_JIT)
     def _pass(kind, X, XI, prm, th, n_data, K, a, want, hb, g, H, buf):
         """One pass of problem ``kind``; ``prm`` holds the simulation's constants: ``[eps]`` for
@@ -645,13 +788,14 @@ if HAVE_NUMBA:
     def _buffers(R, D, P, block_pairs):
         """Per-thread scratch: ``XB, Z (D, B), M, SP, W (B,), F (P, B), SG, SX (D, B)`` with
         ``B = R * max(1, block_pairs // R)`` rows per block (whole data points, ``R`` rows each:
-        :func:`_rows`). ``Z`` has at least 2 rows (NCE keeps the label and offset there)."""
+        :func:`_rows`). ``Z`` has at least 3 rows (NCE keeps the label and offset there; the
+        Gaussian's Gauss-Newton tiles use it as scratch)."""
         B = R * max(1, block_pairs // R)
-        return (np.empty((D, B)), np.empty((max(D, 2), B)), np.empty(B), np.empty(B), np.empty(B), np.empty((P, B)),
+        return (np.empty((D, B)), np.empty((max(D, 3), B)), np.empty(B), np.empty(B), np.empty(B), np.empty((P, B)),
                 np.empty((D, B)), np.empty((D, B)))
 
     @njit(**_JIT)
-    def _full(kind, X, XI, prm, th, n_data, K, a, hess_points, g, H, buf, want_h=True):
+    def _full(kind, X, XI, prm, th, n_data, K, a, hess_points, g, H, buf, want_h=True, zt=None):
         """Loss, gradient and (if ``want_h``; else ``H`` is left alone) the Gauss-Newton matrix
         from about ``hess_points`` pairs (whole blocks), scaled to the problem's ``2 / (N K)``."""
         n = n_data * _rows(kind, K)
@@ -661,7 +805,7 @@ if HAVE_NUMBA:
             hb = 1 << 62
         P = th.shape[0]
         Hw = H if want_h else np.empty((P, P))
-        loss, n_h = _pass(kind, X, XI, prm, th, n_data, K, a, True, hb, g, Hw, buf)
+        loss, n_h = _pass_z(kind, X, XI, prm, th, n_data, K, a, True, hb, g, Hw, buf, zt)
         scale = _scale(kind, n_data, K)
         for q in range(P):
             g[q] *= scale
@@ -716,14 +860,25 @@ if HAVE_NUMBA:
 
     @njit(**_JIT)
     def _newton_one(kind, X, XI, prm, theta, n_data, K, a, hess_points, max_iter, tol, ftol, patience, c1, max_halvings,
-                    buf, reuse_h):
+                    buf, reuse_h, Hio=None, h_in=False, zt=None, h_cost=0.0):
         """Solve one problem on its first ``n_data`` data points; ``theta`` is updated in place.
         Returns ``(loss, max |grad|, iterations, converged)``.
 
         ``reuse_h``: keep the Gauss-Newton matrix of the previous iteration (skip its
         accumulation, the most expensive part of a pass) while the last step was a full step
         and the loss fell by 0.5-1.5 times the decrease the quadratic model predicted; the
-        matrix only sets the direction, so the minimiser is the same (used for the Gaussian)."""
+        matrix only sets the direction, so the minimiser is the same (used for the Gaussian).
+
+        ``Hio`` (optional, ``(P, P)``): receives the last Gauss-Newton matrix; with ``h_in`` it also
+        supplies the first one (the previous stage's, at a nearby point), so that the first pass
+        forms only the loss and gradient and the first trial step forms the matrix anew (from
+        ``hess_points`` pairs) where the step lands.
+
+        ``h_cost > 0`` (a matrix from all pairs; the cost of forming it in gradient passes): also
+        form the matrix anew at the next trial point when that is predicted to take fewer passes
+        to ``tol``. Model (measured on the Gaussian): with the matrix formed where the decrement
+        was ``d_h``, the next decrement is ``2 d_h^2`` and each later one ``10 d_h`` times the
+        previous one (linear convergence, the matrix from a point too far away)."""
         P = theta.shape[0]
         g = np.empty(P)
         H = np.empty((P, P))
@@ -733,22 +888,46 @@ if HAVE_NUMBA:
         L = np.zeros((P, P))
         th_new = np.empty(P)
         scale = _scale(kind, n_data, K)
-        loss = _full(kind, X, XI, prm, theta, n_data, K, a, hess_points, g, H, buf)
+        if Hio is not None and h_in:
+            loss = _full(kind, X, XI, prm, theta, n_data, K, a, hess_points, g, H, buf, False, zt)
+            H[:, :] = Hio
+        else:
+            loss = _full(kind, X, XI, prm, theta, n_data, K, a, hess_points, g, H, buf, True, zt)
         alpha0 = 1.0
         quiet = 0
         it = 0
         converged = False
         want_h = True
         first_full = True
+        h_new = not (Hio is not None and h_in)  # the matrix was formed at the current point
+        dec_h = 0.0
         while it < max_iter:
             _damped_solve(H, g, d, L)
             slope = 0.0
             for q in range(P):
                 slope += g[q] * d[q]
             dec = -0.5 * slope
-            if dec <= tol * max(1.0, abs(loss)):
+            lim = tol * max(1.0, abs(loss))
+            if dec <= lim:
                 converged = True
                 break
+            if h_new:
+                dec_h = dec
+            if h_cost > 0.0 and not want_h and dec_h > 0.0:
+                nxt = 2.0 * dec * dec if h_new else 10.0 * dec_h * dec
+                m_stale = 1  # passes to lim keeping the matrix
+                dd = nxt
+                while dd > lim and m_stale < 30:
+                    dd *= 10.0 * dec_h
+                    m_stale += 1
+                m_fresh = 1  # forming it anew at the next point
+                if nxt > lim:
+                    dd = 2.0 * nxt * nxt
+                    m_fresh = 2
+                    while dd > lim and m_fresh < 30:
+                        dd *= 10.0 * nxt
+                        m_fresh += 1
+                want_h = m_fresh + h_cost < m_stale
             alpha = alpha0
             accepted = False
             have_full = False
@@ -757,10 +936,10 @@ if HAVE_NUMBA:
                 for q in range(P):
                     th_new[q] = theta[q] + alpha * d[q]
                 if h == 0 and first_full:
-                    loss_new = _full(kind, X, XI, prm, th_new, n_data, K, a, hess_points, g2, H2, buf, want_h)
+                    loss_new = _full(kind, X, XI, prm, th_new, n_data, K, a, hess_points, g2, H2, buf, want_h, zt)
                     have_full = True
                 else:
-                    loss_new = scale * _pass(kind, X, XI, prm, th_new, n_data, K, a, False, 1, g2, H2, buf)[0]
+                    loss_new = scale * _pass_z(kind, X, XI, prm, th_new, n_data, K, a, False, 1, g2, H2, buf, zt)[0]
                     have_full = False
                 if np.isfinite(loss_new) and loss_new <= loss + c1 * alpha * slope:
                     accepted = True
@@ -792,7 +971,7 @@ if HAVE_NUMBA:
                 break
             if not have_full:
                 want_h = True
-                loss_new = _full(kind, X, XI, prm, th_new, n_data, K, a, hess_points, g2, H2, buf, True)
+                loss_new = _full(kind, X, XI, prm, th_new, n_data, K, a, hess_points, g2, H2, buf, True, zt)
             rho = (loss - loss_new) / dec if dec > 0.0 else 1.0
             used_h = want_h
             want_h = not (reuse_h and alpha == 1.0 and 0.5 <= rho <= 1.5)
@@ -803,10 +982,13 @@ if HAVE_NUMBA:
             g[:] = g2
             if used_h:
                 H[:, :] = H2
+            h_new = used_h
             alpha0 = min(1.0, ALPHA_GROW * alpha)
             if quiet >= patience:
                 converged = True
                 break
+        if Hio is not None:
+            Hio[:, :] = H
         gmax = 0.0
         for q in range(P):
             gmax = max(gmax, abs(g[q]))
@@ -814,7 +996,8 @@ if HAVE_NUMBA:
 
     @njit(cache=True, parallel=True, error_model="numpy")
     def _newton_all(kind, X, XI, prm, theta, stages, a, hess_points, block_pairs, max_iter, tol, stage_tol, ftol,
-                    patience, c1, max_halvings, reuse_h, init_loss, loss, gmax, n_iter, conv):
+                    patience, c1, max_halvings, reuse_h, init_loss, loss, gmax, n_iter, conv, hess_last=-1, carry_h=False,
+                    noise_t=False, h_cost=0.0):
         S, N, D = X.shape
         K = XI.shape[2]
         P = theta.shape[1]
@@ -823,11 +1006,18 @@ if HAVE_NUMBA:
             g0 = np.empty(P)
             H0 = np.empty((P, P))
             th = theta[s].copy()
-            init_loss[s] = _scale(kind, N, K) * _pass(kind, X[s], XI[s], prm[s], th, N, K, a, False, 1, g0, H0, buf)[0]
+            Hc = np.empty((P, P))
+            # the Gaussian's noise steps laid out once (D x N K), read in place by every pass
+            zt = np.empty((D, N * K if noise_t and kind == 0 else 0))
+            if zt.shape[1] > 0:
+                _noise_t(XI[s], prm[s, 0], N, zt)
+            init_loss[s] = _scale(kind, N, K) * _pass_z(kind, X[s], XI[s], prm[s], th, N, K, a, False, 1, g0, H0, buf, zt)[0]
             for st in range(stages.shape[0]):
                 last = st == stages.shape[0] - 1
-                l, gm, it, cv = _newton_one(kind, X[s], XI[s], prm[s], th, stages[st], K, a, hess_points, max_iter,
-                                            tol if last else stage_tol, ftol, patience, c1, max_halvings, buf, reuse_h)
+                hp = hess_last if last and hess_last >= 0 else hess_points
+                l, gm, it, cv = _newton_one(kind, X[s], XI[s], prm[s], th, stages[st], K, a, hp, max_iter,
+                                            tol if last else stage_tol, ftol, patience, c1, max_halvings, buf, reuse_h,
+                                            Hc, carry_h and st > 0, zt, h_cost if last and hp == 0 else 0.0)
                 if last:
                     loss[s] = l
                     gmax[s] = gm
@@ -1115,11 +1305,18 @@ def nce_c0(kind, X, XI, prm, theta, *, a=0.0, n_points=65536, threads=None, bloc
 
 def newton_all(kind, X, XI, prm, theta0, *, a=0.0, progressive=False, hess_points=4096, max_iter=100, tol=1e-14,
                stage_tol=1e-9, ftol=1e-12, patience=3, c1=1e-4, max_halvings=40, threads=None, block_pairs=BLOCK_PAIRS,
-               reuse_h=False):
+               reuse_h=False, hess_last=None, carry_h=False, noise_t=False, h_cost=0.0):
     """Fit every simulation: ``X (S, N, D)``, ``XI (S, N, K, D)`` noise base, ``prm`` the
     simulations' constants (``eps (S,)`` for CNCE; :func:`nce_params` for NCE), ``theta0 (S, P)``
     (float64 numpy; for NCE the last parameter is ``c``). Returns a dict of numpy arrays like
-    :class:`cnce.optim.OptimResult`."""
+    :class:`cnce.optim.OptimResult`.
+
+    ``hess_last``: pairs for the Gauss-Newton matrix in the last stage (``0``: all; default
+    ``hess_points``); ``carry_h``: each stage after the first starts from the previous stage's
+    matrix (its first pass forms no matrix; the first trial step forms a new one); ``noise_t``:
+    the Gaussian's noise steps are laid out once per simulation (``D N K`` floats per thread) and
+    read in place by every pass; ``h_cost``: with ``hess_last=0``, the last stage forms the matrix
+    anew where that is predicted to save passes (see :func:`_newton_one`)."""
     _threads(threads)
     S, N, _ = X.shape
     K = XI.shape[2]
@@ -1129,7 +1326,8 @@ def newton_all(kind, X, XI, prm, theta0, *, a=0.0, progressive=False, hess_point
     stages = default_stages(N, K, progressive)
     _newton_all(kind, X, XI, _prm(prm), theta, stages, float(a), int(hess_points),
                 int(block_pairs), int(max_iter), float(tol), float(stage_tol), float(ftol), int(patience), float(c1), int(max_halvings),
-                bool(reuse_h), out["init_loss"], out["loss"], out["grad_norm"], out["n_iter"], out["converged"])
+                bool(reuse_h), out["init_loss"], out["loss"], out["grad_norm"], out["n_iter"], out["converged"],
+                int(hess_points if hess_last is None else hess_last), bool(carry_h), bool(noise_t), float(h_cost))
     out["psi"] = theta
     return out
 

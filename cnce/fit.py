@@ -321,8 +321,14 @@ def _fit_cnce_fused(model, kind, x, theta0, kappa, eps, base, rule, max_iter, to
     if kind == _fused.GAUSSIAN:
         # convex and smooth: stop on the Newton decrement (or when no step can lower the loss any
         # more); the "small relative decrease" rule is for the piecewise-smooth ICA problems and
-        # would stop the last stage of progressive sampling early when it starts close to the optimum
-        opts = dict(progressive=True, reuse_h=True, hess_points=HESS_POINTS, patience=1 << 30)
+        # would stop the last stage of progressive sampling early when it starts close to the optimum.
+        # The last stage forms its Gauss-Newton matrix from all pairs (a subsample makes the
+        # iterations converge only linearly there), once, where the first step lands (that step
+        # uses the previous stage's matrix); the earlier stages only give starting points (looser
+        # stage_tol); the noise is laid out once per simulation; 128-pair blocks stay in L1; the
+        # last stage forms the matrix anew where that saves passes (a matrix pass ~ 2 gradient passes)
+        opts = dict(progressive=True, reuse_h=True, hess_points=HESS_POINTS, patience=1 << 30, hess_last=0, carry_h=True,
+                    stage_tol=1e-5, noise_t=True, block_pairs=128, h_cost=1.0)
     elif kind in (_fused.LOGNORMAL, _fused.RING):  # convex, 1-2 parameters: the full Gauss-Newton matrix costs little
         opts = dict(progressive=True, reuse_h=True, hess_points=0, patience=1 << 30)
     else:  # non-convex: no progressive sampling (it would change the path), same settings as the torch path

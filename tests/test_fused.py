@@ -189,3 +189,16 @@ def test_ring_fused_equals_torch(method):
     torch.testing.assert_close(f.init_loss, t.init_loss, rtol=1e-12, atol=0)
     torch.testing.assert_close(f.loss, t.loss, rtol=1e-12, atol=0)
     torch.testing.assert_close(f.theta, t.theta, rtol=1e-5, atol=0)
+
+
+@pytest.mark.parametrize("dim", [1, 2, 4])
+def test_gaussian_fused_equals_torch_other_dims(dim):
+    # the Gaussian pass forms the Gauss-Newton matrix in 3 x 3 tiles: P = dim (dim + 1) / 2
+    # need not be a multiple of 3
+    model = Gaussian(dim=dim)
+    th, th0, x, base = _problem(model, 3, 2000, 6, 4)
+    kw = dict(kappa=6, eps=0.4, theta0=th0, noise_base=base)
+    f = cnce.fit(model, x, backend="fused", threads=1, **kw)
+    t = cnce.fit(model, x, backend="torch", **kw)
+    assert f.info["backend"] == "fused" and f.converged.all()
+    assert ((f.theta - t.theta).norm(dim=1) / t.theta.norm(dim=1)).max() < 1e-5
