@@ -334,9 +334,20 @@ def bench_e2e(args):
         r = subprocess.run([sys.executable, "-m", "cnce", "run", exp, "--scale", args.scale, "--results-dir", str(out),
                             "--threads", str(args.threads), "--no-progress"], cwd=ROOT, capture_output=True, text=True)
         secs = time.perf_counter() - t0
-        rows.append(dict(experiment=exp, scale=args.scale, seconds=secs, returncode=r.returncode,
-                         load_average=list(os.getloadavg()), stderr_tail=r.stderr[-2000:] if r.returncode else ""))
-        print(f"e2e {exp} at {args.scale}: {secs:.1f} s (rc {r.returncode})", flush=True)
+        # `cnce run` prints one JSON summary per experiment (wall seconds, cells run): keep them
+        parts = []
+        for line in r.stdout.splitlines():
+            if line.startswith("{") and '"wall_seconds"' in line:
+                try:
+                    parts.append(json.loads(line))
+                except ValueError:
+                    pass
+        rows.append(dict(experiment=exp, scale=args.scale, seconds=secs, returncode=r.returncode, threads=args.threads,
+                         load_average=list(os.getloadavg()), stderr_tail=r.stderr[-2000:] if r.returncode else "",
+                         parts=[dict(experiment=q.get("experiment"), wall_seconds=q.get("wall_seconds"), cells_run=q.get("cells_run"))
+                                for q in parts]))
+        print(f"e2e {exp} at {args.scale}: {secs:.1f} s (rc {r.returncode})"
+              + "".join(f"; {q.get('experiment')} {q.get('wall_seconds', 0):.0f} s" for q in parts), flush=True)
     if not keep:
         shutil.rmtree(tmp, ignore_errors=True)
     if args.book:

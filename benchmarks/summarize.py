@@ -61,12 +61,17 @@ def main():
     e = _load("e2e")
     if e:
         out += ["## End to end", "", _machine(e["machine"]), "",
-                "Wall time of `python -m cnce run <experiment> --scale paper` from an empty results folder.", "",
+                "Wall time of `python -m cnce run <experiment> --scale paper` from an empty results folder "
+                "(`all`: every synthetic experiment in one process; cells that two figures share run once).", "",
                 "| experiment | scale | threads | seconds | exit code | note |", "|---|---|---|---|---|---|"]
         for r in e["results"]:
             rc = "-" if r["returncode"] is None else r["returncode"]
+            note = r.get("note", "")
+            if r.get("parts") and len(r["parts"]) > 1:  # `run all`: each experiment's share (shared cells run once)
+                note = (note + " " if note else "") + "; ".join(f"{q['experiment']} {q['wall_seconds']:.0f} s ({q['cells_run']} cells)"
+                                                                 for q in r["parts"])
             out.append(f"| {r['experiment']} | {r['scale']} | {r.get('threads', e['settings'].get('threads', '-'))} | "
-                       f"{r['seconds']:.0f} | {rc} | {r.get('note', '')} |")
+                       f"{r['seconds']:.0f} | {rc} | {note} |")
         out.append("")
     im = _load("images")
     if im:

@@ -330,7 +330,7 @@ def _fit_cnce_fused(model, kind, x, theta0, kappa, eps, base, rule, max_iter, to
         opts = dict(progressive=True, reuse_h=True, hess_points=HESS_POINTS, patience=1 << 30, hess_last=0, carry_h=True,
                     stage_tol=1e-5, noise_t=True, block_pairs=128, h_cost=1.0)
     elif kind in (_fused.LOGNORMAL, _fused.RING):  # convex, 1-2 parameters: the full Gauss-Newton matrix costs little
-        opts = dict(progressive=True, reuse_h=True, hess_points=0, patience=1 << 30)
+        opts = dict(progressive=True, reuse_h=True, hess_points=0, patience=1 << 30, stage_tol=1e-5)
     else:  # non-convex: no progressive sampling (it would change the path), same settings as the torch path
         opts = dict(progressive=False, reuse_h=False, hess_points=ICA_HESS_POINTS, ftol=max(1e-12, _stat_ftol(model, N)))
     out = _fused.newton_all(kind, X, XI, prm_of(eps), psi0.numpy(), a=a, max_iter=max_iter or 100, tol=tol,
@@ -576,9 +576,12 @@ def _fit_nce_fused(model, kind, x, theta0, kappa, base, max_iter, tol, threads):
     X, XI = x.contiguous().numpy(), base.numpy()
     c0 = _fused.nce_c0(kind, X, XI, prm, psi0.numpy(), a=a, n_points=NCE_C0_POINTS, threads=threads)
     psi0 = torch.cat([psi0, torch.from_numpy(c0).unsqueeze(-1)], -1)
-    if kind in (_fused.NCE_GAUSSIAN, _fused.NCE_RING):  # convex: as the Gaussian CNCE problem, with the full
-        # Gauss-Newton matrix (measured: 3-4 instead of 6-7 iterations, 1.7-2.3x faster than from 4096 points)
-        opts = dict(progressive=True, reuse_h=True, hess_points=0, patience=1 << 30)
+    if kind == _fused.NCE_GAUSSIAN:  # convex: as the Gaussian CNCE problem (the full Gauss-Newton matrix in the
+        # last stage: 3-4 instead of 6-7 iterations there)
+        opts = dict(progressive=True, reuse_h=True, hess_points=HESS_POINTS, patience=1 << 30, hess_last=0, carry_h=True,
+                    stage_tol=1e-5, h_cost=1.0)
+    elif kind == _fused.NCE_RING:  # convex, two parameters: the full Gauss-Newton matrix costs little
+        opts = dict(progressive=True, reuse_h=True, hess_points=0, patience=1 << 30, stage_tol=1e-5)
     else:
         opts = dict(progressive=False, reuse_h=False, hess_points=ICA_HESS_POINTS, ftol=max(1e-12, _stat_ftol(model, N)))
     out = _fused.newton_all(kind, X, XI, prm, psi0.numpy(), a=a,
