@@ -101,10 +101,10 @@ print(eps.round(3).to_string())
 # (towards its hard cap of 1000 times that scale) for some simulations: with the constant
 # $C$ of Eq. (62) initialised at 0, the loss at the initial parameters stayed near
 # $2\log 2$ for every $\varepsilon$. The package now starts $C$ at $-10$ (the data never
-# fall on $u \le 0$), which removes the runaway (a partial paper-scale rerun with the new
-# start had no simulation above 10 and lower median errors). The committed paper-scale run
-# predates that change (its provenance says which code made it), so when this page shows
-# it, the count below still reports the runaway; at quick scale it checks the fix.
+# fall on $u \le 0$), which removes the runaway. The committed paper-scale run was made
+# with the new start (its provenance file names the commit); an earlier paper-scale run
+# with $C_0 = 0$ had such simulations and higher median CNCE errors at every $N$. The count
+# below checks the fix on whichever run this page shows.
 
 # %%
 big = df[(df.study == "lognormal") & (df.method == "cnce")]
