@@ -48,9 +48,9 @@ def main():
                 f"Memory bandwidth measured in the same run ({bw['buffer_MiB']} MiB float32 buffers, one thread): "
                 f"read (sum) {bw['read_GBps']:.2f} GB/s, copy (read + write) {bw['copy_GBps']:.2f} GB/s at the start; the bound in the "
                 "table is the median of read probes taken right before each timed evaluation. "
-                "Inputs streamed per pass: the data and the noise base in float64 (fused kernels, which form the noise and "
-                "the features on the fly); the features `F (S, 15, n)` in float32 (torch backend, Gaussian); data and noise "
-                "points in float64 (torch backend, ICA).", "",
+                "Inputs streamed per pass: fused kernels, the data and, in float64, the noise steps `eps xi` laid out once per "
+                "simulation (Gaussian) or the noise base (ICA), with the features formed on the fly; the features "
+                "`F (S, 15, n)` in float32 (torch backend, Gaussian); data and noise points in float64 (torch backend, ICA).", "",
                 "| model | backend | S | N | kappa | seconds | M pairs/s | ns per pair | input GB | effective GB/s | x the read bound |",
                 "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in t["results"]["rows"]:
