@@ -41,6 +41,18 @@ def main():
                        f"{1e3*r['batched_auto_eps_s']/r['S']:.1f} | {tb} | {1e3*r['naive_s_per_sim']:.1f} | **{r['speedup']:.1f}x** | {two} | {tsp} | "
                        f"{r['batched_iters_median']:.0f} | {r['err_rel_diff_median']:.1e} / {r['err_rel_diff_max']:.1e} |")
         out.append("")
+        for extra in sorted(RESULTS.glob("batched_*.json")):  # extra runs (e.g. fewer simulations), same columns
+            e = json.loads(extra.read_text())
+            st = e["settings"]
+            out += [f"Extra run `{extra.name}` ({st['sims']} simulations batched, {st['naive_sims']} in the loop, "
+                    f"{st['repeats']} repeat(s)): {_machine(e['machine'])}", ""]
+            for r in e["results"]:
+                two = f"{r['speedup_2threads']:.1f}x" if r.get("speedup_2threads") else "-"
+                out.append(f"- {r['model']}, N = {r['N']}, kappa = {r['kappa']}: cnce.fit {1e3*r['batched_s_per_sim']:.1f} ms/sim, "
+                           f"scipy loop {1e3*r['naive_s_per_sim']:.1f} ms/sim: **{r['speedup']:.1f}x** (1 thread), {two} (2 threads); "
+                           f"median squared error {r['err_median_batched']:.2e} against the loop's {r['err_median_naive']:.2e}, "
+                           f"relative differences median {r['err_rel_diff_median']:.1e}, max {r['err_rel_diff_max']:.1e}")
+            out.append("")
     t = _load("throughput")
     if t:
         bw = t["results"]["bandwidth"]
