@@ -142,13 +142,13 @@ def fit(
             ``CNCE_MEMORY_BUDGET_GB`` (default 1 GB). Results do not depend on it.
         progress: show a tqdm bar over chunks.
         backend: ``"auto"`` (default) uses the fused CPU kernels of :mod:`cnce._fused` where
-            they apply (CNCE with the noise of Eq. 13 and NCE for the Gaussian and ICA models, CNCE
-            for the log-normal model, and ICA
-            maximum likelihood by the same L-BFGS; float64 on the CPU, numba installed) and the batched torch path otherwise; ``"torch"``
-            forces the torch path (also what runs on a GPU); ``"fused"`` requires the kernels
-            and raises ValueError where they do not apply. Both solve the same problem with
-            the same Newton method; estimates agree to the optimiser's tolerance (convex
-            Gaussian: about 5e-7 relative; ICA follows the same path but its loose,
+            they apply (CNCE with the noise of Eq. 13 and NCE for the Gaussian, ICA and ring models,
+            CNCE with that noise for the log-normal model, and ICA maximum likelihood by the same
+            L-BFGS; float64 on the CPU, numba installed) and the batched torch path otherwise;
+            ``"torch"`` forces the torch path (also what runs on a GPU); ``"fused"`` requires the
+            kernels and raises ValueError where they do not apply. Both solve the same problem
+            with the same Newton method; estimates agree to the optimiser's tolerance (convex
+            problems: about 5e-7 relative or better; ICA follows the same path but its loose,
             statistically motivated stopping rule can stop at slightly different points).
         threads: CPU threads of the fused kernels (simulations run in parallel); default
             ``torch.get_num_threads()``.
@@ -199,7 +199,7 @@ def fit(
     if backend == "fused" and fused_kind is None:
         raise ValueError(
             f"backend='fused' needs numba, dtype float64 on the CPU, and CNCE with the Gaussian noise of Eq. (13) or NCE for a "
-            f"Gaussian or ICA model, CNCE for LogNormal, or ICA maximum likelihood; got model={model!r}, method={method!r}, noise={type(noise).__name__}, device={dev}, "
+            f"Gaussian, ICA or Ring model, CNCE with that noise for LogNormal, or ICA maximum likelihood; got model={model!r}, method={method!r}, noise={type(noise).__name__}, device={dev}, "
             f"dtype={dtype}, numba {'available' if _fused.available() else 'not installed'}")
     if fused_kind == "ica-mle":
         out = _fused.ica_mle_all(x.contiguous().numpy(), model.to_free(theta0).numpy(), a=float(model.abs_projection_coef),
