@@ -123,6 +123,35 @@ if HAVE_NUMBA:
                     acc += V[t] * Fq[t] * Fr[t]
                 H[q, r] += acc
 
+    @njit(inline="always", **_JIT_SUM)
+    def _grad_block(W, F, P, nt, g):
+        """``g -= sum_t w_t f_t`` for the block's rows."""
+        for q in range(P):
+            Fq = F[q]
+            acc = 0.0
+            for t in range(nt):
+                acc += W[t] * Fq[t]
+            g[q] -= acc
+
+    @njit(inline="always", **_JIT_SUM)
+    def _block_loss(M, SP, W, nt, loss):
+        """The block's logistic terms (``SP``, ``W`` from the margins ``M``); returns ``loss`` plus
+        the block's ``sum softplus(-m)``."""
+        _logistic_block(M, SP, W, nt)
+        for t in range(nt):
+            loss += SP[t]
+        return loss
+
+    @njit(inline="always", **_JIT_SUM)
+    def _block_grad_gn(W, F, SP, H, P, nt, gn, g):
+        """``g -= sum_t w_t f_t``; with ``gn`` also the Gauss-Newton sums (``SP`` is scratch).
+        Returns the rows added to the Gauss-Newton matrix."""
+        _grad_block(W, F, P, nt, g)
+        if gn:
+            _gn_block(W, F, SP, H, P, nt)
+            return nt
+        return 0
+
     @njit(inline="always", **_JIT)
     def _fill_block(X, XI, eps, i0, i1, K, XB, Z, M):
         """Lay out the pairs of data points ``i0 .. i1 - 1`` as columns: ``x`` repeated ``K`` times
@@ -173,19 +202,9 @@ if HAVE_NUMBA:
                     for t in range(nt):
                         M[t] += tp * Fp[t]
                     p += 1
-            _logistic_block(M, SP, W, nt)
-            for t in range(nt):
-                loss += SP[t]
+            loss = _block_loss(M, SP, W, nt, loss)
             if want:
-                for q in range(P):
-                    Fq = F[q]
-                    acc = 0.0
-                    for t in range(nt):
-                        acc += W[t] * Fq[t]
-                    g[q] -= acc
-                if blk % hb == 0:
-                    n_h += nt
-                    _gn_block(W, F, SP, H, P, nt)
+                n_h += _block_grad_gn(W, F, SP, H, P, nt, blk % hb == 0, g)
             blk += 1
         return loss, n_h
 
@@ -225,9 +244,7 @@ if HAVE_NUMBA:
                     M[t] += a * (abs(sy) - abs(sx))
                     Sg[t] = 1.0 if sy > 0.0 else (-1.0 if sy < 0.0 else 0.0)
                     Sx[t] = 1.0 if sx > 0.0 else (-1.0 if sx < 0.0 else 0.0)
-            _logistic_block(M, SP, W, nt)
-            for t in range(nt):
-                loss += SP[t]
+            loss = _block_loss(M, SP, W, nt, loss)
             if want:
                 # f_(r, c) = a (sign(b_r . y) y_c - sign(b_r . x) x_c), y = x + z
                 gn = blk % hb == 0
@@ -300,16 +317,6 @@ if HAVE_NUMBA:
                 for j in range(nn):
                     Xr[nd + j] += lrc * Tc[j]
 
-    @njit(inline="always", **_JIT_SUM)
-    def _grad_block(W, F, P, nt, g):
-        """``g -= sum_t w_t f_t`` for the block's rows."""
-        for q in range(P):
-            Fq = F[q]
-            acc = 0.0
-            for t in range(nt):
-                acc += W[t] * Fq[t]
-            g[q] -= acc
-
     @njit(**_JIT_SUM)
     def _pass_nce_gauss(X, XI, prm, th, n_data, K, a_unused, want, hb, g, H, buf):
         """NCE for the Gaussian model (Gutmann & Hyvarinen 2012): parameters ``(theta, c)``,
@@ -347,14 +354,9 @@ if HAVE_NUMBA:
             for t in range(nt):
                 Fc[t] = Sg[t]
                 M[t] += tc * Sg[t] + Of[t]
-            _logistic_block(M, SP, W, nt)
-            for t in range(nt):
-                loss += SP[t]
+            loss = _block_loss(M, SP, W, nt, loss)
             if want:
-                _grad_block(W, F, P, nt, g)
-                if blk % hb == 0:
-                    n_h += nt
-                    _gn_block(W, F, SP, H, P, nt)
+                n_h += _block_grad_gn(W, F, SP, H, P, nt, blk % hb == 0, g)
             blk += 1
         return loss, n_h
 
@@ -394,9 +396,7 @@ if HAVE_NUMBA:
             tc = th[P - 1]
             for t in range(nt):
                 M[t] += tc * Sgn[t] + Of[t]
-            _logistic_block(M, SP, W, nt)
-            for t in range(nt):
-                loss += SP[t]
+            loss = _block_loss(M, SP, W, nt, loss)
             if want:
                 # f_(r, c) = -a s sign(b_r . u) u_c, f_c = s
                 for r in range(D):
@@ -458,14 +458,9 @@ if HAVE_NUMBA:
                     F1[t] = f1
                     M[t] = th0 * f0 + th1 * f1 + b
                     t += 1
-            _logistic_block(M, SP, W, nt)
-            for t in range(nt):
-                loss += SP[t]
+            loss = _block_loss(M, SP, W, nt, loss)
             if want:
-                _grad_block(W, F, 2, nt, g)
-                if blk % hb == 0:
-                    n_h += nt
-                    _gn_block(W, F, SP, H, 2, nt)
+                n_h += _block_grad_gn(W, F, SP, H, 2, nt, blk % hb == 0, g)
             blk += 1
         return loss, n_h
 
@@ -510,14 +505,9 @@ if HAVE_NUMBA:
                 f = 0.5 * dr * (rx + ry - 2.0 * mu)
                 F0[t] = f
                 M[t] = th0 * f
-            _logistic_block(M, SP, W, nt)
-            for t in range(nt):
-                loss += SP[t]
+            loss = _block_loss(M, SP, W, nt, loss)
             if want:
-                _grad_block(W, F, 1, nt, g)
-                if blk % hb == 0:
-                    n_h += nt
-                    _gn_block(W, F, SP, H, 1, nt)
+                n_h += _block_grad_gn(W, F, SP, H, 1, nt, blk % hb == 0, g)
             blk += 1
         return loss, n_h
 
@@ -553,14 +543,9 @@ if HAVE_NUMBA:
                 F0[t] = f
                 F1[t] = Sg[t]
                 M[t] = th0 * f + th1 * Sg[t] + Of[t]
-            _logistic_block(M, SP, W, nt)
-            for t in range(nt):
-                loss += SP[t]
+            loss = _block_loss(M, SP, W, nt, loss)
             if want:
-                _grad_block(W, F, 2, nt, g)
-                if blk % hb == 0:
-                    n_h += nt
-                    _gn_block(W, F, SP, H, 2, nt)
+                n_h += _block_grad_gn(W, F, SP, H, 2, nt, blk % hb == 0, g)
             blk += 1
         return loss, n_h
 
@@ -717,16 +702,9 @@ if HAVE_NUMBA:
                         Fp[t] = f
                         M[t] += tp * f
                     p += 1
-            _logistic_block(M, SP, W, nt)
-            for t in range(nt):
-                loss += SP[t]
+            loss = _block_loss(M, SP, W, nt, loss)
             if want:
-                for q in range(P):
-                    Fq = F[q]
-                    acc = 0.0
-                    for t in range(nt):
-                        acc += W[t] * Fq[t]
-                    g[q] -= acc
+                _grad_block(W, F, P, nt, g)
                 if blk % hb == 0:
                     n_h += nt
                     _gn_block_v(W, F, SP, VF, H, P, nt)

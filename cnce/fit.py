@@ -201,19 +201,12 @@ def fit(
             f"backend='fused' needs numba, dtype float64 on the CPU, and CNCE with the Gaussian noise of Eq. (13) or NCE for a "
             f"Gaussian, ICA or Ring model, CNCE with that noise for LogNormal, or ICA maximum likelihood; got model={model!r}, method={method!r}, noise={type(noise).__name__}, device={dev}, "
             f"dtype={dtype}, numba {'available' if _fused.available() else 'not installed'}")
-    if fused_kind == "ica-mle":
-        out = _fused.ica_mle_all(x.contiguous().numpy(), model.to_free(theta0).numpy(), a=float(model.abs_projection_coef),
-                                 max_iter=max_iter or 2000, threads=threads)
-        t = torch.from_numpy
-        res = FitResult(theta=model.from_free(t(out["psi"])), eps=_nan(S, x), loss=t(out["loss"]),
-                        init_loss=t(out["init_loss"]), n_iter=t(out["n_iter"]), converged=t(out["converged"]),
-                        grad_norm=t(out["grad_norm"]), method="mle", kappa=None, seconds=time.perf_counter() - t0,
-                        info={"chunks": 1, "sim_batch": S, "device": str(dev), "backend": "fused"})
-        if not batched:
-            _unbatch(res)
-        return res
     if fused_kind is not None:
-        if method == "nce":
+        if fused_kind == "ica-mle":  # the same L-BFGS as the torch path, per simulation
+            res = _fused_result(model, _fused.ica_mle_all(x.contiguous().numpy(), model.to_free(theta0).numpy(),
+                                                          a=float(model.abs_projection_coef), max_iter=max_iter or 2000,
+                                                          threads=threads), "mle", None)
+        elif method == "nce":
             res = _fit_nce_fused(model, fused_kind, x, theta0, kappa, noise_base, max_iter, tol, threads)
         else:
             res = _fit_cnce_fused(model, fused_kind, x, theta0, kappa, eps, noise_base, eps_rule, max_iter, tol, threads)
@@ -275,27 +268,16 @@ def _fused_kind(model, method, noise, dev, dtype):
 
     if not _fused.available() or dev.type != "cpu" or dtype != torch.float64:
         return None
-    if method == "mle" and type(model) is ICA:
-        return "ica-mle"
-    if method == "nce":  # NCE's noise is its own Gaussian; ``noise`` does not enter
-        if type(model) is Gaussian:
-            return _fused.NCE_GAUSSIAN
-        if type(model) is ICA and USE_PROJECTION:
-            return _fused.NCE_ICA
-        if type(model) is Ring:
-            return _fused.NCE_RING
+    if type(model) is ICA and method != "mle" and not USE_PROJECTION:
         return None
-    if method != "cnce" or type(noise) is not noise_mod.GaussianNoise:
-        return None
-    if type(model) is Gaussian:
-        return _fused.GAUSSIAN
-    if type(model) is ICA and USE_PROJECTION:
-        return _fused.ICA
-    if type(model) is LogNormal:
-        return _fused.LOGNORMAL
-    if type(model) is Ring:
-        return _fused.RING
-    return None
+    if method == "cnce" and type(noise) is not noise_mod.GaussianNoise:
+        return None  # NCE's noise is its own Gaussian: ``noise`` does not enter
+    return {
+        (Gaussian, "cnce"): _fused.GAUSSIAN, (Gaussian, "nce"): _fused.NCE_GAUSSIAN,
+        (ICA, "cnce"): _fused.ICA, (ICA, "nce"): _fused.NCE_ICA, (ICA, "mle"): "ica-mle",
+        (Ring, "cnce"): _fused.RING, (Ring, "nce"): _fused.NCE_RING,
+        (LogNormal, "cnce"): _fused.LOGNORMAL,
+    }.get((type(model), method))
 
 
 def _fit_cnce_fused(model, kind, x, theta0, kappa, eps, base, rule, max_iter, tol, threads):
@@ -318,27 +300,44 @@ def _fit_cnce_fused(model, kind, x, theta0, kappa, eps, base, rule, max_iter, to
             return torch.from_numpy(_fused.loss_all(kind, X, XI, prm_of(e), P0, a=a, threads=threads))
 
         eps = choose_eps(J_of_eps, x, rule)
-    if kind == _fused.GAUSSIAN:
+    out = _fused.newton_all(kind, X, XI, prm_of(eps), psi0.numpy(), a=a, max_iter=max_iter or 100, tol=tol,
+                            threads=threads, **_newton_opts(kind, model, N))
+    return _fused_result(model, out, "cnce", kappa, eps=eps)
+
+
+def _newton_opts(kind, model, N):
+    """The fused Newton method's options per problem kind (CNCE and NCE alike)."""
+    if kind in (_fused.GAUSSIAN, _fused.NCE_GAUSSIAN):
         # convex and smooth: stop on the Newton decrement (or when no step can lower the loss any
         # more); the "small relative decrease" rule is for the piecewise-smooth ICA problems and
         # would stop the last stage of progressive sampling early when it starts close to the optimum.
         # The last stage forms its Gauss-Newton matrix from all pairs (a subsample makes the
         # iterations converge only linearly there), once, where the first step lands (that step
         # uses the previous stage's matrix); the earlier stages only give starting points (looser
-        # stage_tol); the noise is laid out once per simulation; 128-pair blocks stay in L1; the
-        # last stage forms the matrix anew where that saves passes (a matrix pass ~ 2 gradient passes)
+        # stage_tol); the last stage forms the matrix anew where that saves passes (a matrix pass
+        # ~ 2 gradient passes). CNCE also lays its noise out once per simulation, in 128-pair
+        # blocks that stay in L1.
         opts = dict(progressive=True, reuse_h=True, hess_points=HESS_POINTS, patience=1 << 30, hess_last=0, carry_h=True,
-                    stage_tol=1e-5, noise_t=True, block_pairs=128, h_cost=1.0)
-    elif kind in (_fused.LOGNORMAL, _fused.RING):  # convex, 1-2 parameters: the full Gauss-Newton matrix costs little
-        opts = dict(progressive=True, reuse_h=True, hess_points=0, patience=1 << 30, stage_tol=1e-5)
-    else:  # non-convex: no progressive sampling (it would change the path), same settings as the torch path
-        opts = dict(progressive=False, reuse_h=False, hess_points=ICA_HESS_POINTS, ftol=max(1e-12, _stat_ftol(model, N)))
-    out = _fused.newton_all(kind, X, XI, prm_of(eps), psi0.numpy(), a=a, max_iter=max_iter or 100, tol=tol,
-                            threads=threads, **opts)
-    t = lambda v: torch.from_numpy(v)  # noqa: E731
-    return FitResult(theta=model.from_free(t(out["psi"])), eps=eps, loss=t(out["loss"]), init_loss=t(out["init_loss"]),
-                     n_iter=t(out["n_iter"]), converged=t(out["converged"]), grad_norm=t(out["grad_norm"]),
-                     method="cnce", kappa=kappa, seconds=0.0)
+                    stage_tol=1e-5, h_cost=1.0)
+        if kind == _fused.GAUSSIAN:
+            opts.update(noise_t=True, block_pairs=128)
+        return opts
+    if kind in (_fused.LOGNORMAL, _fused.RING, _fused.NCE_RING):  # convex, 1-2 parameters: the full matrix costs little
+        return dict(progressive=True, reuse_h=True, hess_points=0, patience=1 << 30, stage_tol=1e-5)
+    # ICA (non-convex): no progressive sampling (it would change the path), same settings as the torch path
+    return dict(progressive=False, reuse_h=False, hess_points=ICA_HESS_POINTS, ftol=max(1e-12, _stat_ftol(model, N)))
+
+
+def _fused_result(model, out, method, kappa, eps=None, log_normaliser=False):
+    """A :class:`FitResult` from the fused kernels' output (:func:`fit` sets ``seconds`` and
+    ``info``); with ``log_normaliser`` the last free parameter is NCE's ``c``."""
+    t = torch.from_numpy
+    psi = t(out["psi"])
+    P = model.n_params
+    return FitResult(theta=model.from_free(psi[:, :P]), eps=_nan(psi.shape[0], psi) if eps is None else eps,
+                     loss=t(out["loss"]), init_loss=t(out["init_loss"]), n_iter=t(out["n_iter"]),
+                     converged=t(out["converged"]), grad_norm=t(out["grad_norm"]), method=method, kappa=kappa,
+                     seconds=0.0, log_normaliser=psi[:, P].clone() if log_normaliser else None)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -576,22 +575,9 @@ def _fit_nce_fused(model, kind, x, theta0, kappa, base, max_iter, tol, threads):
     X, XI = x.contiguous().numpy(), base.numpy()
     c0 = _fused.nce_c0(kind, X, XI, prm, psi0.numpy(), a=a, n_points=NCE_C0_POINTS, threads=threads)
     psi0 = torch.cat([psi0, torch.from_numpy(c0).unsqueeze(-1)], -1)
-    if kind == _fused.NCE_GAUSSIAN:  # convex: as the Gaussian CNCE problem (the full Gauss-Newton matrix in the
-        # last stage: 3-4 instead of 6-7 iterations there)
-        opts = dict(progressive=True, reuse_h=True, hess_points=HESS_POINTS, patience=1 << 30, hess_last=0, carry_h=True,
-                    stage_tol=1e-5, h_cost=1.0)
-    elif kind == _fused.NCE_RING:  # convex, two parameters: the full Gauss-Newton matrix costs little
-        opts = dict(progressive=True, reuse_h=True, hess_points=0, patience=1 << 30, stage_tol=1e-5)
-    else:
-        opts = dict(progressive=False, reuse_h=False, hess_points=ICA_HESS_POINTS, ftol=max(1e-12, _stat_ftol(model, N)))
-    out = _fused.newton_all(kind, X, XI, prm, psi0.numpy(), a=a,
-                            max_iter=max_iter or 100, tol=tol, threads=threads, **opts)
-    t = torch.from_numpy
-    P = model.n_params
-    psi = t(out["psi"])
-    return FitResult(theta=model.from_free(psi[:, :P]), eps=_nan(S, x), loss=t(out["loss"]), init_loss=t(out["init_loss"]),
-                     n_iter=t(out["n_iter"]), converged=t(out["converged"]), grad_norm=t(out["grad_norm"]),
-                     method="nce", kappa=kappa, seconds=0.0, log_normaliser=psi[:, P].clone())
+    out = _fused.newton_all(kind, X, XI, prm, psi0.numpy(), a=a, max_iter=max_iter or 100, tol=tol, threads=threads,
+                            **_newton_opts(kind, model, N))
+    return _fused_result(model, out, "nce", kappa, log_normaliser=True)
 
 
 def _fit_nce(model, x, theta0, kappa, base, max_iter, tol):
