@@ -102,9 +102,8 @@ print(eps.round(3).to_string())
 # $C$ of Eq. (62) initialised at 0, the loss at the initial parameters stayed near
 # $2\log 2$ for every $\varepsilon$. The package now starts $C$ at $-10$ (the data never
 # fall on $u \le 0$), which removes the runaway. The committed paper-scale run was made
-# with the new start (its provenance file names the commit); an earlier paper-scale run
-# with $C_0 = 0$ had such simulations and higher median CNCE errors at every $N$. The count
-# below checks the fix on whichever run this page shows.
+# with the new start (its provenance file names the commit). The count below checks the
+# fix on whichever run this page shows.
 
 # %%
 big = df[(df.study == "lognormal") & (df.method == "cnce")]
