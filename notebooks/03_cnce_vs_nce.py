@@ -35,8 +35,6 @@ import numpy as np
 import pandas as pd
 import torch
 
-torch.set_num_threads(1)
-
 from cnce import plotting
 from cnce.experiments import SCALES, analysis, page_results, provenance_table
 

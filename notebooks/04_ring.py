@@ -43,8 +43,6 @@ import numpy as np
 import pandas as pd
 import torch
 
-torch.set_num_threads(1)
-
 import cnce
 from cnce import plotting
 from cnce.experiments import analysis, page_results, provenance_table

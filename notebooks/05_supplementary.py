@@ -36,8 +36,6 @@ import numpy as np
 import pandas as pd
 import torch
 
-torch.set_num_threads(1)
-
 from cnce import plotting
 from cnce.experiments import analysis, page_results, provenance_table
 

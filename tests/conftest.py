@@ -17,6 +17,12 @@ torch.set_num_threads(1)
 SEED = 20180710  # ICML 2018
 
 
+def pytest_addoption(parser):
+    parser.addoption("--golden-threads", type=int, default=None,
+                     help="run the golden notebooks' kernels with this many CPU threads (default: 1, as the "
+                          "goldens were made; tests/golden/conftest.py)")
+
+
 @pytest.fixture
 def torch_one_thread():
     before = torch.get_num_threads()

@@ -1,6 +1,8 @@
 """nbval set-up for the golden notebooks in this folder.
 
-Only stdout and results are compared: stderr (warnings, progress bars) is dropped from both
+Text outputs are compared number by number with a tolerance and word by word exactly
+(``tolerant_compare.py``: the default tolerance, the per-cell table and the reasons). Only
+stdout and results are compared: stderr (warnings, progress bars) is dropped from both
 sides, since its text changes with library versions and timing, not with the results. A
 cell that raises still fails. Cells whose output is provenance (timestamps, commits, wall
 times) should carry the tag ``nbval-ignore-output`` in their notebook
@@ -18,18 +20,31 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import nbformat
 import nbval.kernel
 import nbval.plugin
 
 from cnce.batch import GOLDEN_ENV, default_notebooks_dir
+from tolerant_compare import compare_text, tolerance_for
 
 HERE = Path(__file__).resolve().parent
 _original_start = nbval.kernel.start_new_kernel
 
 
+#: ``--golden-threads N`` (tests/conftest.py) runs the kernels with N CPU threads instead of
+#: the goldens' one, to show that the printed results do not depend on the thread count.
+_THREADS: dict[str, str] = {}
+
+
+def pytest_configure(config):
+    n = config.getoption("golden_threads", None)
+    if n:
+        _THREADS.update({k: str(n) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")})
+
+
 def _start_like_goldens(*args, **kwargs):
     kwargs["cwd"] = str(default_notebooks_dir())
-    kwargs["env"] = {**os.environ, **GOLDEN_ENV}
+    kwargs["env"] = {**os.environ, **GOLDEN_ENV, **_THREADS}
     return _original_start(*args, **kwargs)
 
 
@@ -59,8 +74,44 @@ def _without_stderr(outputs):
     return [o for o in outputs if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
 
 
-def _compare_without_stderr(self, test, ref, skip_compare=None):
-    return _original_compare(self, _without_stderr(test), _without_stderr(ref), skip_compare)
+def _texts(output):
+    """``(key, text)`` of every text an output holds: a stream's text, each text MIME type."""
+    if output.get("output_type") == "stream":
+        yield ("text",), output.get("text", "")
+    for mime, value in (output.get("data") or {}).items():
+        if isinstance(value, str) and not mime.startswith("image/"):
+            yield ("data", mime), value
 
 
-nbval.plugin.IPyNbCell.compare_outputs = _compare_without_stderr
+def _compare_numbers_with_tolerance(self, test, ref, skip_compare=None):
+    """nbval's comparison, with numbers in text outputs compared at a tolerance: a fresh text
+    that matches its golden under :func:`tolerant_compare.compare_text` is replaced by the
+    golden before nbval compares strings; a text that does not keeps its value, and the
+    failure report says which numbers differ and by how much."""
+    test = [nbformat.from_dict(o) for o in _without_stderr(test)]
+    ref = _without_stderr(ref)
+    tol = tolerance_for(Path(str(self.fspath)).name, self.cell.source)
+    problems = []
+    for fresh, golden in zip(test, ref):
+        if fresh.get("output_type") != golden.get("output_type"):
+            continue
+        for key, g_text in _texts(golden):
+            holder = fresh if key[0] == "text" else fresh.get("data", {})
+            name = key[-1]
+            f_text = holder.get(name)
+            if not isinstance(f_text, str):
+                continue
+            why = compare_text(self.sanitize(g_text), self.sanitize(f_text), tol)
+            if why:
+                problems += [f"{'/'.join(key)}: {w}" for w in why]
+            else:
+                holder[name] = g_text
+    ok = _original_compare(self, test, ref, skip_compare)
+    if not ok and problems:
+        self.comparison_traceback.append(
+            f"\nnumbers compared with rtol={tol.rtol:g}, atol={tol.atol:g} ({tol.reason}):")
+        self.comparison_traceback.extend("  " + p for p in problems)
+    return ok
+
+
+nbval.plugin.IPyNbCell.compare_outputs = _compare_numbers_with_tolerance
