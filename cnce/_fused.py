@@ -1014,41 +1014,54 @@ if HAVE_NUMBA:
                                            np.empty((P, P)), buf)[0]
 
 
-    @njit(**_JIT_SUM)
+    @njit(**_JIT)
     def _ica_mle_pass(XT, th, a, want, g, S):
         """ICA negative log-likelihood without its ``-log|det B|`` term, ``a mean_n sum_j |b_j . x_n|``,
-        and (``want``) its gradient ``a mean_n sign(B x_n) x_n^T`` into ``g``. ``XT`` is ``(D, N)``."""
+        and (``want``) its gradient ``a mean_n sign(B x_n) x_n^T`` into ``g``. ``XT`` is ``(D, N)``.
+
+        ``S`` is ``(P + 2, L)`` scratch: row 0 holds one block's projections, row 1 and rows 2..
+        running sums of the loss and gradient per lane ``t mod L``, added up in a fixed order at
+        the end. The sums are therefore the same whatever vector width the compiler picks (no
+        fast-math: with reassociation the L-BFGS path of this non-smooth loss, which amplifies
+        the last bit, depended on how the kernel was compiled: a freshly compiled kernel and
+        the same kernel loaded from numba's cache ended at different estimates)."""
         D, N = XT.shape
-        total = 0.0
+        L = S.shape[1]
+        Z = S[0]
+        R = S[1]
+        R[:] = 0.0
         if want:
-            g[:] = 0.0
-        B = S.shape[0]
-        for t0 in range(0, N, B):
-            nt = min(B, N - t0)
+            S[2:, :] = 0.0
+        for t0 in range(0, N, L):
+            nt = min(L, N - t0)
             for r in range(D):
                 for t in range(nt):
-                    S[t] = 0.0
+                    Z[t] = 0.0
                 for c in range(D):
                     brc = th[r * D + c]
                     Xc = XT[c]
                     for t in range(nt):
-                        S[t] += brc * Xc[t0 + t]
-                acc = 0.0
+                        Z[t] += brc * Xc[t0 + t]
                 for t in range(nt):
-                    acc += abs(S[t])
-                total += acc
+                    R[t] += abs(Z[t])
                 if want:
                     for t in range(nt):
-                        S[t] = 1.0 if S[t] > 0.0 else (-1.0 if S[t] < 0.0 else 0.0)
+                        Z[t] = 1.0 if Z[t] > 0.0 else (-1.0 if Z[t] < 0.0 else 0.0)
                     for c in range(D):
+                        G = S[2 + r * D + c]
                         Xc = XT[c]
-                        acc = 0.0
                         for t in range(nt):
-                            acc += S[t] * Xc[t0 + t]
-                        g[r * D + c] += acc
+                            G[t] += Z[t] * Xc[t0 + t]
+        total = 0.0
+        for t in range(L):
+            total += R[t]
         if want:
             for q in range(g.shape[0]):
-                g[q] *= a / N
+                acc = 0.0
+                G = S[2 + q]
+                for t in range(L):
+                    acc += G[t]
+                g[q] = acc * (a / N)
         return a * total / N
 
     @njit(**_JIT)
@@ -1076,7 +1089,7 @@ if HAVE_NUMBA:
         Updates ``theta`` in place; returns ``(loss, init_loss, max |grad|, iterations, converged)``."""
         D = XT.shape[0]
         P = theta.shape[0]
-        S = np.empty(512)
+        S = np.empty((P + 2, 256))
         Bm = np.empty((D, D))
         g = np.empty(P)
         g_new = np.empty(P)
