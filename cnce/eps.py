@@ -2,19 +2,25 @@
 
 The paper (Sec. 2) only sketches it: start small and increase eps until the loss at the
 initial parameters is clearly away from its eps = 0 value ``2 log 2``. The authors' code
-(facts in ``shared/spec/experiment-settings.md``) does, per simulation:
+(their ``gNoise.m``; facts in ``shared/spec/experiment-settings.md``) does, per simulation:
 
 1. ``base`` = mean over dimensions of the data's per-dimension standard deviation;
-2. start at ``eps = 0.5 * base`` and evaluate ``J`` at the *initial* parameters with a fixed
-   noise base (so J is a deterministic function of eps);
-3. if ``|1 - J / (2 log 2)| < 0.1`` (noise too close to the data: J still near 2 log 2),
-   multiply eps by 1.2 until that is no longer so; otherwise, while ``J < 0.5 * 2 log 2``
-   (noise too easy to tell apart), multiply eps by 0.5;
-4. stop after 500 steps or at the cap ``1000 * base``.
+2. start at the multiplier ``f = 0.5`` (``eps = f * base``);
+3. while ``f < 1000`` (tested *before* each step) and fewer than 500 steps were taken:
+   evaluate ``J`` at the *initial* parameters with a fixed noise base (so J is a
+   deterministic function of eps), then test both conditions afresh:
+   if ``|1 - J / (2 log 2)| < 0.1`` (noise too close to the data: J still near 2 log 2),
+   multiply eps by 1.2; else if ``J < 0.5 * 2 log 2`` (noise too easy to tell apart),
+   multiply eps by 0.5; else stop.
+
+The direction can therefore change from one step to the next (a shrinking run that lands
+too close to ``2 log 2`` grows again), and the cap is not a clamp: a run that keeps growing
+stops at the first multiplier that is not below 1000, ``0.5 * 1.2^42 = 1058``.
 
 For the Bernoulli flip noise (eps is a flip probability) the rule starts at 1 with factors
-1.1 / 0.9, at most 50 steps, and never exceeds 1 (their code stops at 1.1; we clip to the
-admissible range). All simulations run the rule together as one batched loop.
+1.1 / 0.9, at most 50 steps, and stops once eps is not below 1.1 (the same loop); their code
+can thus end at 1.1, which is not a probability, so the result is clipped to the admissible
+1 (``EpsRule.limit``). All simulations run the rule together as one batched loop.
 """
 from __future__ import annotations
 
@@ -36,13 +42,14 @@ class EpsRule:
     shrink: float = 0.5  #: factor while J is too small
     near: float = 0.1  #: "too close" when ``|1 - J / (2 log 2)| < near``
     far: float = 0.5  #: "too far" when ``J < far * 2 log 2``
-    max_steps: int = 500
-    cap: float = 1000.0  #: largest eps, in the same units as ``start``
+    max_steps: int = 500  #: at most this many evaluations of J (one step after each)
+    cap: float = 1000.0  #: a step is taken only while eps is below ``cap`` (same units as ``start``); not a clamp
     relative: bool = True  #: scale start and cap by the data scale
+    limit: float | None = None  #: largest admissible eps (absolute): the result is clipped to it; ``None``: no clipping
 
 
 AUTHORS_RULE = EpsRule()
-BERNOULLI_RULE = EpsRule(start=1.0, grow=1.1, shrink=0.9, max_steps=50, cap=1.0, relative=False)
+BERNOULLI_RULE = EpsRule(start=1.0, grow=1.1, shrink=0.9, max_steps=50, cap=1.1, relative=False, limit=1.0)
 
 
 def data_scale(x: torch.Tensor) -> torch.Tensor:
@@ -52,7 +59,11 @@ def data_scale(x: torch.Tensor) -> torch.Tensor:
 
 @dataclass
 class EpsTrace:
-    """The path the heuristic took: ``eps[k]`` and ``J[k]`` are ``(S,)`` tensors per step."""
+    """The path the heuristic took: ``eps[k]`` and ``J[k]`` are ``(S,)`` tensors per step.
+
+    A simulation that has stopped repeats its last entry. The last entry is the chosen eps
+    (before clipping to ``EpsRule.limit``) with its J; where the rule stopped at the cap or
+    the step limit, that J is evaluated once more for the trace only."""
 
     eps: list = field(default_factory=list)
     J: list = field(default_factory=list)
@@ -62,7 +73,7 @@ class EpsTrace:
 
 
 def choose_eps(J_of_eps, x: torch.Tensor, rule: EpsRule = AUTHORS_RULE, *, return_trace: bool = False):
-    """Run the heuristic for all simulations at once.
+    """Run the heuristic for all simulations at once (the authors' loop, see the module docstring).
 
     Args:
         J_of_eps: callable ``eps (S,) -> J (S,)``, the CNCE loss at the initial parameters
@@ -77,28 +88,34 @@ def choose_eps(J_of_eps, x: torch.Tensor, rule: EpsRule = AUTHORS_RULE, *, retur
     unit = data_scale(x) if rule.relative else torch.ones(S, dtype=x.dtype, device=x.device)
     unit = torch.where(unit > 0, unit, torch.ones_like(unit))
     cap = rule.cap * unit
-    eps = torch.clamp(rule.start * unit, max=cap)
+    eps = rule.start * unit
+    grow = torch.full_like(eps, rule.grow)
+    shrink = torch.full_like(eps, rule.shrink)
     trace = EpsTrace()
-    J = J_of_eps(eps)
-    trace.eps.append(eps.clone())
-    trace.J.append(J.clone())
-    too_close = (1.0 - J / LOG4).abs() < rule.near
-    too_far = J < rule.far * LOG4
-    grow = too_close
-    shrink = ~too_close & too_far
-    active = grow | shrink
+    J = torch.full_like(eps, float("nan"))  # J at the current eps (NaN: not evaluated)
+    active = torch.ones(S, dtype=torch.bool, device=eps.device)
     for _ in range(rule.max_steps):
+        active = active & (eps < cap)  # the multiplier is tested before each step
         if not active.any():
             break
-        factor = torch.where(grow, torch.full_like(eps, rule.grow), torch.full_like(eps, rule.shrink))
-        new = torch.where(active, eps * factor, eps)
-        hit_cap = active & (new >= cap)
-        new = torch.where(hit_cap, cap, new)
-        eps = new
         J = torch.where(active, J_of_eps(eps), J)
-        trace.eps.append(eps.clone())
-        trace.J.append(J.clone())
-        still_close = (1.0 - J / LOG4).abs() < rule.near
-        still_far = J < rule.far * LOG4
-        active = active & ~hit_cap & torch.where(grow, still_close, still_far)
+        if return_trace:
+            trace.eps.append(eps.clone())
+            trace.J.append(J.clone())
+        too_close = (1.0 - J / LOG4).abs() < rule.near  # both conditions re-tested at every step
+        too_far = J < rule.far * LOG4
+        up = active & too_close
+        down = active & ~too_close & too_far
+        active = up | down
+        eps = torch.where(up, eps * grow, torch.where(down, eps * shrink, eps))
+        J = torch.where(active, torch.full_like(J, float("nan")), J)
+    if return_trace:
+        missing = torch.isnan(J)  # stopped at the cap or the step limit: J at the final eps, for the trace
+        if missing.any():
+            J = torch.where(missing, J_of_eps(eps), J)
+        if not trace.eps or not torch.equal(eps, trace.eps[-1]):
+            trace.eps.append(eps.clone())
+            trace.J.append(J.clone())
+    if rule.limit is not None:
+        eps = eps.clamp(max=rule.limit)
     return (eps, trace) if return_trace else eps

@@ -166,21 +166,83 @@ def test_choose_eps_shrinks_when_too_far(gen):
     assert eps[1].item() == pytest.approx(eps1[0].item(), rel=1e-12)
 
 
-def test_choose_eps_cap_and_step_limit(gen):
-    """A loss that never leaves 2 log 2 stops at the cap (1000 x scale) or after max_steps."""
+def test_choose_eps_cap_is_tested_before_each_step_not_clamped(gen):
+    """A loss that never leaves 2 log 2: the authors test the multiplier against 1000 *before*
+    each step and never clamp, so the run stops at the first multiplier that is not below 1000,
+    0.5 x 1.2^42 = 1058 (0.5 x 1.2^41 = 882 is still below), not at 1000 x scale."""
     x = torch.randn(1, 30, 2, generator=gen, dtype=torch.float64)
     flat = lambda e: torch.full_like(e, LOG4)
-    eps = choose_eps(flat, x)
-    assert eps.item() == pytest.approx(1000 * data_scale(x).item(), rel=1e-12)
-    eps = choose_eps(flat, x, EpsRule(max_steps=3))
-    assert eps.item() == pytest.approx(0.5 * 1.2**3 * data_scale(x).item(), rel=1e-12)
+    assert 0.5 * 1.2**41 < 1000 <= 0.5 * 1.2**42
+    eps, trace = choose_eps(flat, x, return_trace=True)
+    assert eps.item() == pytest.approx(0.5 * 1.2**42 * data_scale(x).item(), rel=1e-12)
+    assert eps.item() > 1000 * data_scale(x).item()
+    E, J = trace.as_tensors()
+    assert E.shape[0] == 43 and torch.equal(E[-1], eps) and (J == LOG4).all()  # 42 steps; J at the end for the trace
+    # a small cap: 0.5 -> 0.6 (< 0.7, so one more step) -> 0.72, which is returned as it is
+    eps = choose_eps(flat, x, EpsRule(cap=0.7))
+    assert eps.item() == pytest.approx(0.72 * data_scale(x).item(), rel=1e-12)
+    # a start at or above the cap takes no step and evaluates nothing
+    calls = []
+    eps = choose_eps(lambda e: calls.append(e) or flat(e), x, EpsRule(start=2.0, cap=2.0))
+    assert eps.item() == pytest.approx(2.0 * data_scale(x).item(), rel=1e-12) and not calls
+
+
+def test_choose_eps_step_limit(gen):
+    """At most ``max_steps`` evaluations, each followed by a step."""
+    x = torch.randn(1, 30, 2, generator=gen, dtype=torch.float64)
+    calls = []
+    eps = choose_eps(lambda e: calls.append(e) or torch.full_like(e, LOG4), x, EpsRule(max_steps=3))
+    assert eps.item() == pytest.approx(0.5 * 1.2**3 * data_scale(x).item(), rel=1e-12) and len(calls) == 3
+
+
+def _steps_J(levels):
+    """A piecewise-constant J(eps / scale): ``levels`` = [(upper end, J / 2 log 2), ...]."""
+    def J(eps, scale):
+        r = eps / scale
+        out = torch.full_like(eps, levels[-1][1])
+        for upper, v in reversed(levels[:-1]):
+            out = torch.where(r < upper, torch.full_like(eps, v), out)
+        return LOG4 * out
+    return J
+
+
+def test_choose_eps_retests_both_conditions_after_shrinking(gen):
+    """The authors re-test both conditions at every step. Too far at 0.5 (J = 0.3 x 2 log 2):
+    halve to 0.25, where J is too close (0.98 x 2 log 2): grow to 0.30, where J is neither:
+    stop at 0.30 x scale. A rule that kept its first direction would stop at 0.25, with J
+    still within 2 % of 2 log 2."""
+    x = torch.randn(2, 40, 3, generator=gen, dtype=torch.float64) * torch.tensor([1.0, 0.2, 3.0], dtype=torch.float64)
+    scale = data_scale(x)
+    J = _steps_J([(0.27, 0.98), (0.4, 0.7), (None, 0.3)])
+    eps, trace = choose_eps(lambda e: J(e, scale), x, return_trace=True)
+    torch.testing.assert_close(eps, 0.3 * scale, rtol=1e-12, atol=0)
+    E, Jt = trace.as_tensors()
+    torch.testing.assert_close(E / scale, torch.tensor([[0.5], [0.25], [0.3]], dtype=torch.float64).expand(3, 2), rtol=1e-12, atol=0)
+    torch.testing.assert_close(Jt[:, 0] / LOG4, torch.tensor([0.3, 0.98, 0.7], dtype=torch.float64), rtol=1e-12, atol=0)
+
+
+def test_choose_eps_retests_both_conditions_after_growing(gen):
+    """The other direction: too close at 0.5, grow to 0.6 where J is too far (0.3 x 2 log 2),
+    halve to 0.3 where J is neither: stop at 0.3 x scale (not at 0.6)."""
+    x = torch.randn(1, 40, 2, generator=gen, dtype=torch.float64)
+    scale = data_scale(x)
+    J = _steps_J([(0.4, 0.7), (0.55, 0.95), (None, 0.3)])
+    eps = choose_eps(lambda e: J(e, scale), x)
+    assert eps.item() == pytest.approx(0.3 * scale.item(), rel=1e-12)
 
 
 def test_bernoulli_rule_stays_a_probability():
-    """The Bernoulli rule starts at 1 (absolute) and never exceeds the admissible 1."""
+    """The Bernoulli rule starts at 1 (absolute), steps while eps < 1.1 (the authors' loop, which
+    can end at 1.1) and clips the result to the admissible 1."""
     x = torch.zeros(1, 10, 1, dtype=torch.float64)
-    assert not BERNOULLI_RULE.relative and BERNOULLI_RULE.cap == 1.0 and AUTHORS_RULE.relative
-    eps = choose_eps(lambda e: torch.full_like(e, LOG4), x, BERNOULLI_RULE)
-    assert eps.item() == 1.0
+    assert not BERNOULLI_RULE.relative and BERNOULLI_RULE.cap == 1.1 and BERNOULLI_RULE.limit == 1.0
+    assert AUTHORS_RULE.relative and AUTHORS_RULE.limit is None
+    eps, trace = choose_eps(lambda e: torch.full_like(e, LOG4), x, BERNOULLI_RULE, return_trace=True)
+    assert eps.item() == 1.0 and trace.eps[-1].item() == pytest.approx(1.1)
     eps = choose_eps(lambda e: LOG4 * 0.3 * e / e.clamp_min(0.5), x, BERNOULLI_RULE)  # always "too far"
     assert eps.item() == pytest.approx(0.9**50, rel=1e-12)
+    # shrink to 0.9 (too far at 1), then too close: grow 0.99 -> 1.089 -> 1.198 (not below 1.1): clipped to 1
+    J = lambda e: LOG4 * torch.where((e > 0.995) & (e < 1.05), 0.3, 0.95).to(e.dtype)
+    eps, trace = choose_eps(J, x, BERNOULLI_RULE, return_trace=True)
+    assert eps.item() == 1.0
+    torch.testing.assert_close(trace.as_tensors()[0][:, 0], torch.tensor([1.0, 0.9, 0.99, 1.089, 1.1979], dtype=torch.float64))
