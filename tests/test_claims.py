@@ -1,0 +1,96 @@
+"""The claims page's statistics (``cnce.experiments.claims``) on tables with known answers."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cnce.experiments import claims
+
+
+def table(study="gaussian", curves=(("cnce", 2, 4.0), ("cnce", 10, 2.0), ("nce", 2, 1.0), ("nce", 10, 1.0), ("mle", None, 1.0)),
+          Ns=(100, 1000, 10000), S=60, sigma=0.3, seed=0, shared=False, eps=0.5):
+    """Errors ``c / N`` times log-normal scatter (natural-log sd ``sigma``): slope -1, known
+    ratios. ``shared``: one scatter per simulation for every curve (perfectly paired)."""
+    rng = np.random.default_rng(seed)
+    z_sim = rng.standard_normal(S)
+    rows = []
+    for method, kappa, c in curves:
+        for N in Ns:
+            z = z_sim if shared else rng.standard_normal(S)
+            for sim in range(S):
+                rows.append({"study": study, "method": method, "kappa": kappa, "N": N, "sim": sim,
+                             "error": c / N * math.exp(sigma * z[sim]), "eps": eps if method == "cnce" else np.nan})
+    df = pd.DataFrame(rows)
+    df["kappa"] = df["kappa"].astype("Int64")
+    return df
+
+
+def test_log10_medians_point_and_replicates():
+    df = table()
+    m = claims.log10_medians(df, n_boot=200)
+    assert m.reps.shape == (len(m.keys), 200) and len(m.keys) == 15
+    g = df[(df.method == "cnce") & (df.kappa == 2) & (df.N == 100)]
+    i = np.flatnonzero(m.select(method="cnce", kappa=2) & (m.keys.N == 100).to_numpy())[0]
+    assert m.point[i] == pytest.approx(math.log10(g.error.median()), rel=1e-12)
+    assert m.select(kappa=None).sum() == 3  # MLE
+    with pytest.raises(ValueError, match="n_boot"):
+        claims.log10_medians(df, n_boot=1)
+    with pytest.raises(ValueError, match="simulations 0..59"):
+        claims.log10_medians(df.drop(index=5), n_boot=10)
+
+
+def test_bootstrap_standard_error_of_a_log_median_matches_theory():
+    """For log-normal errors the log of the sample median has standard deviation
+    sqrt(pi / 2) sigma / sqrt(S) (natural log) for large S; the bootstrap SE agrees within 30 %."""
+    S, sigma = 400, 0.5
+    df = table(curves=(("mle", None, 1.0),), Ns=(1000,), S=S, sigma=sigma)
+    m = claims.log10_medians(df, n_boot=2000, seed=1)
+    theory = math.sqrt(math.pi / 2) * sigma / math.sqrt(S) / math.log(10)
+    assert m.reps[0].std(ddof=1) == pytest.approx(theory, rel=0.3)
+
+
+def test_slope_and_log_ratio_recover_known_values():
+    m = claims.log10_medians(table(S=200), n_boot=500)
+    s = claims.slope(m, "gaussian", "cnce", 10)
+    assert s.lo <= -1 <= s.hi and abs(s.value + 1) < 0.05 and s.se > 0
+    r = claims.log_ratio(m, "gaussian", ("cnce", 2), ("mle", None))
+    assert r.lo <= math.log10(4) <= r.hi
+    assert claims.log_ratio(m, "gaussian", ("cnce", 2), ("cnce", 10)).value == pytest.approx(math.log10(2), abs=0.06)
+    with pytest.raises(ValueError, match="no curve points"):
+        claims.slope(m, "gaussian", "sm", None)
+
+
+def test_resampling_is_paired_across_curves():
+    """With the same scatter for every curve, the log ratio of two curves is exact in every
+    bootstrap replicate (the draw of simulations is shared), so its SE is zero."""
+    m = claims.log10_medians(table(shared=True), n_boot=300)
+    r = claims.log_ratio(m, "gaussian", ("cnce", 2), ("cnce", 10))
+    assert r.value == pytest.approx(math.log10(2), abs=1e-12) and r.se < 1e-12
+
+
+def test_count_above():
+    df = pd.DataFrame({"error": [0.1] * 90 + [5.0] * 10})
+    c = claims.count_above(df, 1.0, n_boot=2000)
+    assert c.value == 10 and c.lo < 10 < c.hi and c.se == pytest.approx(math.sqrt(100 * 0.1 * 0.9), rel=0.15)
+
+
+def test_claims_table_verdicts():
+    """NCE 10x worse than CNCE on the Gaussian (the paper finds it better): not reproduced; a
+    Bernoulli study whose eps is 1 everywhere: CNCE = MLE, not testable; ring with NCE 10x
+    CNCE: reproduced; CNCE's ratio to MLE falling with kappa: reproduced."""
+    res = {
+        "gaussian": table("gaussian", curves=(("cnce", 2, 4.0), ("cnce", 10, 2.0), ("nce", 2, 40.0), ("nce", 10, 20.0), ("mle", None, 1.0))),
+        "bernoulli": table("bernoulli", curves=(("cnce", 2, 1.0), ("cnce", 10, 1.0), ("mle", None, 1.0)), eps=1.0, shared=True),
+        "ring-authors": table("ring-authors", curves=(("cnce", 10, 1.0), ("nce", 10, 10.0), ("mle", None, 1.0))),
+    }
+    t = claims.claims_table(res, n_boot=300).set_index("claim")
+    assert set(t.verdict) <= set(claims.VERDICTS)
+    assert t.loc["Consistency (gaussian)", "verdict"] == "reproduced"
+    assert t.loc["CNCE approaches MLE as kappa grows (gaussian)", "verdict"] == "reproduced"
+    assert t.loc["NCE against CNCE (gaussian)", "verdict"] == "not reproduced"
+    assert t.loc["CNCE approaches MLE as kappa grows (bernoulli)", "verdict"] == "not testable here"
+    assert t.loc["Ring model: CNCE beats NCE (authors' data generator, as in the paper)", "verdict"] == "reproduced"
+    assert (t.page.isin(["02_consistency", "03_cnce_vs_nce", "04_ring", "05_supplementary"])).all()
