@@ -176,6 +176,23 @@ def test_noise_base_of_a_cell_is_a_prefix_of_the_studys_base(fake):
     assert not torch.equal(other.x - 3.0, prob.x)  # its own data
 
 
+def test_study_sharing_data_with_a_fixed_eps(fake, monkeypatch):
+    """``data_of`` shares another study's data (and, through the family, truth, start and
+    noise); ``cnce_eps`` replaces the heuristic's ``eps="auto"`` for CNCE only."""
+    monkeypatch.setitem(configs.STUDIES, "fake-a-eps", Study("fake-a-eps", "fake", data_of="fake-a", cnce_eps=0.2))
+    a = runner.build_problem("fake-a", 3, 40, seed=0, draw_base=fake_draw_base)
+    b = runner.build_problem("fake-a-eps", 3, 40, seed=0, draw_base=fake_draw_base)
+    assert torch.equal(a.x, b.x) and torch.equal(a.theta0, b.theta0) and torch.equal(a.noise_base(40, 2), b.noise_base(40, 2))
+    seen = []
+    fit = lambda model, x, **kw: seen.append(kw.get("eps")) or FakeFit()(model, x, **kw)
+    runner.run_cell(b, Cell("fake-a-eps", "cnce", 2, 10), fit=fit)
+    runner.run_cell(a, Cell("fake-a", "cnce", 2, 10), fit=fit)
+    runner.run_cell(b, Cell("fake-a-eps", "mle", None, 10), fit=fit)
+    assert seen == [0.2, "auto", None]
+    assert ("bernoulli-eps0.2" in get_config("supplementary", "paper").studies
+            and configs.STUDIES["bernoulli-eps0.2"].data_of == "bernoulli")
+
+
 def test_seed_mismatch_with_stored_results_is_refused(fake, tmp_path):
     _run(fake, tmp_path, FakeFit())
     other = ExperimentConfig(**{**fake.__dict__, "seed": 1})

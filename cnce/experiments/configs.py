@@ -72,7 +72,9 @@ class Study:
     ``family`` names a constructor in :mod:`cnce.models`; ``model_kwargs`` go to it and
     ``sample_kwargs`` to ``model.sample``. Studies with the same ``family`` share ground
     truth, initialisations and noise (their seeds derive from the family), so that e.g. the
-    two ring generators differ only in the data.
+    two ring generators differ only in the data. ``data_of`` names the study whose data seed
+    this one uses (default: its own name), so that two studies can also share their data;
+    ``cnce_eps`` fixes CNCE's noise scale instead of the heuristic (``None``: ``eps="auto"``).
     """
 
     name: str
@@ -80,6 +82,8 @@ class Study:
     model_kwargs: tuple = ()
     sample_kwargs: tuple = ()
     label: str = ""
+    data_of: str = ""
+    cnce_eps: float | None = None
 
 
 @dataclass(frozen=True)
@@ -169,6 +173,9 @@ STUDIES: dict[str, Study] = {
         Study("ring-authors", "ring", (("dim", 5),), (("radial", "authors"),), label="Ring (D = 5), authors' generator"),
         Study("lognormal", "lognormal", (), label="Log-normal"),
         Study("bernoulli", "bernoulli", (), label="Bernoulli"),
+        # the same problems with a fixed flip probability: the heuristic picks eps = 1 on these
+        # data (every bit flipped), where CNCE equals MLE at every kappa
+        Study("bernoulli-eps0.2", "bernoulli", (), label="Bernoulli, fixed eps = 0.2", data_of="bernoulli", cnce_eps=0.2),
     )
 }
 
@@ -203,8 +210,8 @@ FIGURES: dict[str, Figure] = {
         Figure(
             "supplementary",
             "Supp. Fig. 1",
-            "Log-normal and Bernoulli consistency: CNCE at each kappa and MLE",
-            ("lognormal", "bernoulli"),
+            "Log-normal and Bernoulli consistency: CNCE at each kappa and MLE (Bernoulli also at a fixed eps = 0.2)",
+            ("lognormal", "bernoulli", "bernoulli-eps0.2"),
             (Block(("cnce",), "N", "kappa"), Block(("mle",), "N", None)),
         ),
     )

@@ -15,7 +15,7 @@ whose seeds derive from the experiment seed:
   across N and kappa").
 
 Seeds depend on the experiment seed and the study's model family (the data seed also on
-the generator), never on the order in which cells run: a cell's results are the same
+the study's name, or on ``Study.data_of``), never on the order in which cells run: a cell's results are the same
 whether it ran first, last, or after an interruption. The two ring studies share truth,
 initialisation and noise and differ only in their data.
 
@@ -159,7 +159,7 @@ def build_problem(study: str | Study, n_sims: int, N_max: int, seed: int = 0, *,
     model = FAMILY_BUILDERS[st.family](n_sims, seed, **dict(st.model_kwargs))
     theta_true = model.random_params(n_sims, generator=_generator(seed, st.family, "truth"))
     theta0 = model.init_params(n_sims, generator=_generator(seed, st.family, "init"))
-    x = model.sample(theta_true, N_max, generator=_generator(seed, st.name, "data"), **dict(st.sample_kwargs))
+    x = model.sample(theta_true, N_max, generator=_generator(seed, st.data_of or st.name, "data"), **dict(st.sample_kwargs))
     return StudyProblem(st, seed, n_sims, N_max, model, theta_true, theta0, x, draw_base=draw_base)
 
 
@@ -191,7 +191,7 @@ def run_cell(problem: StudyProblem, cell: Cell, *, fit=None, device="cpu") -> pd
         kw["kappa"] = cell.kappa
         kw["noise_base"] = problem.noise_base(cell.N, cell.kappa)
     if cell.method == "cnce":
-        kw["eps"] = "auto"
+        kw["eps"] = "auto" if problem.study.cnce_eps is None else float(problem.study.cnce_eps)
     t0 = time.perf_counter()
     res = fit(problem.model, x, **kw)
     seconds = time.perf_counter() - t0
@@ -393,7 +393,9 @@ def _run_study(config, store, study, cells, env, bar, fit, draw_base, device) ->
         "draw_scheme": DRAW_SCHEME,
         "study_config": {"family": STUDIES[study].family if study in STUDIES else None,
                          "model_kwargs": dict(STUDIES[study].model_kwargs) if study in STUDIES else None,
-                         "sample_kwargs": dict(STUDIES[study].sample_kwargs) if study in STUDIES else None},
+                         "sample_kwargs": dict(STUDIES[study].sample_kwargs) if study in STUDIES else None,
+                         **({"data_of": STUDIES[study].data_of} if study in STUDIES and STUDIES[study].data_of else {}),
+                         **({"cnce_eps": STUDIES[study].cnce_eps} if study in STUDIES and STUDIES[study].cnce_eps is not None else {})},
         "runs": [],
     }
     entry = {"experiment": config.name, "started": _now(), "finished": None, "status": "running",
