@@ -1,4 +1,7 @@
-"""Write ``benchmarks/results/SUMMARY.md`` from the JSON files of ``benchmarks/run.py``."""
+"""Write ``benchmarks/results/SUMMARY.md`` from the JSON files of ``benchmarks/run.py``.
+
+The book's "Speed" section (``book/reproduce.md``) is rendered from the same JSON files at
+build time by :func:`render` (``book/_ext/cnce_book.py``), without the hand-written notes."""
 from __future__ import annotations
 
 import json
@@ -18,10 +21,9 @@ def _machine(m):
             f"{m['torch_threads']} torch thread(s); load average at start {la}; {m['date']}; commit {str(m['git_commit'])[:7]}")
 
 
-def main():
-    out = ["# Benchmark results", "",
-           "Written by `benchmarks/summarize.py` from the JSON files next to it "
-           "(`benchmarks/run.py` makes them). Medians over repeated runs; ratios side by side in one process.", ""]
+def render(include_notes: bool = True) -> str:
+    """The summary as Markdown (level-2 sections), from the JSON files in ``results/``."""
+    out = []
     b = _load("batched")
     if b:
         out += ["## Batched `cnce.fit` against a per-simulation scipy loop", "", _machine(b["machine"]), "",
@@ -98,32 +100,18 @@ def main():
                        f"{r['wall_s']/r['meta_iterations']:.0f} |")
         out.append("")
     notes = Path(__file__).resolve().parent / "notes.md"
-    if notes.is_file():
+    if include_notes and notes.is_file():
         out += [notes.read_text()]
-    text = "\n".join(out) + "\n"
+    return "\n".join(out) + "\n"
+
+
+def main():
+    text = "\n".join(["# Benchmark results", "",
+                      "Written by `benchmarks/summarize.py` from the JSON files next to it "
+                      "(`benchmarks/run.py` makes them). Medians over repeated runs; ratios side by side in one process.",
+                      "", render()])
     (RESULTS / "SUMMARY.md").write_text(text)
     print(text)
-    _book_section(text)
-
-
-def _book_section(text):
-    """Replace the "Speed" section of ``book/reproduce.md`` (up to the next ``## `` heading)."""
-    page = RESULTS.parents[1] / "book" / "reproduce.md"
-    if not page.is_file():
-        return
-    lines = page.read_text().splitlines()
-    try:
-        i = lines.index("## Speed")
-    except ValueError:
-        return
-    j = next((k for k in range(i + 1, len(lines)) if lines[k].startswith("## ")), len(lines))
-    body = []
-    for line in text.splitlines()[1:]:  # drop the "# Benchmark results" title
-        body.append("#" + line if line.startswith("## ") else line)
-    intro = ["", "Measured by `benchmarks/run.py` (rerun it, then `benchmarks/summarize.py` rewrites this",
-             "section and `benchmarks/results/SUMMARY.md`)."]
-    new = lines[: i + 1] + intro + body
-    page.write_text("\n".join(new + lines[j:]).rstrip("\n") + "\n")
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ import torch
 import cnce
 from cnce import plotting, theory
 from cnce.eps import AUTHORS_RULE, choose_eps
+from cnce.report import glue
 from cnce.losses import LOG4
 from cnce.models import ICA, Bernoulli, Gaussian, LogNormal, Ring
 from cnce.noise import default_noise
@@ -132,14 +133,18 @@ for model in models:
 # The paper chooses $\varepsilon$ before optimising, by a heuristic that its text only sketches;
 # the authors' code (see `cnce.eps`) evaluates $\mathcal{J}_N$ at the *initial* parameters
 # with a *fixed* draw of $\boldsymbol\xi$, so that $\mathcal{J}_N$ is a deterministic function of
-# $\varepsilon$. It starts at half the data's mean per-dimension standard deviation; while
-# $\mathcal{J}_N$ is within 10 % of $2\log 2$ (noise too close to the data) it multiplies
-# $\varepsilon$ by 1.2, and while $\mathcal{J}_N$ is below half of $2\log 2$ (noise too easy to
-# tell from data) it halves $\varepsilon$. We run it for $S$ Gaussian and $S$ ICA datasets and
+# $\varepsilon$. It starts at half the data's mean per-dimension standard deviation and tests
+# both conditions afresh at every step: if $\mathcal{J}_N$ is within 10 % of $2\log 2$ (noise
+# too close to the data) it multiplies $\varepsilon$ by 1.2; otherwise, if $\mathcal{J}_N$ is
+# below half of $2\log 2$ (noise too easy to tell from data), it halves $\varepsilon$;
+# otherwise it stops. A path can therefore change direction. It also stops after 500 steps,
+# or once $\varepsilon$ is no longer below 1000 times the data scale (tested before each step,
+# so the last step can pass that value). We run it for $S$ Gaussian and $S$ ICA datasets and
 # draw, for one of them, the whole curve $\mathcal{J}_N(\varepsilon)$ with the points the
-# heuristic visited. We show the simulation whose path is longest (most datasets are accepted
-# after zero or one step, as the counts show), and, for reference, $\mathcal{J}_N$ at the true
-# parameters (dashed).
+# heuristic visited. We show the simulation whose path is longest (here
+# {glue:text}`eps_short_gaussian` of the Gaussian and {glue:text}`eps_short_ica` of the ICA
+# datasets are accepted after zero or one step), and, for reference, $\mathcal{J}_N$ at the
+# true parameters (dashed).
 
 # %%
 eps_grid = torch.logspace(-2, 1.5, 71, dtype=torch.float64)
@@ -160,6 +165,7 @@ for model in (Gaussian(), ICA()):
         curve_true=theory.loss_curve(model, x[k:k + 1], theta_true[k:k + 1], eps_grid, xi[k:k + 1])[:, 0],
     )
     counts = torch.bincount(steps).tolist()
+    glue(f"eps_short_{model.name}", f"{int((steps <= 1).sum())} of {S}")
     grew = int((E[-1] > E[0]).sum())
     print(f"{model.name}: steps taken per simulation: " + ", ".join(f"{n} steps: {c}" for n, c in enumerate(counts) if c)
           + f"; eps grew in {grew} and shrank in {int((E[-1] < E[0]).sum())} of {S}")
@@ -190,8 +196,8 @@ fig.tight_layout();
 # %% [markdown]
 # The loss falls from $2\log 2$ towards zero as $\varepsilon$ grows: the farther the noise is
 # from the data, the easier the classification. The heuristic stops at the first
-# $\varepsilon$ that leaves the band it started in, normally in the white middle band where
-# the loss is informative but the task is not trivial. The second line of each printout
+# $\varepsilon$ whose loss lies in neither band: the white middle band, where the loss is
+# informative but the task is not trivial (unless the cap or the step limit stops it first). The second line of each printout
 # ends with the $\varepsilon$ that the heuristic inside `cnce.fit` picks on the same data,
 # initial parameters and noise: the same value. The loss at the initial parameters can also lie *above*
 # $2\log 2$ (the printed maxima): a badly initialised model finds the noise more plausible
@@ -270,6 +276,15 @@ gap = float((direct - stable).abs().max())  # round-off: its digits depend on th
 print("package loss minus 2 log 2 vs. the cancellation-free excess: largest difference "
       + ("< 1e-14 (round-off)" if gap < 1e-14 else f"{gap:.1e}"))
 
+# %% tags=["remove-cell"]
+# numbers quoted in the prose (and on the claims page)
+mm = "antithetic, moment-matched"
+glue("sm_half", half_sm, "{:.6f}")
+glue("sm_ratio_mm", ratio[mm][0], "{:.6f}")
+glue("sm_eps_min", float(eps_sm[0]), "{:.0e}")
+glue("sm_rel_dev_mm", abs(ratio[mm][0] - half_sm) / half_sm, "{:.0e}")
+glue("sm_slope_mm", np.polyfit(np.log10(eps_sm[small].numpy()), np.log10(np.abs(ratio[mm] - limit[mm])[small.numpy()]), 1)[0], "{:.2f}")
+
 # %%
 fig, axes = plotting.figure(2)
 colors = {"independent": "tab:orange", "antithetic": "tab:blue", "antithetic, moment-matched": "navy"}
@@ -300,7 +315,10 @@ fig.tight_layout();
 # With independent noise the ratio runs away as $\varepsilon$ shrinks (slope $-1$ on the
 # log-log panel: the $A_N/\varepsilon$ term). With antithetic pairs it settles on $B_N$ with
 # an error that falls like $\varepsilon^2$ (slope 2), and with moment-matched pairs that
-# limit is half the score-matching objective itself. The plain antithetic limit misses
+# limit is half the score-matching objective itself: at $\varepsilon =$
+# {glue:text}`sm_eps_min` the moment-matched ratio is {glue:text}`sm_ratio_mm` against
+# $J_{SM}/2 =$ {glue:text}`sm_half` (relative difference {glue:text}`sm_rel_dev_mm`), and its
+# distance to its limit falls with slope {glue:text}`sm_slope_mm`. The plain antithetic limit misses
 # $J_{SM}/2$ by the Monte Carlo error of five random directions per data point.
 #
 # ## ICA: curvature that lives on the kinks
@@ -341,6 +359,8 @@ n_pairs = xi_i.shape[1] * xi_i.shape[2]
 print(f"{n_pairs} data-noise pairs (N = {sizes['N_ica']}, kappa = {xi_i.shape[2]}, moment-matched antithetic)")
 for i in range(0, len(eps_ica), 4):
     print(f"eps = {eps_ica[i]:.0e}: (J_N - 2 log 2)/eps^2 = {ratio_ica[i]:8.4f}, pairs straddling a kink: {int(kinks[i])}")
+i2 = int(np.argmin(np.abs(np.log10(eps_ica.numpy()) + 2)))
+glue("kinks_at_1e-2", f"{int(kinks[i2])} of {n_pairs}")
 
 # %%
 fig, axes = plotting.figure(2)
@@ -368,7 +388,7 @@ fig.tight_layout();
 # the closed form to the Monte Carlo error of the sample. (At the true $\mathbf{B}$,
 # $\nabla\log p_d = \nabla f$, so the by-parts trace is $-\|\nabla f\|^2$ averaged, and the
 # two versions of $J_{SM}/2$ are exact negatives of each other.) The CNCE curve shows two
-# regimes. While thousands of pairs straddle a kink ($\varepsilon$ around $10^{-2}$), the
+# regimes. While many pairs straddle a kink ({glue:text}`kinks_at_1e-2` at $\varepsilon = 10^{-2}$), the
 # ratio sits near the score-matching value *with* the kink term: the theorem survives in the
 # distributional sense. The number of straddling pairs falls in proportion to
 # $\varepsilon$ (right panel), and where only a handful remain (the ratio values printed for

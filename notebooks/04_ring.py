@@ -161,11 +161,13 @@ for study in ["ring-authors", "ring-exact"]:
 # %% [markdown]
 # ## Does our NCE converge?
 #
-# In the authors' code NCE on the ring typically does not move from its initial value
-# (a wrongly saturated branch of their loss), so its error stays at the initial error.
-# Ours must move: below, for each method, the fraction of fits that met the convergence
-# test, the largest final gradient norm, the median loss at the start and at the end, and
-# the smallest decrease of the loss (positive: every fit lowered its loss).
+# When we ran the authors' code (under GNU Octave), its NCE on the ring typically did not
+# move from its initial value: their NCE loss has a saturated branch where we would expect
+# another expression, so the fit's error stayed at its initial error. The paper does not say
+# how its NCE fits ended, so whether its Fig. 3 shows such fits is our inference, not a fact
+# we can check. Our NCE must move: below, for each method, the fraction of fits that met the
+# convergence test, the largest final gradient norm, the median loss at the start and at the
+# end, and the smallest decrease of the loss (positive: every fit lowered its loss).
 
 # %%
 conv = analysis.convergence_summary(df, by=("study", "method"))
@@ -249,6 +251,29 @@ for study in ["ring-authors", "ring-exact"]:
     print(f"{study}: converged NCE's median error is {gm:.1f} x CNCE's (geometric mean over N): {verdict}")
 
 # %% [markdown]
+# Would an NCE frozen at its starting point explain the paper's gap? Our NCE starts from the
+# same initial $\gamma$ as CNCE, drawn independently of the true one. A fit that never moved
+# would keep that starting point's error at every $N$:
+
+# %%
+from cnce.report import glue
+
+init_err = prob.model.error(prob.theta0, prob.theta_true)            # shared by both generators
+for study in ["ring-authors", "ring-exact"]:
+    cn = df[(df.study == study) & (df.method == "cnce")].groupby("N").error.median()
+    frozen = np.log10(float(init_err.median()) / cn.to_numpy())
+    r = ratio[ratio.study == study]
+    print(f"{study}: log10(NCE / CNCE) for a frozen NCE {frozen.min():.2f} to {frozen.max():.2f} (mean {frozen.mean():.2f}); "
+          f"for our converged NCE {r.log10_ratio.min():.2f} to {r.log10_ratio.max():.2f} (mean {r.log10_ratio.mean():.2f})")
+    key = study.replace("ring-", "")
+    glue(f"{key}_frozen", frozen.mean(), "{:.1f}")
+    glue(f"{key}_frozen_cmp", "more than the paper's one decade" if frozen.mean() > 1.25 else
+         "less than the paper's one decade" if frozen.mean() < 0.75 else "about the paper's one decade")
+    glue(f"{key}_nce_gm", 10 ** r.log10_ratio.mean(), "{:.1f}")
+    glue(f"{key}_nce_log", r.log10_ratio.mean(), "{:.2f}")
+    glue(f"{key}_nce_cmp", "at least as accurate as" if r.log10_ratio.mean() <= 0 else "less accurate than")
+
+# %% [markdown]
 # ### Reading the numbers
 #
 # * **Our NCE converges.** Every NCE fit lowers its loss from the starting value and ends
@@ -263,11 +288,16 @@ for study in ["ring-authors", "ring-exact"]:
 #   (the slopes over the largest $N$ are far from $-1$). What remains of the gap at large
 #   $N$ is a difference between squared biases under a misspecified model, not a
 #   difference in how well the estimators use the data. A converged NCE keeps only part of
-#   the paper's gap: the geometric-mean ratio printed above is several-fold, not the
-#   tenfold of the paper, whose NCE did not move from its initial value.
+#   the paper's gap: its median error is {glue:text}`authors_nce_gm` times CNCE's
+#   (geometric mean over $N$, {glue:text}`authors_nce_log` decades), against the paper's
+#   one decade. An NCE frozen at its independent starting value would sit
+#   {glue:text}`authors_frozen` decades above CNCE ({glue:text}`authors_frozen_cmp`). The
+#   paper's starting values need not be ours, so this neither confirms nor rules out that
+#   the paper's NCE fits stopped early.
 # * **With the exact sampler** every estimator is consistent, the curves keep falling, and
-#   the NCE/CNCE ratio for `ring-exact` measures efficiency. In our runs NCE with Gaussian
-#   noise fitted to the data is at least as accurate as CNCE at $\kappa = 10$. In five
+#   the NCE/CNCE ratio for `ring-exact` measures efficiency. In our runs NCE's median error
+#   is {glue:text}`exact_nce_gm` times CNCE's (geometric mean over $N$): NCE with Gaussian
+#   noise fitted to the data is {glue:text}`exact_nce_cmp` CNCE at $\kappa = 10$. In five
 #   dimensions a Gaussian with the data's covariance puts more of its mass near the ring
 #   and less inside it than in two (compare the 2-D and 5-D shares printed under Fig. 1),
 #   so the picture of Fig. 1 overstates how badly NCE's noise is placed in the 5-D
@@ -275,6 +305,6 @@ for study in ["ring-authors", "ring-exact"]:
 #
 # The paper's claim that CNCE beats NCE by about an order of magnitude on the ring is
 # therefore reproduced only in part, and only under the authors' generator, where it
-# rests on a modelling mismatch (and on an NCE that never left its initial value); with
-# data drawn from the model and NCE run to convergence, we do not find an advantage for
-# CNCE on this model.
+# rests on a modelling mismatch (and, possibly, on NCE fits that stopped early, as they did
+# when we ran the authors' code); with data drawn from the model and NCE run to
+# convergence, we do not find an advantage for CNCE on this model.

@@ -1,4 +1,13 @@
-"""Small Sphinx fixes for the cnce book (loaded from _config.yml: sphinx.local_extensions).
+"""Small Sphinx additions for the cnce book (loaded from _config.yml: sphinx.local_extensions).
+
+Numbers from data files, at build time. A page never types a benchmark's result by hand:
+
+* the line ``<!-- generated: benchmarks -->`` in a page is replaced, when the page is read,
+  by the tables that ``benchmarks/summarize.py`` renders from ``benchmarks/results/*.json``
+  (the page is re-read whenever one of those files changes);
+* ``{{ e2e_... }}`` substitutions (MyST's ``substitution`` extension) carry the end-to-end
+  run times of ``benchmarks/results/e2e.json``. A key that the file no longer provides is an
+  undefined substitution, which fails the strict build.
 
 sphinx-thebe registers its inline configuration script on every ``env-before-read-docs``
 event; in a Jupyter Book 1 build that event can fire more than once, and the page then
@@ -6,6 +15,51 @@ declares ``const THEBE_JS_URL`` twice, which is a JavaScript error in every brow
 page's script list is de-duplicated before the page is written.
 """
 from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "benchmarks"
+MARK = "<!-- generated: benchmarks -->"
+
+
+def _summarize():
+    spec = importlib.util.spec_from_file_location("cnce_benchmarks_summarize", BENCH / "summarize.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _insert_benchmarks(app, docname, source):
+    if MARK not in source[0]:
+        return
+    files = sorted((BENCH / "results").glob("*.json"))
+    if not files:
+        raise RuntimeError(f"{docname}: {MARK} needs the benchmark results in {BENCH / 'results'}; none found")
+    for f in files:
+        app.env.note_dependency(str(f))
+    app.env.note_dependency(str(BENCH / "summarize.py"))
+    text = _summarize().render(include_notes=False)
+    text = "\n".join("#" + line if line.startswith("## ") else line for line in text.splitlines())  # sections -> level 3
+    source[0] = source[0].replace(MARK, text)
+
+
+def _e2e_substitutions(app, config):
+    """``e2e_all_s``, ``e2e_<experiment>_s`` (seconds), ``e2e_threads`` from ``e2e.json``."""
+    path = BENCH / "results" / "e2e.json"
+    if not path.is_file():
+        return
+    e = json.loads(path.read_text())
+    subs = dict(getattr(config, "myst_substitutions", None) or {})
+    for r in e["results"]:
+        subs[f"e2e_{r['experiment']}_s"] = f"{r['seconds']:.0f}"
+        subs["e2e_threads"] = str(r.get("threads", e["settings"].get("threads")))
+        for q in r.get("parts") or []:
+            subs[f"e2e_{q['experiment']}_s"] = f"{q['wall_seconds']:.0f}"
+    subs["e2e_commit"] = str(e["machine"]["git_commit"])[:7]
+    config.myst_substitutions = subs
 
 
 def _dedupe_scripts(app, pagename, templatename, context, doctree):
@@ -24,4 +78,6 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree):
 
 def setup(app):
     app.connect("html-page-context", _dedupe_scripts, priority=900)
+    app.connect("source-read", _insert_benchmarks)
+    app.connect("config-inited", _e2e_substitutions)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

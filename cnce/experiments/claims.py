@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["Medians", "Estimate", "log10_medians", "slope", "log_ratio", "count_above", "claims_table", "VERDICTS"]
+__all__ = ["Medians", "Estimate", "log10_medians", "slope", "log_ratio", "point_log_ratios", "count_above", "claims_table", "VERDICTS"]
 
 #: Verdict words used in :func:`claims_table`.
 VERDICTS = ("reproduced", "partly reproduced", "not reproduced", "not testable here")
@@ -121,6 +121,22 @@ def log_ratio(m: Medians, study: str, num: tuple, den: tuple, N=None, *, by: str
     return Estimate.from_reps((pn[a] - pd_[b]).mean(), (rn[a] - rd[b]).mean(0))
 
 
+def point_log_ratios(m: Medians, study: str, num: str, den: str) -> pd.DataFrame:
+    """``log10 median(num) - log10 median(den)`` at every ``(kappa, N)`` both methods have, with
+    the bootstrap standard error, the 95 % interval and ``z = value / se``."""
+    rows = []
+    sel = m.keys["study"] == study
+    for (k, N) in sorted(set(map(tuple, m.keys.loc[sel & (m.keys["method"] == num), ["kappa", "N"]].to_numpy().tolist()))):
+        a = m.select(study=study, method=num, kappa=k) & (m.keys["N"] == N).to_numpy()
+        b = m.select(study=study, method=den, kappa=k) & (m.keys["N"] == N).to_numpy()
+        if not b.any():
+            continue
+        e = Estimate.from_reps(m.point[a][0] - m.point[b][0], m.reps[a][0] - m.reps[b][0])
+        rows.append({"kappa": int(k), "N": int(N), "log10_ratio": e.value, "se": e.se, "lo": e.lo, "hi": e.hi,
+                     "z": e.value / e.se if e.se > 0 else float("nan")})
+    return pd.DataFrame(rows)
+
+
 def count_above(df: pd.DataFrame, threshold: float, n_boot: int = 2000, seed: int = 0) -> Estimate:
     """Number of rows (simulations) of ``df`` with ``error > threshold``, with a bootstrap interval."""
     e = df["error"].to_numpy(dtype=float)
@@ -187,9 +203,10 @@ def claims_table(results: dict, n_boot: int = 2000, seed: int = 0, stuck_thresho
         last = log_ratio(m, study, ("cnce", ks[-1]), ("mle", None), N=Nc)
         diff = log_ratio(m, study, ("cnce", ks[-1]), ("cnce", ks[0]), N=Nc)  # = last - first (the MLE terms cancel)
         eps = df[(df.study == study) & (df.method == "cnce")]["eps"]
-        if study == "bernoulli" and (eps == 1).all():
+        if study == "bernoulli" and (eps == 1).mean() >= 0.9:
             verdict = "not testable here"
-            note = "; the eps heuristic chose eps = 1 (every bit flipped) in every fit, so CNCE equals MLE at every kappa"
+            note = (f"; the eps heuristic chose eps = 1 (every bit flipped, where CNCE gives the maximum-likelihood "
+                    f"estimate at every kappa) in {(eps == 1).mean():.0%} of the fits")
         else:
             verdict = "reproduced" if diff.hi < 0 and last.value < first.value else "not reproduced"
             note = ""
