@@ -42,7 +42,12 @@ for name in FIGURES:
         print(f"{name}: no complete paper-scale run ({exc})")
         continue
     for study in df.study.unique():
-        results[str(study)] = df[df.study == study]
+        rows = df[df.study == study]
+        if str(study) in results:  # a study shared by two figures: the union of their cells
+            both = pd.concat([results[str(study)], rows], ignore_index=True)
+            results[str(study)] = both.drop_duplicates(["method", "kappa", "N", "sim"], ignore_index=True)
+            continue
+        results[str(study)] = rows
         commits = {(r.get("git_commit") or "")[:8] for r in (df.attrs["provenance"].get(study) or {}).get("runs", [])}
         runs.append(f"{study} ({', '.join(sorted(commits))})")
 table = claims.claims_table(results, n_boot=2000, seed=seed)
@@ -50,12 +55,12 @@ print(f"{len(table)} claims from {len(results)} studies; runs by commit: " + "; 
 
 PAGES = {"02_consistency": "Consistency", "03_cnce_vs_nce": "CNCE against NCE", "04_ring": "The ring model",
          "05_supplementary": "Supplementary models"}
-rows = "".join(
+html_rows = "".join(
     f"<tr><td><b>{html.escape(r.claim)}</b></td><td>{html.escape(r.paper)}</td><td>{html.escape(r.measured)}</td>"
     f"<td><b>{html.escape(r.verdict)}</b></td><td><a href=\"../notebooks/{r.page}.html\">{PAGES[r.page]}</a></td></tr>"
     for r in table.itertuples())
 HTML("<table class=\"claims\"><thead><tr><th>claim</th><th>the paper says</th><th>we measure (95 % interval)</th>"
-     f"<th>verdict</th><th>page</th></tr></thead><tbody>{rows}</tbody></table>")
+     f"<th>verdict</th><th>page</th></tr></thead><tbody>{html_rows}</tbody></table>")
 
 # %% [markdown]
 # ## Two claims that the results tables cannot check

@@ -246,3 +246,29 @@ def test_bernoulli_rule_stays_a_probability():
     eps, trace = choose_eps(J, x, BERNOULLI_RULE, return_trace=True)
     assert eps.item() == 1.0
     torch.testing.assert_close(trace.as_tensors()[0][:, 0], torch.tensor([1.0, 0.9, 0.99, 1.089, 1.1979], dtype=torch.float64))
+
+
+def test_choose_eps_changes_direction_on_a_real_problem():
+    """The case found against the authors' code: anisotropic Gaussian data (standard deviations
+    spanning two decades), fits started at 30 times the true precision. J at 0.5 x scale is far
+    below 2 log 2, so eps halves three times, to 0.0625 x scale, where J is within 10 % of
+    2 log 2; the authors' loop then grows it once, to 0.075 x scale. ``cnce.fit`` picks the same."""
+    import cnce
+    from cnce import theory
+    from cnce.models import Gaussian
+
+    m = Gaussian(dim=5)
+    g = torch.Generator().manual_seed(27)
+    sd = torch.tensor([3.0, 1.0, 0.3, 0.1, 0.03], dtype=torch.float64) ** 1.5
+    theta = m.theta_from_precision(torch.diag(1 / sd**2).unsqueeze(0))
+    x = m.sample(theta, 1000, generator=g)
+    theta0 = 30 * theta
+    xi = GaussianNoise().draw_base(x, 10, generator=g)
+    eps, trace = choose_eps(lambda e: theory.cnce_objective(m, x, theta0, e, xi), x, return_trace=True)
+    E, J = trace.as_tensors()
+    scale = data_scale(x)[0]
+    torch.testing.assert_close(E[:, 0] / scale, torch.tensor([0.5, 0.25, 0.125, 0.0625, 0.075], dtype=torch.float64), rtol=1e-12, atol=0)
+    assert (1 - J[3, 0] / LOG4).abs() < 0.1  # where a rule that kept shrinking would have stopped
+    assert (1 - J[4, 0] / LOG4).abs() >= 0.1 and J[4, 0] >= 0.5 * LOG4
+    res = cnce.fit(m, x, "cnce", kappa=10, eps="auto", theta0=theta0, noise_base=xi, max_iter=1)
+    torch.testing.assert_close(res.eps, eps, rtol=1e-12, atol=0)

@@ -210,8 +210,8 @@ def claims_table(results: dict, n_boot: int = 2000, seed: int = 0, stuck_thresho
         else:
             verdict = "reproduced" if diff.hi < 0 and last.value < first.value else "not reproduced"
             note = ""
-        fixed = f" (fixed eps = {eps.iloc[0]:g})" if study.startswith("bernoulli-") else ""
-        row(f"CNCE approaches MLE as kappa grows ({study}{fixed})",
+        name = f"bernoulli, fixed eps = {eps.iloc[0]:g}" if study.startswith("bernoulli-") else study
+        row(f"CNCE approaches MLE as kappa grows ({name})",
             "the CNCE curves move towards the MLE curve as the number of noise samples per data point grows",
             f"log10(CNCE / MLE median error), mean over N: kappa {ks[0]}: {first.fmt()}, kappa {ks[-1]}: {last.fmt()}; "
             f"change {diff.fmt()}{note}", verdict, page)
