@@ -170,24 +170,28 @@ for study in studies:
     print(f"{study}: NCE ahead (log10 ratio < 0) at {int((pr.log10_ratio < 0).sum())} of {len(pr)} (kappa, N) points; "
           f"at kappa >= 10 the log10 ratio lies in [{hi_k.log10_ratio.min():.2f}, {hi_k.log10_ratio.max():.2f}], "
           f"{(-hi_k.z).min():.1f} to {(-hi_k.z).max():.1f} bootstrap standard errors below 0")
-ica = claims.point_log_ratios(boot, "ica", "nce", "cnce") if "ica" in studies else None
-if ica is not None:
+if "ica" in studies:
+    ica = claims.point_log_ratios(boot, "ica", "nce", "cnce")
     hi_k = ica[ica.kappa >= 10]
+    big_N = sorted(N for N in ica.N.unique() if N >= 1000)
+    lead = {int(k): claims.log_ratio(boot, "ica", ("nce", k), ("cnce", k), N=big_N) for k in sorted(hi_k.kappa.unique())}
+    for k, e in lead.items():
+        print(f"ica, kappa = {k}: log10(NCE / CNCE) averaged over N >= 1000: {e.fmt()} (95 % bootstrap interval)")
     glue("ica_ahead", int((ica.log10_ratio < 0).sum()))
     glue("ica_points", len(ica))
-    glue("ica_lead_lo", -hi_k.log10_ratio.max(), "{:.2f}")
-    glue("ica_lead_hi", -hi_k.log10_ratio.min(), "{:.2f}")
+    glue("ica_lead", "; ".join(f"{e.fmt()} at \u03ba = {k}" for k, e in lead.items()))
     glue("ica_z_lo", -hi_k.z.max(), "{:.1f}")
     glue("ica_z_hi", -hi_k.z.min(), "{:.1f}")
     glue("ica_verdict",
-         "NCE is ahead at every point: the two are close, but not on par" if (ica.log10_ratio < 0).all() and (hi_k.z < -1.5).all()
-         else "NCE is ahead at most points, by amounts near their uncertainty: roughly on par, as the paper says"
-         if (ica.log10_ratio < 0).mean() > 0.5 else "the two are on par within their uncertainty, as the paper says")
+         "the two are close, but NCE is consistently ahead, not on par" if (ica.log10_ratio < 0).all() and all(e.hi < 0 for e in lead.values())
+         else "NCE leads by amounts within their uncertainty: roughly on par, as the paper says" if all(e.lo < 0 < e.hi for e in lead.values())
+         else "the picture is mixed: see the table above")
 
 # %% [markdown]
 # **Verdict on ICA.** NCE has the smaller median error at {glue:text}`ica_ahead` of the
-# {glue:text}`ica_points` $(\kappa, N)$ points. At $\kappa \ge 10$ its lead is
-# {glue:text}`ica_lead_lo` to {glue:text}`ica_lead_hi` decades, that is
-# {glue:text}`ica_z_lo` to {glue:text}`ica_z_hi` bootstrap standard errors: {glue:text}`ica_verdict`.
-# The paper judged from curves on a log axis that spans several decades, on which a
-# difference of this size is hard to see.
+# {glue:text}`ica_points` $(\kappa, N)$ points. Averaged over $N \ge 1000$ (the paper's
+# "large $N$"), $\log_{10}$ of NCE's median error over CNCE's is {glue:text}`ica_lead`
+# (95 % bootstrap intervals in brackets; negative: NCE ahead); at single points with
+# $\kappa \ge 10$ the lead is {glue:text}`ica_z_lo` to {glue:text}`ica_z_hi` bootstrap standard
+# errors. Our verdict: {glue:text}`ica_verdict`. The paper judged from curves on a log axis
+# that spans several decades, on which a difference of this size is hard to see.
