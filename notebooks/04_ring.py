@@ -277,9 +277,9 @@ for study in ["ring-authors", "ring-exact"]:
 # ### Reading the numbers
 #
 # * **Our NCE converges.** Every NCE fit lowers its loss from the starting value and ends
-#   with a small gradient norm (the convergence table above), so the authors' frozen NCE
-#   is not what we compare with. A converged NCE is a much stronger baseline than the
-#   paper's.
+#   with a small gradient norm (the convergence table above), so an NCE stuck at its start,
+#   as the authors' code gave us, is not what we compare with. A converged NCE is a
+#   stronger baseline than a stuck one.
 # * **With the authors' generator** the comparison is between *biased* estimators. The
 #   bias table shows that CNCE settles close to its score-matching limit, a little below
 #   the generating $\gamma$, while NCE and MLE settle above it, MLE at its KL projection.
@@ -307,4 +307,4 @@ for study in ["ring-authors", "ring-exact"]:
 # therefore reproduced only in part, and only under the authors' generator, where it
 # rests on a modelling mismatch (and, possibly, on NCE fits that stopped early, as they did
 # when we ran the authors' code); with data drawn from the model and NCE run to
-# convergence, we do not find an advantage for CNCE on this model.
+# convergence, NCE is {glue:text}`exact_nce_cmp` CNCE on this model.
