@@ -68,11 +68,11 @@ HTML("<table class=\"claims\"><thead><tr><th>claim</th><th>the paper says</th><t
 # **The score-matching limit** (Section 2 and Supplementary B: as $\varepsilon \to 0$, the
 # CNCE loss minus $2\log 2$, divided by $\varepsilon^2$, tends to half the score-matching
 # objective). The theory page checks it on the Gaussian model with moment-matched antithetic
-# noise: at $\varepsilon =$ {glue:text}`notebooks/01_theory::sm_eps_min` the ratio is
-# {glue:text}`notebooks/01_theory::sm_ratio_mm` against $J_{SM}/2 =$
-# {glue:text}`notebooks/01_theory::sm_half` (relative difference
-# {glue:text}`notebooks/01_theory::sm_rel_dev_mm`), and the distance falls with slope
-# {glue:text}`notebooks/01_theory::sm_slope_mm` in $\varepsilon$ on log-log axes (2 is
+# noise: at $\varepsilon =$ {glue:text}`../notebooks/01_theory.py::sm_eps_min:.0e` the ratio is
+# {glue:text}`../notebooks/01_theory.py::sm_ratio_mm:.6f` against $J_{SM}/2 =$
+# {glue:text}`../notebooks/01_theory.py::sm_half:.6f` (relative difference
+# {glue:text}`../notebooks/01_theory.py::sm_rel_dev_mm:.0e`), and the distance falls with slope
+# {glue:text}`../notebooks/01_theory.py::sm_slope_mm:.2f` in $\varepsilon$ on log-log axes (2 is
 # expected for antithetic noise). It needs a twice-differentiable log-density: for the ICA
 # model the small-$\varepsilon$ limit of a finite sample differs from the theorem's (the page
 # explains why). With independent noise draws, the ratio diverges like $1/\varepsilon$ in a

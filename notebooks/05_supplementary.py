@@ -162,7 +162,7 @@ for study in ["lognormal", "bernoulli", "bernoulli-eps0.2"]:
     glue(f"{key}_first", first.fmt())
     glue(f"{key}_last", last.fmt())
     glue(f"{key}_change", change.fmt())
-    glue(f"{key}_verdict", "CNCE approaches MLE as kappa grows" if change.hi < 0 else
+    glue(f"{key}_verdict", "CNCE approaches MLE as \u03ba grows" if change.hi < 0 else
          "no approach to MLE can be seen: the change is within its uncertainty")
 
 # %% [markdown]
