@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 __all__ = ["Medians", "Estimate", "log10_medians", "slope", "log_ratio", "point_log_ratios", "count_above", "claims_table", "VERDICTS"]
 
@@ -267,9 +268,13 @@ def claims_table(results: dict, n_boot: int = 2000, seed: int = 0, stuck_thresho
               for k in kappas("ica")}
         S = int((ica.method == "mle").sum() / ica[ica.method == "mle"].N.nunique())
         verdict = "not reproduced" if mle.hi < 13 and all(e.hi < 7 for e in cn.values()) else "partly reproduced"
+        # a bootstrap interval of a count of 0 is [0, 0]; the exact (Clopper-Pearson) upper bound says more
+        upper = {k: S * float(stats.beta.ppf(0.975, e.value + 1, S - e.value)) for k, e in [("MLE", mle), *cn.items()]}
         row("ICA: some fits end in a local minimum",
             "on ICA, 13 of 100 MLE fits and 7 of 100 CNCE fits end in a local minimum",
             f"fits with squared error > {stuck_threshold:g} at N = {N_max}, of {S}: MLE {mle.value:.0f} [{mle.lo:.0f}, {mle.hi:.0f}]; CNCE "
-            + ", ".join(f"kappa {k}: {e.value:.0f} [{e.lo:.0f}, {e.hi:.0f}]" for k, e in cn.items()),
+            + ", ".join(f"kappa {k}: {e.value:.0f} [{e.lo:.0f}, {e.hi:.0f}]" for k, e in cn.items())
+            + f"; exact binomial 95 % upper bounds on the expected count: MLE {upper['MLE']:.1f}, CNCE up to "
+            + f"{max(v for k, v in upper.items() if k != 'MLE'):.1f}",
             verdict, "02_consistency")
     return pd.DataFrame(rows)
