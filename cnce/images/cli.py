@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import argparse
 
+from cnce.images.configs import CONFIGS
+
 __all__ = ["register", "parse_layers"]
 
 
@@ -40,7 +42,7 @@ def _run(args: argparse.Namespace) -> int:
 def register(subparsers) -> None:
     p = subparsers.add_parser("image-train", help="train the four-layer neural image model (Sec. 4) with CNCE",
                               description=__doc__)
-    p.add_argument("--config", default="quick", choices=["quick", "demo", "paper"])
+    p.add_argument("--config", default="quick", choices=sorted(CONFIGS))
     p.add_argument("--layers", default="1-4", help="layers to train, e.g. 1-4 or 1,2 (default 1-4)")
     p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
     p.add_argument("--seed", type=int, default=0)

@@ -38,14 +38,28 @@ class ImageConfig:
     D3: int = 196
     K3: int = 60
     K4: int = 30
-    # initialisation: row norm of W1 and W3 (orthonormal rows), thresholds b1 and b3
+    # initialisation (ImageNetwork): "authors" (randn / sqrt(D_in - 1) features, thresholds in
+    # [-2, -1], small dense pooling) or "orthonormal" (rows of norm init_scale, thresholds b_init)
+    init: str = "authors"
     init_scale: float = 1.0
     b_init: float = -2.0
+    # how a pooling layer (2, 4) starts: "dense" (the initialisation; authors) or "planted"
+    # (weight 1 on one unit of the layer below, start_pooling_layer)
+    pool_start: str = "dense"
+    # layer-3 unit while training layer 3: "max" (authors' rectifying activator) or "linear"
+    l3_nonlinearity: str = "max"
     # CNCE
     kappa: int = 6
-    eps_n: int = 2_000  # data points used by the epsilon rule
-    # schedule per layer: patches per meta-iteration, meta-iterations, optimiser steps each
-    n_patches: tuple[int, int, int, int] = (200_000, 200_000, 150_000, 100_000)
+    eps_rule: str = "authors"  # "authors": NoiseProcessor.m, from eps_base every meta-iteration; "carry"
+    eps_base: float = 0.5
+    eps_cap: tuple[float, float, float, float] = (4.0, 4.0, 4.0, 8.0)  # cap of the multiplier f
+    eps_n: int = 100_000  # data points on which the epsilon rule evaluates J (authors: the batch)
+    # schedule per layer: patches per meta-iteration (the batch), meta-iterations, optimiser
+    # steps each; `main_set` patches are drawn once per `epoch` meta-iterations and the batches
+    # alternate over them (authors); main_set=None draws fresh patches every meta-iteration
+    n_patches: tuple[int, int, int, int] = (100_000, 100_000, 150_000, 100_000)
+    main_set: tuple[int, int, int, int] | None = (200_000, 200_000, 150_000, 100_000)
+    epoch: tuple[int, int, int, int] = (20, 21, 8, 8)
     meta_iters: tuple[int, int, int, int] = (40, 20, 20, 20)
     optimizer: str = "lbfgs"  # "lbfgs": `steps` line-search steps per meta-iteration (authors' style)
     steps: int = 10
@@ -53,11 +67,21 @@ class ImageConfig:
     # layers, or one per layer
     lr: float | tuple[float, float, float, float] = 3e-4
     batch: int = 100
-    chunk: int = 4_096  # data points per evaluation chunk (bounds memory)
+    chunk: int = 4_096  # data points (each with kappa noise points) per evaluation chunk
+    tf32: bool = False  # TF32 matmuls on CUDA
     # Supp. D.2: CNCE vs NCE first-layer features from a common initialisation
     compare_K1: int = 100
     compare_n: int = 20_000
     compare_meta: int = 11
+
+    def __post_init__(self):
+        for name, allowed in (("init", ("authors", "orthonormal")), ("pool_start", ("dense", "planted")),
+                              ("l3_nonlinearity", ("max", "linear")), ("eps_rule", ("authors", "carry")),
+                              ("optimizer", ("lbfgs", "adam"))):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}; got {getattr(self, name)!r}")
+        if self.main_set is not None and any(m < n for m, n in zip(self.main_set, self.n_patches)):
+            raise ValueError(f"main_set must be >= n_patches per layer; got {self.main_set!r} and {self.n_patches!r}")
 
     def lr_for(self, layer: int) -> float:
         """The Adam step size of layer ``layer`` (1-4)."""
@@ -68,26 +92,29 @@ class ImageConfig:
 
     def network_kwargs(self) -> dict:
         """Arguments of :class:`~cnce.images.network.ImageNetwork` (sizes and initialisation)."""
-        return dict(self.sizes(), init_scale=self.init_scale, b_init=self.b_init)
+        return dict(self.sizes(), init=self.init, init_scale=self.init_scale, b_init=self.b_init,
+                    l3_nonlinearity=self.l3_nonlinearity)
 
     def for_comparison(self) -> "ImageConfig":
         """The smaller first layer trained for the CNCE/NCE comparison of Supp. D.2."""
         n = (self.compare_n,) + self.n_patches[1:]
         m = (self.compare_meta,) + self.meta_iters[1:]
-        return replace(self, name=f"{self.name}-compare", K1=self.compare_K1, n_patches=n, meta_iters=m)
+        main = None if self.main_set is None else (2 * self.compare_n,) + self.main_set[1:]
+        return replace(self, name=f"{self.name}-compare", K1=self.compare_K1, n_patches=n, meta_iters=m, main_set=main)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
 CONFIGS: dict[str, ImageConfig] = {
-    "paper": ImageConfig(name="paper"),
+    "paper": ImageConfig(name="paper", chunk=16_384),
     "demo": ImageConfig(
         name="demo",
         D=200,
         n_whiten=30_000,
-        eps_n=1_000,
+        eps_n=2_000,
         n_patches=(20_000, 5_000, 5_000, 5_000),
+        main_set=None,
         meta_iters=(40, 20, 20, 20),
         optimizer="adam",
         lr=(1e-2, 1e-3, 1e-3, 1e-3),
@@ -106,6 +133,7 @@ CONFIGS: dict[str, ImageConfig] = {
         K4=8,
         eps_n=1_000,
         n_patches=(5_000, 3_000, 3_000, 3_000),
+        main_set=None,
         meta_iters=(15, 2, 2, 2),
         optimizer="adam",
         lr=(1e-2, 3e-4, 3e-4, 3e-4),
@@ -114,11 +142,34 @@ CONFIGS: dict[str, ImageConfig] = {
         compare_n=1_000,
         compare_meta=3,
     ),
+    # the `paper` recipe (main set and alternating batches, L-BFGS, the authors' eps rule) at
+    # tiny sizes: the CPU smoke test of the GPU command
+    "smoke": ImageConfig(
+        name="smoke",
+        patch=16,
+        D=32,
+        n_whiten=2_000,
+        K1=24,
+        K2=12,
+        D3=10,
+        K3=8,
+        K4=4,
+        eps_n=400,
+        n_patches=(400, 400, 600, 400),
+        main_set=(800, 800, 600, 400),
+        epoch=(2, 3, 2, 2),
+        meta_iters=(3, 2, 2, 2),
+        steps=3,
+        chunk=256,
+        compare_K1=8,
+        compare_n=300,
+        compare_meta=2,
+    ),
 }
 
 
 def get_config(name: str | ImageConfig) -> ImageConfig:
-    """Look up a named configuration (``quick``, ``demo``, ``paper``); configs pass through."""
+    """Look up a named configuration (``quick``, ``demo``, ``paper``, ``smoke``); configs pass through."""
     if isinstance(name, ImageConfig):
         return name
     if name not in CONFIGS:

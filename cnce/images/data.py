@@ -11,7 +11,9 @@ Pipeline (``experiment-settings.md``, image part):
 5. the gain control of Eq. (21) is part of the network (:func:`cnce.images.network.gain_control`).
 
 Fresh patches are drawn for every meta-iteration (:class:`PatchSource`), with the whitening
-fitted once on a separate, seeded sample.
+fitted once on a separate, seeded sample. :class:`PatchSource` samples and whitens on the
+training device with torch (:func:`sample_patches_torch`, vectorised gathers in chunks); the
+numpy :func:`sample_patches` is the reference implementation of the same recipe.
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ __all__ = [
     "load_skimage_images",
     "prepare_image",
     "sample_patches",
+    "sample_patches_torch",
     "Whitener",
     "PatchSource",
 ]
@@ -173,6 +176,48 @@ def sample_patches(
     return out[np.sort(keep)]
 
 
+def sample_patches_torch(
+    images: list[torch.Tensor], n: int, *, size: int = 32, oversample: int = 2, generator: torch.Generator,
+    chunk: int = 32_768,
+) -> torch.Tensor:
+    """The recipe of :func:`sample_patches` in torch, on the device of ``images`` and
+    ``generator``: ``(n, size**2)`` float32 patches with the DC component removed, the ``n`` of
+    highest variance among ``oversample * n`` uniformly placed ones (kept in draw order).
+
+    Positions are drawn with ``generator`` (images weighted by their number of valid positions);
+    the pixels are gathered from one flat copy of all images, ``chunk`` patches at a time, so
+    that the index tensor stays small. No per-patch Python loop and no host synchronisation.
+    """
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"n must be a positive int; got {n!r}")
+    if oversample < 1:
+        raise ValueError(f"oversample must be >= 1; got {oversample!r}")
+    if len(images) == 0 or any(im.shape[0] < size or im.shape[1] < size for im in images):
+        raise ValueError(f"images must be non-empty and at least {size} x {size} pixels each")
+    dev = images[0].device
+    flat = torch.cat([im.reshape(-1) for im in images]).float()
+    rows = torch.tensor([im.shape[0] for im in images], device=dev)
+    cols = torch.tensor([im.shape[1] for im in images], device=dev)
+    start = torch.cumsum(torch.cat([torch.zeros(1, dtype=torch.long, device=dev), (rows * cols)[:-1]]), 0)
+    vr, vc = rows - size + 1, cols - size + 1
+    valid = (vr * vc).double()
+    m = oversample * n
+    which = torch.multinomial(valid / valid.sum(), m, replacement=True, generator=generator)
+    pos = (torch.rand(m, generator=generator, device=dev, dtype=torch.float64) * valid[which]).long()
+    pos = torch.minimum(pos, (valid[which] - 1).long())
+    r, c = pos // vc[which], pos % vc[which]
+    base = start[which] + r * cols[which] + c
+    grid = torch.arange(size, device=dev)
+    out = torch.empty(m, size * size, device=dev)
+    for a in range(0, m, chunk):
+        b = min(a + chunk, m)
+        idx = base[a:b, None, None] + grid[None, :, None] * cols[which[a:b], None, None] + grid[None, None, :]
+        out[a:b] = flat[idx.reshape(b - a, -1)]
+    out -= out.mean(1, keepdim=True)  # DC removal
+    keep = torch.topk(out.var(1), n, sorted=False).indices.sort().values
+    return out[keep]
+
+
 @dataclass
 class Whitener:
     """PCA whitening with dimension reduction: ``u = diag(lam)^(-1/2) V^T (x - mean)``.
@@ -188,7 +233,7 @@ class Whitener:
 
     @classmethod
     def fit(cls, X: np.ndarray | torch.Tensor, D: int) -> "Whitener":
-        X = torch.as_tensor(X, dtype=torch.float64)
+        X = torch.as_tensor(X).to(torch.float64)
         if X.ndim != 2 or not (1 <= D <= X.shape[1]):
             raise ValueError(f"D must be in [1, {X.shape[-1]}] for data of shape {tuple(X.shape)}; got {D!r}")
         mean = X.mean(0)
@@ -245,17 +290,37 @@ class PatchSource:
         self.images = images
         self.size = size
         self.whitener = whitener
+        self._on: dict[str, list[torch.Tensor]] = {}
+
+    def _images_on(self, device) -> list[torch.Tensor]:
+        key = str(torch.device(device))
+        if key not in self._on:
+            self._on[key] = [torch.as_tensor(np.ascontiguousarray(im), dtype=torch.float32, device=device) for im in self.images]
+        return self._on[key]
+
+    def raw_torch(self, n: int, seed: int, device="cpu") -> torch.Tensor:
+        """``(n, size**2)`` DC-removed float32 patches on ``device`` (before whitening), drawn with a
+        generator on that device seeded with ``seed`` (:func:`sample_patches_torch`)."""
+        dev = torch.device(device)
+        gen = torch.Generator(device=dev).manual_seed(int(seed))
+        return sample_patches_torch(self._images_on(dev), n, size=self.size, generator=gen)
 
     def raw(self, n: int, seed: int) -> np.ndarray:
-        """``(n, size**2)`` DC-removed patches (before whitening)."""
-        return sample_patches(self.images, n, size=self.size, rng=np.random.default_rng(seed))
+        """``(n, size**2)`` DC-removed patches (before whitening), float64 numpy, drawn on the CPU."""
+        return self.raw_torch(n, seed, "cpu").double().numpy()
 
-    def fit_whitener(self, n: int, D: int, seed: int) -> Whitener:
-        self.whitener = Whitener.fit(self.raw(n, seed), D)
+    def fit_whitener(self, n: int, D: int, seed: int, device="cpu") -> Whitener:
+        """Fit the PCA whitening to ``n`` fresh patches (on ``device``; the whitener is kept on
+        the CPU and moved where patches are drawn)."""
+        self.whitener = Whitener.fit(self.raw_torch(n, seed, device), D).to("cpu")
         return self.whitener
 
     def draw(self, n: int, seed: int, device="cpu") -> torch.Tensor:
+        """``(n, D)`` whitened float32 patches, sampled and whitened on ``device``."""
         if self.whitener is None:
             raise ValueError("whitener is None: call fit_whitener first")
-        X = torch.as_tensor(self.raw(n, seed), dtype=torch.float32)
-        return self.whitener.transform(X).to(device)
+        dev = torch.device(device)
+        key = str(dev)
+        if getattr(self, "_wh_key", None) != (key, id(self.whitener)):
+            self._wh_dev, self._wh_key = self.whitener.to(dev), (key, id(self.whitener))
+        return self._wh_dev.transform(self.raw_torch(n, seed, dev))

@@ -10,7 +10,8 @@ Layers (Table 1 of Supp. D.1 for the paper's sizes ``D, K1, K2, D3, K3, K4``)::
     z1  = W1 u~                                    Eq. (22)   K1 x D
     z2  = log((W2**2) z1**2 + 1)                   Eq. (23)   K2 x K1, squared weights
     u3  = gain_control(whiten2(z2))                whitening of z2 to D3 dims, then Eq. (21)
-    z3  = W3 u3                                    Eq. (24)   K3 x D3
+    z3  = W3 u3                                    Eq. (24)   K3 x D3 (max(W3 u3, 0) in
+                                                   log phi~^(3) with the authors' "Max" option)
     z4  = (W4**2) z3                               Eq. (24)   K4 x K3, squared weights
     log phi~^(L) = sum_j f_th(z_j^(L) + b_j^(L))   Eq. (25), L = 2, 3, 4
     log phi~^(1) = sum_j f_th(log(z1_j**2 + 1) + b_j^(1))
@@ -56,6 +57,10 @@ def _orthonormal_rows(K: int, D: int, g: torch.Generator) -> torch.Tensor:
     return Q if K > D else Q.T.contiguous()
 
 
+INITS = ("authors", "orthonormal")
+L3_NONLINEARITIES = ("max", "linear")
+
+
 class ImageNetwork(nn.Module):
     """Weights ``W1..W4``, thresholds ``b1..b4`` and the between-layer whitening (buffers).
 
@@ -64,22 +69,62 @@ class ImageNetwork(nn.Module):
         K1, K2, K3, K4: numbers of units per layer.
         D3: dimension after the intermediate whitening (``<= K2``).
         seed: seed of the random initialisation.
-        init_scale: norm of the initial (orthonormal) rows of ``W1`` and ``W3``.
-        b_init: initial thresholds ``b1`` and ``b3``.
+        init: ``"authors"`` (default; their ``SingleNeuronLayer.m`` / ``DoubleNeuronLayer.m``, on
+            which the paper is silent): feature weights ``randn / sqrt(D_in - 1)``, thresholds
+            ``b1, b2, b3`` uniform in ``[-2, -1]``; pooling weights small and dense, each squared
+            weight ``q = 0.01 rand / (D_in - 1)`` with ``D_in`` the input dimension of the feature
+            layer below (``D`` for layer 2, ``D3`` for layer 4); ``b4`` uniform in ``[0, 1]`` (their
+            "LinearLinear" pooling of layer 4). ``"orthonormal"``: the project's earlier start,
+            orthonormal feature rows of norm ``init_scale`` and thresholds ``b_init``.
+        init_scale, b_init: used by ``init="orthonormal"`` only.
+        l3_nonlinearity: ``"max"`` (default; the rectifying "Max" activator their
+            ``run_L3_training.m`` trains layer 3 with): ``log phi~^(3)`` thresholds
+            ``max(z3, 0)``; ``"linear"``: ``z3`` as Eq. (24) reads. Layer 4 pools the linear
+            ``z3`` either way (their "LinearLinear" layer).
     """
 
     LAYERS = (1, 2, 3, 4)
 
     def __init__(self, D: int = 600, K1: int = 600, K2: int = 200, D3: int = 196, K3: int = 60, K4: int = 30, seed: int = 0,
-                 init_scale: float = 1.0, b_init: float = -2.0):
+                 init: str = "authors", init_scale: float = 1.0, b_init: float = -2.0, l3_nonlinearity: str = "max"):
         super().__init__()
         for name, v in dict(D=D, K1=K1, K2=K2, D3=D3, K3=K3, K4=K4).items():
             if isinstance(v, bool) or not isinstance(v, int) or v < 2:
                 raise ValueError(f"{name} must be an int >= 2; got {v!r}")
         if D3 > K2:
             raise ValueError(f"D3 must be <= K2 = {K2}; got {D3!r}")
+        if init not in INITS:
+            raise ValueError(f"init must be one of {INITS}; got {init!r}")
+        if l3_nonlinearity not in L3_NONLINEARITIES:
+            raise ValueError(f"l3_nonlinearity must be one of {L3_NONLINEARITIES}; got {l3_nonlinearity!r}")
         self.sizes = dict(D=D, K1=K1, K2=K2, D3=D3, K3=K3, K4=K4)
+        self.init = init
+        self.l3_nonlinearity = l3_nonlinearity
         g = torch.Generator().manual_seed(int(seed))
+        if init == "authors":
+            self._init_authors(g)
+        else:
+            self._init_orthonormal(g, init_scale, b_init)
+        # Intermediate whitening of z2 (fitted after layer 2 is trained).
+        self.register_buffer("wh2_mean", torch.zeros(K2))
+        self.register_buffer("wh2_P", torch.eye(K2)[:, :D3].clone())
+
+    def _init_authors(self, g: torch.Generator) -> None:
+        s = self.sizes
+        D, K1, K2, D3, K3, K4 = (s[k] for k in ("D", "K1", "K2", "D3", "K3", "K4"))
+        u = lambda *shape: torch.rand(*shape, generator=g)  # noqa: E731
+        self.W1 = nn.Parameter(torch.randn(K1, D, generator=g) / math.sqrt(D - 1))
+        self.b1 = nn.Parameter(-1.0 - u(K1))
+        self.W2 = nn.Parameter(torch.sqrt(0.01 * u(K2, K1) / (D - 1)))
+        self.b2 = nn.Parameter(-1.0 - u(K2))
+        self.W3 = nn.Parameter(torch.randn(K3, D3, generator=g) / math.sqrt(D3 - 1))
+        self.b3 = nn.Parameter(-1.0 - u(K3))
+        self.W4 = nn.Parameter(torch.sqrt(0.01 * u(K4, K3) / (D3 - 1)))
+        self.b4 = nn.Parameter(1.0 - u(K4))
+
+    def _init_orthonormal(self, g: torch.Generator, init_scale: float, b_init: float) -> None:
+        s = self.sizes
+        D, K1, K2, D3, K3, K4 = (s[k] for k in ("D", "K1", "K2", "D3", "K3", "K4"))
         # Feature layers start with orthonormal rows and negative thresholds. With orthonormal
         # rows sum_j z_j**2 is the same for every gain-controlled input, so G starts near 0 and
         # the loss near 2 log 2; random rows would give G a large zero-mean spread (and a loss far
@@ -95,9 +140,6 @@ class ImageNetwork(nn.Module):
         self.b3 = nn.Parameter(torch.full((K3,), float(b_init)))
         self.W4 = nn.Parameter(torch.rand(K4, K3, generator=g) * math.sqrt(2.0 / K3))
         self.b4 = nn.Parameter(torch.full((K4,), -1.0))
-        # Intermediate whitening of z2 (fitted after layer 2 is trained).
-        self.register_buffer("wh2_mean", torch.zeros(K2))
-        self.register_buffer("wh2_P", torch.eye(K2)[:, :D3].clone())
 
     # -- parameters per layer -------------------------------------------------------------
     def layer_params(self, layer: int) -> list[nn.Parameter]:
@@ -152,14 +194,16 @@ class ImageNetwork(nn.Module):
 
     def layer_output(self, h: torch.Tensor, layer: int) -> torch.Tensor:
         """Pre-threshold outputs of layer ``layer`` from its input ``h``: ``log(z1**2 + 1)`` for
-        L1 (the extra nonlinearity of Sec. 4.1), ``z2``, ``z3``, ``z4``."""
+        L1 (the extra nonlinearity of Sec. 4.1), ``z2``, ``z3`` (``max(z3, 0)`` with
+        ``l3_nonlinearity="max"``), ``z4``."""
         self._check_layer(layer)
         if layer == 1:
             return torch.log1p((h @ self.W1.T) ** 2)
         if layer == 2:
             return self.z2(h)
         if layer == 3:
-            return self.z3(h)
+            z = self.z3(h)
+            return torch.relu(z) if self.l3_nonlinearity == "max" else z
         return self.z4(h)
 
     def layer_log_phi(self, h: torch.Tensor, layer: int) -> torch.Tensor:
@@ -172,4 +216,4 @@ class ImageNetwork(nn.Module):
         return self.layer_log_phi(self.layer_input(u, layer), layer)
 
     def extra_repr(self) -> str:
-        return ", ".join(f"{k}={v}" for k, v in self.sizes.items())
+        return ", ".join(f"{k}={v}" for k, v in self.sizes.items()) + f", init={self.init}, l3={self.l3_nonlinearity}"

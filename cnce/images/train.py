@@ -1,19 +1,28 @@
 """Greedy CNCE (and NCE) training of the neural image model, one layer at a time.
 
-Each layer runs ``meta_iters`` *meta-iterations* (the authors' schedule): draw fresh patches
-and fresh noise, set eps with the image-model rule (:func:`choose_eps`; from the layer's
-second meta-iteration on, see below), then optimise on that sample. Two optimisers:
+Each layer runs ``meta_iters`` *meta-iterations* (the authors' schedule, ``CNCEstimator.m``):
+take this meta-iteration's patches, draw fresh noise, set eps with the image-model rule, then
+optimise on that sample. Where the paper is silent the defaults follow the authors' code, each
+an option of :class:`~cnce.images.configs.ImageConfig`:
 
-* ``optimizer="lbfgs"`` (``paper``): ``steps`` L-BFGS steps with strong-Wolfe line searches on
-  the whole sample, close to the authors' ten conjugate-gradient line searches. Needs large
-  samples (the authors' 200k patches): on a few thousand patches it overfits within one
-  meta-iteration.
-* ``optimizer="adam"`` (``demo``, ``quick``): one pass of Adam minibatches over each fresh
-  sample, the optimiser state carried across meta-iterations.
+* ``eps_rule="authors"``: eps restarts from ``eps_base = 0.5`` at every meta-iteration (also
+  the first) and is set by :func:`choose_eps_authors`, their ``NoiseProcessor.m`` rule
+  (multiplier grown x1.15, then bisected; at most 20 evaluations of J; multiplier cap 4, 8 for
+  layer 4). ``"carry"``: the project's earlier rule (:func:`choose_eps`, eps carried over).
+* patches: ``main_set`` patches are drawn once per ``epoch`` meta-iterations and each
+  meta-iteration uses the next ``n_patches``-sized batch of that main set, alternating (their
+  200k/100k, 200k/100k, 150k/150k, 100k/100k); with ``main_set=None`` every meta-iteration
+  draws ``n_patches`` fresh patches.
+* ``optimizer="lbfgs"`` (``paper``): ``steps`` L-BFGS iterations with strong-Wolfe line searches
+  on the whole batch, close to their ten conjugate-gradient line searches of ``minimize.m``.
+  Loss and gradient are summed over chunks of ``chunk`` data points (each with its ``kappa``
+  noise samples) on the device, with no host synchronisation inside an evaluation.
+  ``optimizer="adam"`` (``demo``, ``quick``): one pass of Adam minibatches over each batch, the
+  optimiser state carried across meta-iterations.
+* pooling layers 2 and 4 start from the network's dense initialisation (``pool_start="dense"``,
+  theirs) or from a planted unit of the layer below (``"planted"``, :func:`start_pooling_layer`).
 
 Layers below the trained one are frozen, so their outputs are computed once per meta-iteration.
-At a layer's initialisation G is close to 0 for any eps (see :class:`ImageNetwork`), so the eps
-rule would only push eps to its cap; the first meta-iteration therefore uses eps = 0.5.
 
 Noise lives in the whitened input space: ``y = u + eps * xi`` (Eq. 13) is the effective
 conditional noise of Eqs. (19)-(20); it is symmetric, so ``G = log phi~(u) - log phi~(y)``
@@ -22,7 +31,8 @@ the same space, whose Gaussian term cancels against Eq. (18) just as in CNCE, so
 ``G(u) = log phi~(u) + c - log nu`` with a learned ``c``.
 
 After every meta-iteration the whole state (network, whitening, optimiser, history, timings)
-is written atomically to ``<out>/state.pt``; :func:`train` resumes from it.
+is written atomically to ``<out>/state.pt``; :func:`train` resumes from it. Patches are
+sampled and whitened on the training device (:meth:`PatchSource.draw`).
 """
 from __future__ import annotations
 
@@ -44,7 +54,7 @@ from cnce.images.configs import ImageConfig, get_config
 from cnce.images.data import PatchSource, Whitener, load_image_folder, load_skimage_images, prepare_image
 from cnce.images.network import ImageNetwork
 
-__all__ = ["choose_eps", "make_source", "start_pooling_layer", "train", "train_comparison", "load_state", "network_from_state", "find_weights",
+__all__ = ["choose_eps", "choose_eps_authors", "estimate_flops", "make_source", "start_pooling_layer", "train", "train_comparison", "load_state", "network_from_state", "find_weights",
            "weights_dir", "STATE_FILE",
            "COMPARE_FILE"]
 
@@ -85,6 +95,77 @@ def choose_eps(J_of_eps, *, eps0: float = 0.5, cap: float = 4.0, max_steps: int 
         else:
             eps = nxt
     return eps, trace
+
+
+def choose_eps_authors(J_of_eps, *, eps_base: float = 0.5, cap: float = 4.0, max_evals: int = 20,
+                       too_close: float = 0.05, too_easy: float = 0.2, grow: float = 1.15):
+    """The eps rule of the authors' image code (``NoiseProcessor.m``, ``generateNoiseExtra``).
+
+    ``eps = f * eps_base`` with a multiplier ``f`` that starts at 1 at *every* meta-iteration.
+    J is *too close* to ``2 log 2`` (eps too small) when ``|2 log 2 - J| < too_close * 2 log 2``
+    and *too small* (eps too large, noise trivially told apart) when ``J < too_easy * 2 log 2``.
+    While either holds, at most ``max_evals`` evaluations in all and ``f < cap``: if eps is too
+    small, raise the lower bound to ``f`` and grow ``f`` by ``grow`` until an upper bound is
+    known, then bisect; if too large, lower the upper bound to ``f`` and bisect towards the lower
+    bound (0 at first). The loop tests ``f < cap`` *before* a step, so ``f`` can end just above
+    the cap (``1.15**10 = 4.05`` for cap 4), as in their code; they use cap 4 (8 for layer 4).
+
+    Returns ``(eps, trace)`` with ``trace`` the list of ``(eps, J)`` evaluated.
+    """
+    if not eps_base > 0:
+        raise ValueError(f"eps_base must be > 0; got {eps_base!r}")
+    if not cap > 1:
+        raise ValueError(f"cap must be > 1; got {cap!r}")
+    if max_evals < 1:
+        raise ValueError(f"max_evals must be >= 1; got {max_evals!r}")
+    close = lambda J: abs(LOG4 - J) < too_close * LOG4  # noqa: E731
+    easy = lambda J: J < too_easy * LOG4  # noqa: E731
+    f, lower, upper = 1.0, 0.0, None
+    J = float(J_of_eps(eps_base * f))
+    trace = [(eps_base * f, J)]
+    while len(trace) < max_evals and (close(J) or easy(J)) and f < cap:
+        if close(J):
+            lower = f
+            f = f * grow if upper is None else 0.5 * (upper + lower)
+        else:
+            upper = f
+            f = 0.5 * (upper + lower)
+        J = float(J_of_eps(eps_base * f))
+        trace.append((eps_base * f, J))
+    return eps_base * f, trace
+
+
+def estimate_flops(config: str | ImageConfig, *, eps_evals: float = 6.0) -> dict:
+    """Floating-point operations of a training run, per layer, counting the matrix products
+    (2 per multiply-add; gain control, f_th and the loss are O(rows x width) and left out).
+
+    Per meta-iteration of layer L with batch N and ``rows = N (1 + kappa)``:
+
+    * frozen layers below L: one forward pass of the batch and its noise;
+    * the eps rule: ``eps_evals`` evaluations of J on ``eps_n`` points (each a forward pass of
+      the noise through the frozen layers and layer L); the authors' rule needs 1-20;
+    * optimisation: L-BFGS with at most ``steps * 5 // 4`` loss + gradient evaluations (torch's
+      ``max_eval`` default), or one Adam pass; a loss + gradient counted as 3 forward passes of
+      layer L (only weight gradients are needed); plus two loss-only passes (the fresh-sample
+      loss and the training loss).
+
+    Returns ``{"per_layer": {L: flops}, "total": flops, "evals_per_meta": ..}``.
+    """
+    cfg = get_config(config)
+    D, K1, K2, D3, K3, K4 = (cfg.sizes()[k] for k in ("D", "K1", "K2", "D3", "K3", "K4"))
+    below = {1: 0, 2: D * K1, 3: D * K1 + K1 * K2 + K2 * D3, 4: D * K1 + K1 * K2 + K2 * D3 + D3 * K3}
+    top = {1: D * K1, 2: K1 * K2, 3: D3 * K3, 4: K3 * K4}
+    evals = cfg.steps * 5 // 4 if cfg.optimizer == "lbfgs" else 1
+    per = {}
+    for L in (1, 2, 3, 4):
+        N = cfg.n_patches[L - 1]
+        rows = N * (1 + cfg.kappa)
+        n_e = min(cfg.eps_n, N)
+        frozen = 2 * rows * below[L]
+        eps = eps_evals * 2 * n_e * cfg.kappa * (below[L] + top[L])
+        opt = (3 * evals + 2) * 2 * rows * top[L]
+        per[L] = float(cfg.meta_iters[L - 1] * (frozen + eps + opt))
+    return dict(per_layer=per, total=float(sum(per.values())), evals_per_meta=evals, eps_evals=eps_evals)
 
 
 def make_source(images: str | os.PathLike | None = None, *, patch: int = 32, halve: bool | None = None) -> tuple[PatchSource, str]:
@@ -160,9 +241,15 @@ def find_weights(weights: str = "auto", root: str | os.PathLike | None = None) -
 
 def network_from_state(state: dict) -> tuple[ImageNetwork, Whitener]:
     """Rebuild the trained network and the input whitening from a saved state."""
-    net = ImageNetwork(**state["sizes"])
+    net = ImageNetwork(**state["sizes"], **_network_options(state["config"]))
     net.load_state_dict(state["network"])
     return net, Whitener.from_state_dict(state["whitener"])
+
+
+def _network_options(config: dict) -> dict:
+    """Initialisation and layer-3 options of a saved config (runs saved before these options
+    existed used the orthonormal start and the linear z3)."""
+    return dict(init=config.get("init", "orthonormal"), l3_nonlinearity=config.get("l3_nonlinearity", "linear"))
 
 
 def _batched(fn, x: torch.Tensor, chunk: int) -> torch.Tensor:
@@ -170,36 +257,46 @@ def _batched(fn, x: torch.Tensor, chunk: int) -> torch.Tensor:
 
 
 def _run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_eps=True):
-    """One meta-iteration on fresh patches ``u``: fresh noise, the eps rule (unless
-    ``tune_eps`` is False), then the optimiser (``steps`` L-BFGS steps on the whole sample, or
-    one pass of Adam minibatches).
+    """One meta-iteration on the batch ``u``: fresh noise, the eps rule (``cfg.eps_rule``;
+    skipped when ``tune_eps`` is False), then the optimiser (``steps`` L-BFGS iterations on the
+    whole batch, or one pass of Adam minibatches).
 
-    Returns a record with ``eps``, ``loss`` (the loss on the fresh sample before this
-    meta-iteration's updates, i.e. on data the current parameters have not seen) and
-    ``train_loss`` (after L-BFGS / the mean over the Adam pass).
+    Returns a record with ``eps``, ``loss`` (on the first ``eps_n`` points of the batch with the
+    fresh noise, before this meta-iteration's updates: with fresh patches, data the current
+    parameters have not seen) and ``train_loss`` (after L-BFGS / the mean over the Adam pass).
     """
     N, D = u.shape
     kappa = cfg.kappa
+    chunk = max(1, int(cfg.chunk))  # data points per chunk, each with its kappa noise points
+    n_e = min(cfg.eps_n, N)
     with torch.no_grad():
-        hx = _batched(lambda v: net.layer_input(v, layer), u, cfg.chunk)
+        hx = _batched(lambda v: net.layer_input(v, layer), u, chunk)
         if method == "cnce":
             xi = torch.randn(N, kappa, D, generator=gen, device=u.device)
-            n_e = min(cfg.eps_n, N)
+            lx_e = _batched(lambda h: net.layer_log_phi(h, layer), hx[:n_e], chunk)
 
             def J_of_eps(e):
-                hy_e = net.layer_input(u[:n_e, None, :] + e * xi[:n_e], layer)
-                return cnce_loss(net.layer_log_phi(hx[:n_e], layer), net.layer_log_phi(hy_e, layer))
+                total = torch.zeros((), device=u.device)
+                for a in range(0, n_e, chunk):
+                    b = min(a + chunk, n_e)
+                    ly = net.layer_log_phi(net.layer_input(u[a:b, None, :] + e * xi[a:b], layer), layer)
+                    total += cnce_loss(lx_e[a:b], ly) * (b - a)
+                return total / n_e
 
-            if tune_eps:
+            if tune_eps and cfg.eps_rule == "authors":
+                eps, trace = choose_eps_authors(J_of_eps, eps_base=cfg.eps_base, cap=cfg.eps_cap[layer - 1])
+            elif tune_eps:
                 eps, trace = choose_eps(J_of_eps, eps0=eps, cap=8.0 if layer == 4 else 4.0)
             else:
                 trace = [(eps, float(J_of_eps(eps)))]
-            y = u[:, None, :] + eps * xi
+            hy = torch.cat([net.layer_input(u[a:a + chunk, None, :] + eps * xi[a:a + chunk], layer)
+                            for a in range(0, N, chunk)])
+            del xi
         else:
             y = torch.randn(N, kappa, D, generator=gen, device=u.device)
             trace = []
-        hy = _batched(lambda v: net.layer_input(v, layer), y, max(1, cfg.chunk // kappa))
-        del y
+            hy = _batched(lambda v: net.layer_input(v, layer), y, chunk)
+            del y
     log_nu = math.log(kappa)
 
     def loss_on(idx):
@@ -210,39 +307,50 @@ def _run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_e
         c = extra["c"]
         return nce_loss(lx + c - log_nu, (ly + c - log_nu).reshape(-1))
 
-    n_e = min(cfg.eps_n, N)
+    def full_loss(backward: bool) -> torch.Tensor:
+        """Mean loss over the batch, summed over chunks on the device (no host sync); with
+        ``backward`` the gradients are accumulated chunk by chunk."""
+        total = torch.zeros((), device=u.device)
+        for a in range(0, N, chunk):
+            b = min(a + chunk, N)
+            part = loss_on(slice(a, b)) * ((b - a) / N)
+            if backward:
+                part.backward()
+            total += part.detach()
+        return total
+
     with torch.no_grad():
-        loss = float(loss_on(slice(0, n_e)))
+        loss = float(_chunk_mean(loss_on, n_e, chunk, u.device))
     params = [p for g in opt.param_groups for p in g["params"]]
     if cfg.optimizer == "lbfgs":
-        chunk = max(1, cfg.chunk // (kappa + 1))
-
         def closure():
             for p in params:
                 p.grad = None
-            total = 0.0
-            for a in range(0, N, chunk):
-                b = min(a + chunk, N)
-                part = loss_on(slice(a, b)) * ((b - a) / N)
-                part.backward()
-                total += part.item()
-            return torch.tensor(total)
+            return full_loss(True)  # LBFGS reads it once per evaluation
 
         opt.step(closure)
         with torch.no_grad():
-            train_loss = sum(loss_on(slice(a, min(a + chunk, N))).item() * (min(a + chunk, N) - a) / N
-                             for a in range(0, N, chunk))
+            train_loss = float(full_loss(False))
     else:
         perm = torch.randperm(N, generator=gen, device=u.device)
-        losses = []
+        acc, nb = torch.zeros((), device=u.device), 0
         for a in range(0, N, cfg.batch):
             opt.zero_grad(set_to_none=True)
             part = loss_on(perm[a:a + cfg.batch])
             part.backward()
             opt.step()
-            losses.append(part.item())
-        train_loss = float(np.mean(losses))
+            acc += part.detach()
+            nb += 1
+        train_loss = float(acc) / nb
     return dict(eps=float(eps), loss=loss, train_loss=train_loss, eps_trace=trace)
+
+
+def _chunk_mean(loss_on, n: int, chunk: int, device) -> torch.Tensor:
+    total = torch.zeros((), device=device)
+    for a in range(0, n, chunk):
+        b = min(a + chunk, n)
+        total += loss_on(slice(a, b)) * ((b - a) / n)
+    return total
 
 
 @torch.no_grad()
@@ -268,6 +376,23 @@ def start_pooling_layer(net: ImageNetwork, layer: int, seed: int, rest: float = 
     W.mul_(rest)
     W[torch.arange(K, device=W.device), pick] = 1.0
     b.copy_(b_below[pick])
+
+
+def _batch(source: PatchSource, cfg: ImageConfig, layer: int, m: int, seed: int, dev, cache: dict) -> torch.Tensor:
+    """The whitened patches of meta-iteration ``m`` of layer ``layer``: fresh ones, or the next
+    ``n_patches`` batch of the main set of its epoch (drawn once per ``epoch`` meta-iterations,
+    kept in ``cache``; a resumed run redraws it from its seed)."""
+    N = cfg.n_patches[layer - 1]
+    if cfg.main_set is None:
+        return source.draw(N, _seed(seed, layer, m, 0), dev)
+    M, E = cfg.main_set[layer - 1], cfg.epoch[layer - 1]
+    e, j = divmod(m, E)
+    key = (layer, e)
+    if key not in cache:
+        cache.clear()
+        cache[key] = source.draw(M, _seed(seed, layer, e, 2), dev)
+    j %= M // N
+    return cache[key][j * N:(j + 1) * N]
 
 
 def _make_optimizer(cfg: ImageConfig, params, layer: int):
@@ -310,6 +435,10 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
     dev = resolve_device(device)
     if threads is not None:
         torch.set_num_threads(int(threads))
+    if dev.type == "cuda":
+        # TF32 matmuls round the inputs to 10-bit mantissas; off unless the config asks for it.
+        torch.backends.cuda.matmul.allow_tf32 = bool(cfg.tf32)
+        torch.backends.cudnn.allow_tf32 = bool(cfg.tf32)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / STATE_FILE
@@ -331,7 +460,7 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
     if state["whitener"] is not None:
         source.whitener = Whitener.from_state_dict(state["whitener"])
     elif source.whitener is None or source.whitener.D != cfg.D:
-        source.fit_whitener(cfg.n_whiten, cfg.D, _seed(seed, 0, 0, 99))
+        source.fit_whitener(cfg.n_whiten, cfg.D, _seed(seed, 0, 0, 99), device=dev)
     state["whitener"] = source.whitener.state_dict()
     state["data"] = state["data"] or desc
 
@@ -340,6 +469,7 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
         net.load_state_dict(state["network"])
     net.to(dev).requires_grad_(False)
 
+    main_cache: dict = {}
     for layer in layers:
         lk = str(layer)
         if layer > 1 and len(state["history"].get(str(layer - 1), [])) < cfg.meta_iters[layer - 2]:
@@ -353,28 +483,30 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
             state["wh2_retained"] = net.fit_whitening2(z2)
         if len(hist) >= n_meta:
             continue
-        if layer in (2, 4) and not hist:
+        if layer in (2, 4) and not hist and cfg.pool_start == "planted":
             start_pooling_layer(net, layer, _seed(seed, layer, 0, 97))
         for p in net.layer_params(layer):
             p.requires_grad_(True)
         extra = {"c": torch.tensor(float(state["nce_c"].get(lk, 0.0)), device=dev, requires_grad=True)}
         params = net.layer_params(layer) + ([extra["c"]] if method == "nce" else [])
-        eps = hist[-1]["eps"] if hist else 0.5
+        eps = hist[-1]["eps"] if hist and cfg.eps_rule == "carry" else cfg.eps_base
         if snapshots and layer == 1 and 0 not in state["snapshots"]:
             state["snapshots"][0] = net.W1.detach().cpu().half()
         bar = tqdm(range(len(hist), n_meta), desc=f"{cfg.name} {method} layer {layer}", disable=not progress,
                    initial=len(hist), total=n_meta)
         for m in bar:
             t0 = time.perf_counter()
-            u = source.draw(N, _seed(seed, layer, m, 0), dev)
+            u = _batch(source, cfg, layer, m, seed, dev, main_cache)
             gen = torch.Generator(device=dev).manual_seed(_seed(seed, layer, m, 1))
             opt = _make_optimizer(cfg, params, layer)
             if cfg.optimizer == "adam" and lk in state["opt"]:
                 opt.load_state_dict(state["opt"][lk])
-            # At a layer's initialisation G is close to 0 for every eps (orthonormal rows, see
-            # ImageNetwork), so the rule would only push eps to its cap: start at 0.5 and apply
-            # the rule from the second meta-iteration on.
-            rec = _run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_eps=m > 0)
+            # The authors' rule runs at every meta-iteration. With the "carry" rule and the
+            # orthonormal start, G is close to 0 for every eps at a layer's initialisation, so
+            # that rule starts at eps_base and applies from the second meta-iteration on.
+            tune = cfg.eps_rule == "authors" or m > 0
+            rec = _run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_eps=tune)
+            del u
             if cfg.optimizer == "adam":
                 state["opt"][lk] = opt.state_dict()
             eps = rec["eps"]
