@@ -185,8 +185,8 @@ def sample_patches_torch(
     highest variance among ``oversample * n`` uniformly placed ones (kept in draw order).
 
     Positions are drawn with ``generator`` (images weighted by their number of valid positions);
-    the pixels are gathered from one flat copy of all images, ``chunk`` patches at a time, so
-    that the index tensor stays small. No per-patch Python loop and no host synchronisation.
+    the windows are gathered from each image's ``unfold`` view, ``chunk`` patches at a time. No
+    per-patch Python loop; one host synchronisation per draw (the patch count per image).
     """
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ValueError(f"n must be a positive int; got {n!r}")
@@ -195,24 +195,25 @@ def sample_patches_torch(
     if len(images) == 0 or any(im.shape[0] < size or im.shape[1] < size for im in images):
         raise ValueError(f"images must be non-empty and at least {size} x {size} pixels each")
     dev = images[0].device
-    flat = torch.cat([im.reshape(-1) for im in images]).float()
-    rows = torch.tensor([im.shape[0] for im in images], device=dev)
-    cols = torch.tensor([im.shape[1] for im in images], device=dev)
-    start = torch.cumsum(torch.cat([torch.zeros(1, dtype=torch.long, device=dev), (rows * cols)[:-1]]), 0)
-    vr, vc = rows - size + 1, cols - size + 1
+    vr = torch.tensor([im.shape[0] - size + 1 for im in images], device=dev)
+    vc = torch.tensor([im.shape[1] - size + 1 for im in images], device=dev)
     valid = (vr * vc).double()
     m = oversample * n
     which = torch.multinomial(valid / valid.sum(), m, replacement=True, generator=generator)
     pos = (torch.rand(m, generator=generator, device=dev, dtype=torch.float64) * valid[which]).long()
     pos = torch.minimum(pos, (valid[which] - 1).long())
     r, c = pos // vc[which], pos % vc[which]
-    base = start[which] + r * cols[which] + c
-    grid = torch.arange(size, device=dev)
     out = torch.empty(m, size * size, device=dev)
-    for a in range(0, m, chunk):
-        b = min(a + chunk, m)
-        idx = base[a:b, None, None] + grid[None, :, None] * cols[which[a:b], None, None] + grid[None, None, :]
-        out[a:b] = flat[idx.reshape(b - a, -1)]
+    order = torch.argsort(which, stable=True)
+    counts = torch.bincount(which, minlength=len(images)).tolist()  # one host sync per draw
+    a = 0
+    for k, im in enumerate(images):
+        idx = order[a:a + counts[k]]
+        a += counts[k]
+        win = im.float().unfold(0, size, 1).unfold(1, size, 1)  # (rows', cols', size, size) view
+        for s0 in range(0, idx.numel(), chunk):
+            i = idx[s0:s0 + chunk]
+            out[i] = win[r[i], c[i]].reshape(i.numel(), -1)
     out -= out.mean(1, keepdim=True)  # DC removal
     keep = torch.topk(out.var(1), n, sorted=False).indices.sort().values
     return out[keep]
