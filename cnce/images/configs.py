@@ -1,22 +1,29 @@
-"""Named configurations of the image-model training: ``quick``, ``demo`` and ``paper``.
+"""Named configurations of the image-model training: ``quick``, ``demo``, ``paper``, ``smoke``.
 
-* ``paper``: the paper's layer sizes (Supp. D.1, Table 1) and the authors' schedule
-  (200k/200k/150k/100k patches, 40/20/20/20 meta-iterations of 10 line-search steps). Meant
-  for a GPU (``device="auto"``) and for the van Hateren images; the authors' CPU code needed
-  1-2 days.
+Every configuration follows the authors' code where the paper is silent (see
+:mod:`cnce.images.train`): their initialisation (``init="authors"``), dense pooling starts
+(``pool_start="dense"``), the rectified layer-3 unit (``l3_nonlinearity="max"``) and their eps
+rule restarted from 0.5 at every meta-iteration (``eps_rule="authors"``); the project's earlier
+choices stay available as options (``"orthonormal"``, ``"planted"``, ``"linear"``, ``"carry"``).
+
+* ``paper``: the paper's sizes (Supp. D.1, Table 1; PCA to ``D = 600``) and the authors'
+  schedule: main sets of 200k/200k/150k/100k patches, batches of 100k/100k/150k/100k
+  alternating over them (a new main set every 20/21/8/8 meta-iterations), 40/20/20/20
+  meta-iterations of 10 L-BFGS iterations (their 10 conjugate-gradient line searches); J of
+  the eps rule on 100k points of the batch. Meant for one GPU
+  (``python -m cnce image-train --config paper --device cuda --out DIR``); about 1.3 PFLOP
+  (:func:`cnce.images.train.estimate_flops`).
 * ``demo``: the paper's layer widths (K1 = 600, K2 = 200, D3 = 196, K3 = 60, K4 = 30) on a
   CPU budget: fresh patches every meta-iteration (20,000 for layer 1, 5,000 above it; the
-  authors' 40 meta-iterations for layer 1 and 20 for layers 2-4), one pass of Adam minibatches per
-  meta-iteration instead of full-batch line searches, and PCA to ``D = 200`` instead of 600
-  dimensions. With the 8-bit photographs bundled with scikit-image the 400 finest of the 600
-  PCA components are dominated by quantisation, JPEG and texture noise: there neither FastICA
-  nor CNCE finds localised edge filters, while at ``D = 200`` both do (layer 1 is then three
-  times overcomplete). Layer 1 uses a larger Adam step (1e-2) than layers 2-4 (1e-3).
-  Full-batch L-BFGS on a few thousand patches overfits the first-layer weights within one
-  meta-iteration (the loss on the next fresh sample rises); one Adam pass over each fresh
-  sample does not.
+  authors' 40/20/20/20 meta-iterations), one pass of Adam minibatches per meta-iteration
+  instead of full-batch line searches (full-batch L-BFGS on a few thousand patches overfits
+  the first-layer weights within one meta-iteration), J of the eps rule on 2,000 points, and
+  PCA to ``D = 200`` instead of 600: at ``D = 600`` the schedule needs 2.5 times the
+  arithmetic (30 instead of 12 TFLOP), beyond the 30-minute CPU budget. Layer 1 uses a larger
+  Adam step (1e-2) than layers 2-4 (1e-3).
 * ``quick``: the ``demo`` recipe with few units and a short schedule (a minute or two on a
   CPU); the image notebook trains it when no committed weights are found.
+* ``smoke``: the ``paper`` recipe at tiny sizes, the CPU test of the GPU command.
 """
 from __future__ import annotations
 
