@@ -229,3 +229,4 @@ def test_gpu_command_smoke_on_cpu(tmp_path):
     prov = json.loads((out / "provenance.json").read_text())
     assert prov["config"]["name"] == "smoke" and prov["device"] == "cpu"
     assert not list(out.glob("*.tmp"))  # atomic writes leave no partial files
+    assert [s["done"] for s in prov["sessions"]] == [{}, {"1": 3, "2": 2}]  # each invocation records its code

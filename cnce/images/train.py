@@ -459,6 +459,10 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
                      snapshots={}, opt={}, data=None, whitener=None, network=None, nce_c={}, wh2_retained=None,
                      device=str(dev), torch=torch.__version__, package=__version__, git_commit=_git_commit())
 
+    # every invocation (the first and each resume) records the code it ran with
+    state.setdefault("sessions", []).append(dict(git_commit=_git_commit(), device=str(dev), threads=torch.get_num_threads(),
+                                                 started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                                 done={k: len(v) for k, v in state["history"].items()}))
     if source is None:
         source, desc = make_source(images, patch=cfg.patch)
     else:
@@ -575,6 +579,7 @@ def _write_provenance(state: dict, out: Path) -> None:
     prov = {
         "package": "cnce " + state["package"],
         "git_commit": state["git_commit"],
+        "sessions": state.get("sessions", []),
         "config": state["config"],
         "method": state["method"],
         "seed": state["seed"],
