@@ -18,9 +18,13 @@ choices stay available as options (``"orthonormal"``, ``"planted"``, ``"linear"`
   authors' 40/20/20/20 meta-iterations), one pass of Adam minibatches per meta-iteration
   instead of full-batch line searches (full-batch L-BFGS on a few thousand patches overfits
   the first-layer weights within one meta-iteration), J of the eps rule on 2,000 points, and
-  PCA to ``D = 200`` instead of 600: at ``D = 600`` the schedule needs 2.5 times the
-  arithmetic (30 instead of 12 TFLOP), beyond the 30-minute CPU budget. Layer 1 uses a larger
-  Adam step (1e-2) than layers 2-4 (1e-3).
+  PCA to ``D = 200`` instead of 600. Measured with this recipe on the bundled photographs
+  (layer 1 after 21 meta-iterations; orientation-selectivity index of the receptive fields):
+  at ``D = 200`` the median index is 0.63 and 78 % of the units are more oriented than 95 %
+  of localised noise; at ``D = 600`` (Adam step scaled by ``sqrt(200/600)``; the unscaled step
+  first drove the loss up to 4.3) the median is 0.17 and 4 % are, no better than localised
+  noise (0.20). ``D = 600`` also needs 2.5 times the arithmetic (30 instead of 12 TFLOP).
+  Layer 1 uses a larger Adam step (1e-2) than layers 2-4 (1e-3).
 * ``quick``: the ``demo`` recipe with few units and a short schedule (a minute or two on a
   CPU); the image notebook trains it when no committed weights are found.
 * ``smoke``: the ``paper`` recipe at tiny sizes, the CPU test of the GPU command.
