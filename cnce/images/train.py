@@ -42,6 +42,7 @@ import os
 import platform
 import subprocess
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -54,7 +55,7 @@ from cnce.images.configs import ImageConfig, get_config
 from cnce.images.data import PatchSource, Whitener, load_image_folder, load_skimage_images, prepare_image
 from cnce.images.network import ImageNetwork
 
-__all__ = ["choose_eps", "choose_eps_authors", "estimate_flops", "make_source", "start_pooling_layer", "train", "train_comparison", "load_state", "network_from_state", "find_weights",
+__all__ = ["choose_eps", "choose_eps_authors", "estimate_flops", "make_source", "start_pooling_layer", "train", "train_comparison", "train_eps_comparison", "load_state", "network_from_state", "find_weights",
            "weights_dir", "STATE_FILE",
            "COMPARE_FILE"]
 
@@ -577,6 +578,35 @@ def train_comparison(config: str | ImageConfig, *, out: str | os.PathLike, work:
     res["whitener"] = st["whitener"]
     Path(out).mkdir(parents=True, exist_ok=True)
     _atomic_save({k: v for k, v in res.items() if k != "whitener"}, Path(out) / COMPARE_FILE)
+    return res
+
+
+EPS_COMPARE_FILE = "compare-eps.pt"
+
+
+def train_eps_comparison(config: str | ImageConfig, *, out: str | os.PathLike, work: str | os.PathLike,
+                         eps_bases=(1.0, 2.0), seed: int = 0, device: str = "auto", images=None, progress: bool = True,
+                         threads: int | None = None) -> dict:
+    """The CNCE run of :func:`train_comparison` again with the eps rule starting from other
+    ``eps_base`` values (same initialisation, patches and noise draws): does CNCE's speed in
+    Supp. D.2 depend on the eps the rule settles on? Runs live in ``<work>/compare-cnce-eps<e>``;
+    ``<out>/compare-eps.pt`` has the layout of ``compare.pt`` with methods named
+    ``"cnce eps_base=<e>"``."""
+    base = get_config(config).for_comparison()
+    source, _ = make_source(images, patch=base.patch)
+    res = {"config": base.to_dict(), "seed": seed, "snapshots": {}, "history": {}}
+    for e in eps_bases:
+        if not e > 0:
+            raise ValueError(f"eps_bases must be > 0; got {eps_bases!r}")
+        cfg = replace(base, eps_base=float(e))
+        st = train(cfg, out=Path(work) / f"compare-cnce-eps{float(e)}", layers=(1,), method="cnce", device=device, seed=seed,
+                   source=source, snapshots=True, progress=progress, threads=threads)
+        key = f"cnce eps_base={float(e)}"
+        res["snapshots"][key] = st["snapshots"]
+        res["history"][key] = st["history"]["1"]
+        res["device"] = st["device"]
+    Path(out).mkdir(parents=True, exist_ok=True)
+    _atomic_save(res, Path(out) / EPS_COMPARE_FILE)
     return res
 
 
