@@ -208,14 +208,15 @@ def _git_commit() -> str | None:
         return None
 
 
-def _cnce_tree() -> str | None:
-    """The git tree hash of ``cnce/`` at HEAD (``+dirty`` as in :func:`_git_commit`): unlike a
-    commit hash it survives rebases, so it names the code of a run after a branch is merged."""
+def _cnce_tree(sub: str = "cnce") -> str | None:
+    """The git tree hash of ``sub`` (``cnce`` or ``cnce/images``) at HEAD (``+dirty`` as in
+    :func:`_git_commit`). Unlike a commit hash it survives a rebase onto a base that does not
+    change ``sub``, so ``cnce/images`` names the image code of a run after a branch is merged."""
     try:
-        pkg = Path(__file__).resolve().parents[1]
+        pkg = Path(__file__).resolve().parents[2] / sub
         run = lambda *a: subprocess.run(["git", *a], capture_output=True, text=True,  # noqa: E731
                                         cwd=pkg, timeout=5).stdout.strip()
-        tree = run("rev-parse", "HEAD:cnce")
+        tree = run("rev-parse", f"HEAD:{sub}")
         dirty = run("status", "--porcelain", "--", str(pkg))
         return (tree + ("+dirty" if dirty else "")) or None
     except Exception:  # pragma: no cover - git missing
@@ -475,7 +476,8 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
                      device=str(dev), torch=torch.__version__, package=__version__, git_commit=_git_commit())
 
     # every invocation (the first and each resume) records the code it ran with
-    state.setdefault("sessions", []).append(dict(git_commit=_git_commit(), cnce_tree=_cnce_tree(), device=str(dev), threads=torch.get_num_threads(),
+    state.setdefault("sessions", []).append(dict(git_commit=_git_commit(), cnce_tree=_cnce_tree(),
+                                                 images_tree=_cnce_tree("cnce/images"), device=str(dev), threads=torch.get_num_threads(),
                                                  started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                                  done={k: len(v) for k, v in state["history"].items()}))
     if source is None:
