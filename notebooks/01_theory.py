@@ -11,7 +11,7 @@
 # ---
 
 # %% [markdown]
-# # Theory: the CNCE loss, its value at $\varepsilon = 0$ and the score-matching limit
+# # Theory: the CNCE loss, its value at ε = 0 and the score-matching limit
 #
 # This page restates the construction of conditional noise-contrastive estimation (CNCE,
 # Section 2 of the paper) in our own words and then checks its main statements numerically
@@ -99,7 +99,7 @@ print(f"scale={scale}, seed={seed}: {S} simulations of N = {N} for the checks, "
 # scale $\varepsilon$, the subject of the rest of this page.
 
 # %% [markdown]
-# ## $\mathcal{J}_N = 2\log 2$ at $\varepsilon = 0$
+# ## The loss equals 2 log 2 at ε = 0
 #
 # With $\varepsilon = 0$ every noise point coincides with its data point, so $G = 0$ for every
 # pair and each term of Eq. (8) is $\log(1 + e^0) = \log 2$; with the prefactor $2/(\kappa N)$
@@ -128,7 +128,7 @@ for model in models:
 # it only a signal of order $\varepsilon^2$ (made precise below). This is why the heuristic
 # measures how far $\mathcal{J}_N$ is from $2\log 2$.
 #
-# ## $\mathcal{J}$ against $\varepsilon$, and the path of the heuristic
+# ## The loss against ε, and the path of the heuristic
 #
 # The paper chooses $\varepsilon$ before optimising, by a heuristic that its text only sketches;
 # the authors' code (see `cnce.eps`) evaluates $\mathcal{J}_N$ at the *initial* parameters
@@ -403,7 +403,7 @@ fig.tight_layout();
 # only for models marked smooth (`model.smooth`), and why CNCE with a moderate $\varepsilon$
 # is the practical way to get at this model.
 #
-# ## A CNCE fit with tiny $\varepsilon$ next to score matching
+# ## A CNCE fit with tiny ε next to score matching
 #
 # Finally, the estimators themselves. On the Gaussian data above we fit CNCE with a fixed
 # small $\varepsilon$ and compare with the score-matching estimate (`cnce.fit(..., "sm")`).

@@ -84,7 +84,7 @@ for study in studies:
           f"smallest r^2 of the CNCE fits {s.r2.min():.3f}")
 
 # %% [markdown]
-# ## Does CNCE approach MLE as $\kappa$ grows?
+# ## Does CNCE approach MLE as κ grows?
 #
 # The ratio of CNCE's median squared error to MLE's, at each $N$ (a ratio of 1 would be
 # MLE's accuracy).

@@ -13,12 +13,23 @@ sphinx-thebe registers its inline configuration script on every ``env-before-rea
 event; in a Jupyter Book 1 build that event can fire more than once, and the page then
 declares ``const THEBE_JS_URL`` twice, which is a JavaScript error in every browser. Here the
 page's script list is de-duplicated before the page is written.
+
+The bibliography's labels match the in-text citations (``bibtex_reference_style:
+author_year`` gives "Ceylan and Gutmann, 2018" in the text; pybtex's default ``alpha`` labels
+would be "CG18"). The ``cnce`` bibliography style is pybtex's ``unsrt`` with author-year
+labels, sorted by author and year; it prints each entry's DOI or URL as a link.
 """
 from __future__ import annotations
 
+import codecs
 import importlib.util
 import json
 from pathlib import Path
+
+import latexcodec  # noqa: F401  (registers the "ulatex" codec)
+from pybtex.plugin import register_plugin
+from pybtex.style.formatting.unsrt import Style as UnsrtStyle
+from pybtex.style.labels import BaseLabelStyle
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks"
@@ -74,6 +85,32 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree):
         seen.add(key)
         unique.append(js)
     scripts[:] = unique
+
+
+class _AuthorYearLabels(BaseLabelStyle):
+    """Labels "Last, year", "Last and Last, year" or "Last et al., year", as in the text."""
+
+    def format_labels(self, sorted_entries):
+        for entry in sorted_entries:
+            people = entry.persons.get("author") or entry.persons.get("editor") or []
+            last = [_plain(" ".join(p.prelast_names + p.last_names)) for p in people]
+            names = (last[0] if len(last) == 1 else " and ".join(last) if len(last) == 2
+                     else f"{last[0]} et al." if last else entry.key)
+            yield f"{names}, {entry.fields.get('year', 'n.d.')}"
+
+
+def _plain(latex: str) -> str:
+    """``Hyv{\\"a}rinen`` -> ``Hyvärinen``."""
+    return codecs.decode(latex, "ulatex").replace("{", "").replace("}", "")
+
+
+class _CnceStyle(UnsrtStyle):
+    default_label_style = "cnce-author-year"
+    default_sorting_style = "author_year_title"
+
+
+register_plugin("pybtex.style.labels", "cnce-author-year", _AuthorYearLabels)
+register_plugin("pybtex.style.formatting", "cnce", _CnceStyle)
 
 
 def setup(app):
