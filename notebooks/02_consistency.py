@@ -66,6 +66,10 @@ provenance_table(df)
 plotting.consistency_figure(df, {"gaussian": "(a) Gaussian model", "ica": "(b) ICA model"});
 
 # %% [markdown]
+# *Figure: our reproduction of the paper's Fig. 2a-b. Median squared error over simulations
+# (solid) with the 0.1 and 0.9 quantiles (dashed), CNCE at each $\kappa$ and MLE.*
+
+# %% [markdown]
 # ## Slopes
 #
 # A least-squares line through the medians, $\log_{10}$ error against $\log_{10} N$, for
