@@ -13,6 +13,7 @@ Chromium (``/usr/bin/chromium`` or ``$CNCE_CHROMIUM``) or no ``playwright`` pack
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import re
 import shutil
@@ -126,7 +127,17 @@ async () => {
   const clone = main.cloneNode(true);
   clone.querySelectorAll('pre, code, script, style, mjx-container, .MathJax, textarea').forEach(e => e.remove());
   const links = Array.from(document.querySelectorAll('a[href]')).map(a => a.href);
+  // Code and outputs that scroll sideways or run past the right edge of the page body.
+  const mainRight = main.getBoundingClientRect().right;
+  const wide = Array.from(main.querySelectorAll('pre, div.highlight, div.cell_input, div.cell_output, div.output'))
+    .filter(e => e.scrollWidth > e.clientWidth + 1 || e.getBoundingClientRect().right > mainRight + 1)
+    .map(e => `${e.tagName.toLowerCase()}.${e.className}: ${e.scrollWidth - e.clientWidth} px: ${(e.innerText || '').trim().split('\n')[0].slice(0, 80)}`);
+  // Navigation (sidebars, table of contents, previous/next): TeX typeset in it or left raw.
+  const navs = Array.from(document.querySelectorAll('nav, .bd-sidebar-primary, .bd-sidebar-secondary, .prev-next-area'));
+  const navText = navs.map(n => n.textContent).join('\n');
+  const navMath = navs.reduce((k, n) => k + n.querySelectorAll('mjx-container, .math').length, 0);
   return {
+    wide, navText, navMath,
     title: document.title,
     mathjax: !!window.MathJax,
     mathNodes: main.querySelectorAll('.math, .amsmath, div.math, span.math').length,
@@ -175,6 +186,14 @@ def test_page_in_browser(page, book, browser, shots_dir):
     m = re.search(r"\$[^$\n]{1,80}\$", text)
     assert m is None, f"{page}: raw inline math {m.group(0)!r} left in the page"
 
+    # Code and outputs fit the page: nothing scrolls sideways or runs off the right edge.
+    assert not report["wide"], f"{page}: code or output wider than the page: {report['wide']}"
+
+    # Navigation entries are plain text: no TeX, raw or typeset (pages without MathJax show it raw).
+    assert report["navMath"] == 0, f"{page}: math in a navigation entry"
+    bad = _raw_tex(report["navText"])
+    assert not bad, f"{page}: raw TeX {bad!r} in a navigation entry"
+
     # Links inside the book: target file exists, and so does the anchor.
     broken = []
     for href in report["links"]:
@@ -192,6 +211,43 @@ def test_page_in_browser(page, book, browser, shots_dir):
         elif url.fragment and target.suffix == ".html" and unquote(url.fragment) not in _ids_of(target):
             broken.append(f"{href} (no anchor #{url.fragment})")
     assert not broken, f"{page}: broken links: {broken}"
+
+
+_RAW_TEX = re.compile(r"\\[()\[\]]|\$[^$\n]{1,80}\$|\\(?:varepsilon|kappa|mathcal|mathbf|boldsymbol|log|frac)\b")
+
+
+def _raw_tex(text: str) -> list[str]:
+    return _RAW_TEX.findall(text)
+
+
+def test_raw_tex_pattern_can_fail():
+    assert _raw_tex("at \\(\\varepsilon = 0\\)") and _raw_tex("at $\\kappa$") and _raw_tex("J \\mathcal")
+    assert not _raw_tex("Theory: the CNCE loss at ε = 0 (Fig. 2c-d), costs 10 $")
+
+
+def test_search_titles_plain(book):
+    """Search results show the pages' and sections' titles from the search index: no TeX."""
+    raw = (book / "searchindex.js").read_text()
+    index = json.loads(raw[raw.index("(") + 1: raw.rindex(")")])
+    titles = list(index["titles"]) + list(index.get("alltitles", {}))
+    bad = {t: _raw_tex(t) for t in titles if _raw_tex(t)}
+    assert not bad, f"search titles with raw TeX: {bad}"
+
+
+@pytest.mark.parametrize("query", ["epsilon", "kappa", "theory"])
+def test_search_results_plain(query, book, browser):
+    """The search page's results (titles and summaries' headings) carry no raw TeX."""
+    tab = browser.new_page()
+    try:
+        tab.goto((book / "search.html").as_uri() + f"?q={query}", wait_until="load", timeout=60_000)
+        tab.wait_for_function("() => { const s = document.querySelector('#search-results'); "
+                              "return s && /found|not find|did not match/i.test(s.innerText); }", timeout=60_000)
+        titles = tab.eval_on_selector_all("#search-results ul.search li > a", "els => els.map(e => e.textContent)")
+    finally:
+        tab.close()
+    assert titles, f"search for {query!r} found nothing"
+    bad = {t: _raw_tex(t) for t in titles if _raw_tex(t)}
+    assert not bad, f"search results for {query!r} with raw TeX: {bad}"
 
 
 def _around(text: str, needle: str, width: int = 40) -> str:
