@@ -173,7 +173,7 @@ for model in (Gaussian(), ICA()):
           + f"; cnce.fit chose eps = {float(fit.eps):.4f} on the same data and noise")
     print(f"  largest J_N on the curve at the initial parameters: {float(paths[model.name]['curve0'].max()):.4f}")
 
-# %%
+# %% tags=["hide-input"]
 fig, axes = plotting.figure(2)
 for ax, (name, p) in zip(axes[0], paths.items()):
     e = eps_grid.numpy()
@@ -285,7 +285,7 @@ glue("sm_eps_min", float(eps_sm[0]), "{:.0e}")
 glue("sm_rel_dev_mm", abs(ratio[mm][0] - half_sm) / half_sm, "{:.0e}")
 glue("sm_slope_mm", np.polyfit(np.log10(eps_sm[small].numpy()), np.log10(np.abs(ratio[mm] - limit[mm])[small.numpy()]), 1)[0], "{:.2f}")
 
-# %%
+# %% tags=["hide-input"]
 fig, axes = plotting.figure(2)
 colors = {"independent": "tab:orange", "antithetic": "tab:blue", "antithetic, moment-matched": "navy"}
 styles = {"independent": "-", "antithetic": "-", "antithetic, moment-matched": "--"}
@@ -362,7 +362,7 @@ for i in range(0, len(eps_ica), 4):
 i2 = int(np.argmin(np.abs(np.log10(eps_ica.numpy()) + 2)))
 glue("kinks_at_1e-2", f"{int(kinks[i2])} of {n_pairs}")
 
-# %%
+# %% tags=["hide-input"]
 fig, axes = plotting.figure(2)
 ax = axes[0, 0]
 ax.plot(eps_ica.numpy(), ratio_ica, color=plotting.METHOD_COLORS["cnce"], marker=".", label=r"$(\mathcal{J}_N - 2\log 2)/\varepsilon^2$")

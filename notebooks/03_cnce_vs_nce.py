@@ -56,7 +56,7 @@ provenance_table(df)
 # black for reference. Solid: the median over simulations; dashed: the 0.1 and 0.9
 # quantiles, as in the paper's Fig. 2.
 
-# %%
+# %% tags=["hide-input"]
 names = {"gaussian": "Gaussian", "ica": "ICA"}
 kappas = list(grid.kappa)
 vsN = df[df.N.isin(grid.N) & (df.kappa.isin(grid.kappa) | df.kappa.isna())]  # the sweep's extra kappas are for Fig. 2e-f
@@ -94,7 +94,7 @@ for study in studies:
 # %% [markdown]
 # ## Error against κ at fixed N (Fig. 2e-f)
 
-# %%
+# %% tags=["hide-input"]
 N_fixed = grid.N_fixed[0]
 sweep = df[(df.N == N_fixed) & df.kappa.isin(grid.kappa_sweep)]
 fig, axes = plotting.figure(2, sharey=False)

@@ -73,7 +73,7 @@ provenance_table(df)
 # noise, $\kappa = 10$ draws per data point, with $\varepsilon$ chosen by the authors'
 # heuristic (the value CNCE's own fit picks on these data).
 
-# %%
+# %% tags=["hide-input"]
 g = torch.Generator().manual_seed(seed)
 ring2 = cnce.models.Ring(dim=2, mu=5.0)
 theta2 = torch.tensor([[4.0]], dtype=torch.float64)
