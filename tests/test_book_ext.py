@@ -39,3 +39,24 @@ def test_benchmark_tables_are_rendered_into_the_page_and_tracked():
     other = ["no marker here"]
     ext._insert_benchmarks(app, "book/intro", other)
     assert other == ["no marker here"]
+
+
+def test_bibliography_labels_are_author_year_with_links():
+    """The bibliography's labels read like the in-text author-year citations, and every entry
+    links to the work (DOI or URL); pybtex's default 'alpha' labels ("GH10") would fail."""
+    _ext()  # registers the 'cnce' style
+    from pybtex.database import parse_file
+    from pybtex.plugin import find_plugin
+
+    bib = parse_file(str(ROOT / "book" / "references.bib"))
+    entries = list(find_plugin("pybtex.style.formatting", "cnce")().format_entries(bib.entries.values()))
+    labels = {e.key: e.label for e in entries}
+    assert labels["ceylan2018"] == "Ceylan and Gutmann, 2018"
+    assert labels["gutmann2010"] == "Gutmann and Hyvärinen, 2010"
+    assert labels["hinton2002"] == "Hinton, 2002"
+    assert labels["vanderwalt2014"] == "van der Walt et al., 2014"
+    assert not [k for k, v in labels.items() if "{" in v or "\\" in v]
+    unlinked = [e.key for e in entries if "doi" not in bib.entries[e.key].fields and "url" not in bib.entries[e.key].fields]
+    assert not unlinked, f"bibliography entries without a DOI or URL: {unlinked}"
+    html = next(e for e in entries if e.key == "ceylan2018").text.render_as("html")
+    assert 'href="https://proceedings.mlr.press/v80/ceylan18a.html"' in html
