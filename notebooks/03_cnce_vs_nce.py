@@ -162,12 +162,12 @@ for study in studies:
     s = sr[sr.study == study].sort_values("kappa")
     ahead = float(np.median(t.to_numpy())) < 1
     shrinks = abs(s.log10_ratio.iloc[-1]) < abs(s.log10_ratio.iloc[0])
-    glue(f"{study}_ahead", "we agree: NCE is ahead of CNCE" if ahead else "we differ: NCE is not ahead of CNCE")
+    glue(f"{study}_nce_lead", "we agree: NCE is ahead of CNCE" if ahead else "we differ: NCE is not ahead of CNCE")
     glue(f"{study}_gap", "the gap shrinks as \u03ba grows, as the paper says" if shrinks else
          "the gap does not shrink as \u03ba grows, unlike what the paper says")
 
 # %% [markdown]
-# **Verdict against the paper.** On the Gaussian model {glue:text}`gaussian_ahead` at equal
+# **Verdict against the paper.** On the Gaussian model {glue:text}`gaussian_nce_lead` at equal
 # $\kappa$ (the paper: NCE is the more accurate there). Against $\kappa$ at fixed $N$ (Fig.
 # 2e-f), on the Gaussian model {glue:text}`gaussian_gap`; on ICA {glue:text}`ica_gap`. On
 # ICA at large $N$ the paper calls the two roughly on par; the next section measures how
