@@ -13,7 +13,6 @@ Chromium (``/usr/bin/chromium`` or ``$CNCE_CHROMIUM``) or no ``playwright`` pack
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import re
 import shutil
@@ -227,6 +226,8 @@ def test_raw_tex_pattern_can_fail():
 
 def test_search_titles_plain(book):
     """Search results show the pages' and sections' titles from the search index: no TeX."""
+    import json
+
     raw = (book / "searchindex.js").read_text()
     index = json.loads(raw[raw.index("(") + 1: raw.rindex(")")])
     titles = list(index["titles"]) + list(index.get("alltitles", {}))
