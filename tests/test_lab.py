@@ -12,7 +12,7 @@ of the tester's home is read or written. Then, as a user would:
   outputs to the ignored paired ``notebooks/00_quickstart.ipynb``;
 * editing the ``parameters`` cell and saving changes exactly that cell in the ``.py``;
 * a ``tqdm.auto`` progress bar (what ``cnce`` uses) in a new cell renders as a widget, not as
-  lines of text.
+  lines of text; and a new cell that raises is reported by the error check (so it can fail).
 
 The files the test touches (the notebook, its paired ``.ipynb``, their checkpoints) are restored to what they were before, and the server is stopped, even on failure.
 Skipped where no Chromium or no ``playwright`` package exists (see ``conftest.py``).
@@ -151,10 +151,14 @@ def _open(tab, lab, name: str):
                           timeout=SERVER_START_S * 1000)
 
 
+def _menu(tab, menu: str, command: str):
+    """Click ``menu`` in the menu bar, then its item that runs ``command``, as a user does."""
+    tab.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{menu}$")).click()
+    tab.locator(f".lm-Menu-item[data-command='{command}']").click()
+
+
 def _run_all(tab):
-    """Run > Run All Cells, from the menu bar, as a user does."""
-    tab.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-    tab.locator(".lm-Menu-item[data-command='runmenu:run-all']").click()
+    _menu(tab, "Run", "runmenu:run-all")  # Run > Run All Cells
 
 
 def _wait_executed(tab, n_code: int) -> list[dict]:
@@ -175,10 +179,21 @@ def _errors(cells: list[dict]) -> list[str]:
             if o["mime"] == "application/vnd.jupyter.stderr" and re.search(r"Traceback|Error\b", o["text"])]
 
 
+def _code_cell(tab, i: int):
+    return tab.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell").nth(i)
+
+
+def _new_cell_below(tab, i: int):
+    """Select code cell ``i`` (a click on its prompt: command mode), insert a cell below it (B)
+    and start editing it (Enter)."""
+    _code_cell(tab, i).locator(".jp-InputPrompt").click()
+    tab.keyboard.press("b")
+    tab.keyboard.press("Enter")
+
+
 def _save(tab, path: Path, before_ns: int):
-    """File > Save (Ctrl+S) and wait until the server has written ``path``."""
-    tab.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook").click(position={"x": 5, "y": 5})
-    tab.keyboard.press("Control+s")
+    """File > Save and wait until the server has written ``path``."""
+    _menu(tab, "File", "docmanager:save")
     deadline = time.monotonic() + 30
     while not (path.is_file() and path.stat().st_mtime_ns > before_ns):
         assert time.monotonic() < deadline, f"saving did not write {path.name}"
@@ -240,8 +255,8 @@ def test_quickstart_runs_in_jupyterlab(lab, browser, restore_files):
         old_src = nb.cells[i_par].source
         new_src = re.sub(r"(?m)^seed = 0\b", "seed = 1", old_src)
         assert new_src != old_src, "the quickstart's parameters cell has no 'seed = 0' line"
-        editor = tab.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell").nth(
-            sum(c.cell_type == "code" for c in nb.cells[:i_par])).locator(".cm-content")
+        i_code_par = sum(c.cell_type == "code" for c in nb.cells[:i_par])
+        editor = _code_cell(tab, i_code_par).locator(".cm-content")
         editor.click()
         tab.keyboard.press("Control+a")
         tab.keyboard.insert_text(new_src)
@@ -252,9 +267,7 @@ def test_quickstart_runs_in_jupyterlab(lab, browser, restore_files):
 
         # cnce's progress bars (tqdm.auto) show as a widget, not as lines of text: a new cell
         # below the parameters cell (not saved; the .py is restored afterwards anyway).
-        tab.keyboard.press("Escape")
-        tab.keyboard.press("b")
-        tab.keyboard.press("Enter")
+        _new_cell_below(tab, i_code_par)
         tab.keyboard.insert_text("from tqdm.auto import tqdm\nfor _ in tqdm(range(5), desc='progress check'):\n    pass")
         tab.keyboard.press("Shift+Enter")
         deadline = time.monotonic() + 60
@@ -270,6 +283,16 @@ def test_quickstart_runs_in_jupyterlab(lab, browser, restore_files):
         assert any(o["progress"] for o in outs), f"no progress-bar widget shown; outputs: {outs}"
         assert any("progress check: 100% 5/5" in o["text"].replace("\u2007", " ") for o in outs), outs
         assert all("\r" not in o["text"] for o in outs), outs
+
+        # The error check above can fail: a cell that raises is reported by it.
+        _new_cell_below(tab, i_code_par)
+        tab.keyboard.insert_text("raise ValueError('expected by tests/test_lab.py')")
+        tab.keyboard.press("Shift+Enter")
+        deadline = time.monotonic() + 60
+        while not _errors(tab.evaluate(_CELL_STATE_JS)):
+            assert time.monotonic() < deadline, "a cell that raises was not reported as an error"
+            time.sleep(0.5)
+        assert "expected by tests/test_lab.py" in " ".join(_errors(tab.evaluate(_CELL_STATE_JS)))
     finally:
         tab.close()
     assert not js_errors, f"JavaScript errors in JupyterLab: {js_errors}"
