@@ -12,12 +12,31 @@
 #    - notebooks/jupytext.toml: each .py is paired with an ignored notebooks/NN_name.ipynb that
 #      keeps the outputs; the .py stays the source of truth (see the README);
 #    - the "Python 3" kernel is this environment's Python, so `import cnce` is this checkout.
+# Options:
+#   --active-env  use the active Python environment instead of ./.venv (see 1.)
+#   --threads N   CPU threads of each notebook kernel (default 1, as in the book build, so that a
+#                 notebook prints the book's numbers in the book's time; more helps at paper scale)
 # Other arguments go to `jupyter lab`, e.g. --port 8890, --no-browser, --ip 0.0.0.0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-if [ "${1:-}" = "--active-env" ]; then
+ACTIVE=0
+THREADS=1
+LAB_ARGS=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --active-env) ACTIVE=1 ;;
+    --threads) [ $# -ge 2 ] || { echo "[lab] --threads needs a value" >&2; exit 2; }; THREADS=$2; shift ;;
+    --threads=*) THREADS=${1#--threads=} ;;
+    *) LAB_ARGS+=("$1") ;;
+  esac
   shift
+done
+if ! [[ "$THREADS" =~ ^[1-9][0-9]*$ ]]; then
+  echo "[lab] --threads must be a positive integer; got '$THREADS'" >&2
+  exit 2
+fi
+if [ "$ACTIVE" = 1 ]; then
   PY=$(command -v python || command -v python3)
   if ! "$PY" -c "import cnce, jupyterlab, jupytext" 2>/dev/null; then
     echo "[lab] $PY lacks cnce, jupyterlab or jupytext; for conda: conda env create -f environment.yml && conda activate cnce" >&2
@@ -31,6 +50,8 @@ else
 fi
 export JUPYTER_CONFIG_PATH="$ROOT/jupyter${JUPYTER_CONFIG_PATH:+:$JUPYTER_CONFIG_PATH}"
 export JUPYTER_PREFER_ENV_PATH=1   # this environment's kernel and extensions before any in ~/.local
+export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS OPENBLAS_NUM_THREADS=$THREADS   # inherited by the kernels
 args=(--ServerApp.root_dir="$ROOT/notebooks")
 if [ "$(id -u)" = 0 ]; then args+=(--allow-root); fi   # containers and CI often run as root
-exec "$PY" -m jupyter lab "${args[@]}" "$@"
+echo "[lab] JupyterLab on notebooks/ with $PY; kernels use $THREADS CPU thread(s) (--threads N)"
+exec "$PY" -m jupyter lab "${args[@]}" ${LAB_ARGS[@]+"${LAB_ARGS[@]}"}

@@ -268,7 +268,8 @@ def test_quickstart_runs_in_jupyterlab(lab, browser, restore_files):
         # cnce's progress bars (tqdm.auto) show as a widget, not as lines of text: a new cell
         # below the parameters cell (not saved; the .py is restored afterwards anyway).
         _new_cell_below(tab, i_code_par)
-        tab.keyboard.insert_text("from tqdm.auto import tqdm\nfor _ in tqdm(range(5), desc='progress check'):\n    pass")
+        tab.keyboard.insert_text("import torch\nfrom tqdm.auto import tqdm\nprint('torch threads:', torch.get_num_threads())\n"
+                                "for _ in tqdm(range(5), desc='progress check'):\n    pass")
         tab.keyboard.press("Shift+Enter")
         deadline = time.monotonic() + 60
         while True:
@@ -283,6 +284,8 @@ def test_quickstart_runs_in_jupyterlab(lab, browser, restore_files):
         assert any(o["progress"] for o in outs), f"no progress-bar widget shown; outputs: {outs}"
         assert any("progress check: 100% 5/5" in o["text"].replace("\u2007", " ") for o in outs), outs
         assert all("\r" not in o["text"] for o in outs), outs
+        # the kernels use one CPU thread by default, as in the book build (scripts/lab.sh --threads)
+        assert any("torch threads: 1" in o["text"] for o in outs), outs
 
         # The error check above can fail: a cell that raises is reported by it.
         _new_cell_below(tab, i_code_par)
