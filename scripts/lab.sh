@@ -14,8 +14,8 @@
 #    - the "Python 3" kernel is this environment's Python, so `import cnce` is this checkout.
 # Options:
 #   --active-env  use the active Python environment instead of ./.venv (see 1.)
-#   --threads N   CPU threads of each notebook kernel (default 1, as in the book build, so that a
-#                 notebook prints the book's numbers in the book's time; more helps at paper scale)
+#   --threads N   CPU threads of each notebook kernel (default 1, as in the book build and the
+#                 goldens; more helps at paper scale)
 # Other arguments go to `jupyter lab`, e.g. --port 8890, --no-browser, --ip 0.0.0.0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
