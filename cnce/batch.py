@@ -428,9 +428,14 @@ def _tree_hash(root: Path, entries: Iterable[str], suffixes: tuple[str, ...] | N
         base = root / entry
         files = [base] if base.is_file() else sorted(p for p in base.rglob("*") if p.is_file())
         for f in files:
+            rel = f.relative_to(root)
             if "__pycache__" in f.parts or (suffixes and f.suffix not in suffixes):
                 continue
-            h.update(str(f.relative_to(root)).encode())
+            # what the book never reads: hidden files and folders (.ipynb_checkpoints) and the
+            # outputs JupyterLab keeps beside each notebook (notebooks/*.ipynb, see notebooks/jupytext.toml)
+            if any(part.startswith(".") for part in rel.parts) or (rel.parts[0] == "notebooks" and f.suffix == ".ipynb"):
+                continue
+            h.update(str(rel).encode())
             h.update(f.read_bytes())
     return h.hexdigest()
 

@@ -22,8 +22,9 @@
 # `python -m cnce batch 00 --scale paper` reruns the page with more simulations and data.
 
 # %% tags=["parameters"]
-scale = "quick"
-seed = 0
+# Values you may change; then rerun all cells (in JupyterLab: Run > Run All Cells).
+scale = "quick"  # "quick": 20 simulations of 1000 points each; "paper": 100 simulations of 5000
+seed = 0  # any integer: other true parameters, data and noise
 
 # %%
 import matplotlib.pyplot as plt

@@ -29,8 +29,9 @@
 # `cnce.theory`; the losses are those of `cnce.losses`, the same code `cnce.fit` minimises.
 
 # %% tags=["parameters"]
-scale = "quick"
-seed = 0
+# Values you may change; then rerun all cells (in JupyterLab: Run > Run All Cells).
+scale = "quick"  # "quick" (the book) or "paper": more simulations and data in every check, slower
+seed = 0  # any integer: other data and noise in every check
 
 # %%
 import os

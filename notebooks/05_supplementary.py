@@ -37,8 +37,11 @@
 # (study `bernoulli-eps0.2`; the reason is below).
 
 # %% tags=["parameters"]
-scale = "quick"
-seed = 0
+# Values you may change; then rerun all cells (in JupyterLab: Run > Run All Cells).
+scale = "quick"  # "quick": computes the small grid here (and shows the committed paper-scale run, if any);
+#                  "paper": shows a stored paper-scale run; compute one with
+#                  `python -m cnce run supplementary --scale paper --seed SEED` (long on a CPU)
+seed = 0  # 0: the committed runs; another integer: a run of its own ("quick": computed here)
 
 # %%
 import numpy as np

@@ -41,10 +41,11 @@
 # largest committed one), `device` where a run without committed weights is trained.
 
 # %% tags=["parameters"]
-scale = "quick"
-seed = 0
-device = "auto"
-weights = "auto"
+# Values you may change; then rerun all cells (in JupyterLab: Run > Run All Cells).
+scale = "quick"  # how many patches and units the figures analyse: "quick" (the book), "demo", "paper"
+seed = 0  # any integer: other patches and units drawn for the figures
+device = "auto"  # "cpu", "cuda" or "auto" (CUDA when present): where a run without committed weights trains
+weights = "auto"  # "auto" (the largest finished committed run), "quick", "demo", "paper" or a run folder
 
 # %%
 import json

@@ -15,6 +15,6 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -r requirements-lock.txt
   .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e .
-  .venv/bin/python -m ipykernel install --prefix .venv --name python3 >/dev/null
+  .venv/bin/python -m ipykernel install --prefix .venv --name python3 --display-name "Python 3" >/dev/null
   echo "$WANT" > "$STAMP"
 fi

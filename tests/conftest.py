@@ -4,10 +4,15 @@
   slower with two OpenMP threads on a busy two-core machine. Modules that need another
   setting (e.g. ``test_images``) set it themselves; ``torch_one_thread`` restores one thread
   around each test of the modules that use it.
+* ``browser`` is a headless Chromium (Playwright) for the browser tests.
 * ``gen`` is a freshly seeded ``torch.Generator`` per test, so every test draws the same
   numbers whatever ran before it; ``make_gen(seed)`` builds more of them.
 """
 from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -41,3 +46,30 @@ def gen() -> torch.Generator:
 def make_gen():
     """``make_gen(seed)`` -> a CPU generator seeded with ``seed``."""
     return lambda seed=SEED: torch.Generator().manual_seed(int(seed))
+
+
+# --------------------------------------------------------------------------- headless Chromium
+#: Debian's Chromium (scripts/test.sh installs it); test tools' own browser downloads fail here.
+CHROMIUM = os.environ.get("CNCE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory):
+    """A headless Chromium context (Playwright) with a fresh profile, shared by the browser
+    tests (``test_browser.py``: the built book; ``test_lab.py``: JupyterLab). Skips where no
+    Chromium or no ``playwright`` package exists."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (scripts/test.sh installs Debian's chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    with sync_api.sync_playwright() as pw:
+        ctx = pw.chromium.launch_persistent_context(
+            str(profile), executable_path=CHROMIUM, headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync"],
+            viewport={"width": 1280, "height": 900},
+        )
+        try:
+            yield ctx
+        finally:
+            ctx.close()

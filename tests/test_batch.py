@@ -153,6 +153,19 @@ def test_book_build_succeeds_and_is_current(tmp_path):
     assert not batch.book_is_current(root)
 
 
+def test_book_sources_hash_ignores_jupyterlab_outputs(tmp_path):
+    """Opening a notebook in JupyterLab (scripts/lab.sh) writes a paired notebooks/NN.ipynb and
+    .ipynb_checkpoints/, which the book never reads: they must not make a built book stale."""
+    root = _tiny_book(tmp_path / "b", OK_NB)
+    before = batch.book_sources_hash(root)
+    (root / "notebooks" / "01_nb.ipynb").write_text("{}")
+    (root / "notebooks" / ".ipynb_checkpoints").mkdir()
+    (root / "notebooks" / ".ipynb_checkpoints" / "01_nb-checkpoint.py").write_text("# x\n")
+    assert batch.book_sources_hash(root) == before
+    (root / "notebooks" / "01_nb.py").write_text(OK_NB + "\n# %%\n1\n")
+    assert batch.book_sources_hash(root) != before
+
+
 def test_book_build_fails_loudly_on_a_failing_cell(tmp_path):
     root = _tiny_book(tmp_path / "b", BAD_NB)
     with pytest.raises(RuntimeError, match="book build failed"):

@@ -8,14 +8,13 @@ points to an existing page and anchor. A full-page screenshot of each page is sa
 
 The book is reused when ``_build/html`` was built from the current sources (as
 ``scripts/test.sh`` does just before pytest); otherwise the test builds it. Skipped where no
-Chromium (``/usr/bin/chromium`` or ``$CNCE_CHROMIUM``) or no ``playwright`` package exists.
+Chromium (``/usr/bin/chromium`` or ``$CNCE_CHROMIUM``) or no ``playwright`` package exists
+(the ``browser`` fixture is in ``conftest.py``, shared with ``test_lab.py``).
 """
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
-import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -29,7 +28,6 @@ pytestmark = pytest.mark.browser
 
 ROOT = repo_root()
 HTML = ROOT / "_build" / "html"
-CHROMIUM = os.environ.get("CNCE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 MIN_FIGURE_PX = 40  # a real plot is far larger; a broken or placeholder image is 0 or a few px
 
 
@@ -43,7 +41,7 @@ def _pages() -> list[str]:
                 names.append(ch["file"])
             elif "glob" in ch:
                 names += sorted(str(p.relative_to(ROOT).with_suffix(""))
-                                for p in ROOT.glob(ch["glob"]) if p.suffix in (".py", ".md", ".ipynb"))
+                                for p in ROOT.glob(ch["glob"]) if p.suffix in (".py", ".md"))
     for nb in find_notebooks():  # every notebook must have a page, whatever the TOC says
         name = f"notebooks/{nb.stem}"
         if name not in names:
@@ -90,25 +88,6 @@ def shots_dir() -> Path:
     d = ROOT / "runs" / f"browser-{stamp}"
     d.mkdir(parents=True, exist_ok=True)
     return d
-
-
-@pytest.fixture(scope="session")
-def browser(tmp_path_factory):
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM} (scripts/test.sh installs Debian's chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    profile = tmp_path_factory.mktemp("chromium-profile")
-    with sync_api.sync_playwright() as pw:
-        ctx = pw.chromium.launch_persistent_context(
-            str(profile), executable_path=CHROMIUM, headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync"],
-            viewport={"width": 1280, "height": 900},
-        )
-        try:
-            yield ctx
-        finally:
-            ctx.close()
 
 
 _PAGE_REPORT_JS = r"""
