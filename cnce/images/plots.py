@@ -15,6 +15,10 @@ __all__ = [
     "plot_training",
     "plot_comparison",
     "plot_gabor_summary",
+    "plot_layer1_measures",
+    "plot_pooling_coherence",
+    "plot_so_coherence",
+    "plot_comparison_measures",
     "pooled_units",
 ]
 
@@ -249,5 +253,123 @@ def plot_gabor_summary(fits: dict[str, np.ndarray], baseline_r2: np.ndarray | No
     ax3 = fig.add_subplot(1, 3, 3)
     ax3.hist(fits["freq"][good], bins=np.linspace(0, 0.5, 21))
     ax3.set_xlabel("frequency (cycles / pixel)")
+    fig.tight_layout()
+    return fig
+
+
+_SET_STYLE = {"learned": dict(color="C0", lw=2.0), "FastICA": dict(color="C2", lw=1.5),
+              "initialisation": dict(color="0.5", lw=1.0, ls=":"), "localised noise": dict(color="C3", lw=1.2, ls="--"),
+              "isotropic DoG": dict(color="C1", lw=1.2, ls="-.")}
+
+
+def plot_layer1_measures(props: dict, sets: list[str] | None = None, thresholds: dict[str, float] | None = None):
+    """Layer-1 measures of :func:`cnce.images.measures.layer1_table`: distributions (step
+    histograms, as a fraction of each set) of the orientation-selectivity index and of the
+    preferred frequency (log scale), for receptive fields (top) and features (bottom), one line
+    per set of units. ``thresholds[picture]`` draws the OSI above which a unit counts as
+    oriented."""
+    import matplotlib.pyplot as plt
+
+    pics = ("receptive fields", "features")
+    sets = sets or list(dict.fromkeys(k[0] for k in props))
+    fig, axes = plt.subplots(2, 2, figsize=(10, 5.6))
+    osi_bins = np.linspace(0, 1, 26)
+    f_bins = np.geomspace(1 / 40, 0.55, 26)
+    for r, pic in enumerate(pics):
+        for name in sets:
+            p = props[name, pic]
+            style = _SET_STYLE.get(name, {})
+            w = np.full(len(p), 1.0 / len(p))
+            axes[r, 0].hist(p.osi, bins=osi_bins, weights=w, histtype="step", label=name, **style)
+            axes[r, 1].hist(p.frequency, bins=f_bins, weights=w, histtype="step", label=name, **style)
+        if thresholds:
+            axes[r, 0].axvline(thresholds[pic], color="k", lw=0.8, ls=":")
+        axes[r, 0].set_ylabel(f"{pic}\nfraction of units")
+        axes[r, 1].set_xscale("log")
+    axes[1, 0].set_xlabel("orientation-selectivity index")
+    axes[1, 1].set_xlabel("preferred frequency (cycles / pixel)")
+    axes[0, 1].legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
+def plot_pooling_coherence(tables: dict, units: str = "first-layer"):
+    """:func:`cnce.images.measures.pooling_coherence` drawn per pooling unit: the spread of its
+    pooled units in orientation, frequency and position (y) against the mean spread of random
+    sets of the same size (x); points below the diagonal pool units more alike than chance.
+    ``tables``: ``{label: DataFrame}`` (e.g. layer 2 and layer 4), one row of panels each."""
+    import matplotlib.pyplot as plt
+
+    from cnce.images.measures import SPREADS
+
+    unit = {"orientation": "degrees", "frequency": "octaves", "position": "pixels"}
+    fig, axes = plt.subplots(len(tables), 4, figsize=(12, 2.9 * len(tables)), squeeze=False)
+    for r, (label, df) in enumerate(tables.items()):
+        multi = df[df["n_pooled"] >= 2]
+        for c, name in enumerate(SPREADS):
+            ax = axes[r, c]
+            x, y = multi[f"{name}_random"], multi[name]
+            ax.plot(x, y, "o", ms=3, alpha=0.6)
+            lim = [0, max(float(np.nanmax(x)), float(np.nanmax(y))) * 1.05 if len(multi) else 1]
+            ax.plot(lim, lim, color="gray", lw=0.8, ls=":")
+            ax.set_xlim(lim)
+            ax.set_ylim(lim)
+            ax.set_xlabel(f"random sets ({unit[name]})", fontsize=8)
+            ax.set_ylabel(f"pooled units ({unit[name]})", fontsize=8)
+            ax.set_title(f"{label}: {name} spread", fontsize=9)
+        ax = axes[r, 3]
+        ax.hist(df["top_share"], bins=np.linspace(0, 1, 21))
+        ax.set_xlabel("share of the largest pooling weight", fontsize=8)
+        ax.set_ylabel("units", fontsize=8)
+        ax.set_title(f"{label}: top {units} unit", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def plot_so_coherence(named: dict, measures=("orientation_coherence", "frequency_share")):
+    """Distributions of :func:`cnce.images.measures.so_rf_properties` for several networks
+    (``{label: properties}``, e.g. learned against random layer weights)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(measures), figsize=(4.2 * len(measures), 2.8), squeeze=False)
+    for ax, m in zip(axes[0], measures):
+        lo = 0.0 if m == "orientation_coherence" else 1.0 / 3
+        bins = np.linspace(lo, 1, 21)
+        for k, (label, props) in enumerate(named.items()):
+            v = props[m]
+            ax.hist(v, bins=bins, weights=np.full(len(v), 1.0 / len(v)), histtype="step", lw=1.5, label=label,
+                    color=f"C{k}", ls="-" if k % 2 == 0 else "--")
+        ax.set_xlabel(m.replace("_", " "))
+        ax.set_ylabel("fraction of units")
+    axes[0, 0].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def plot_comparison_measures(table):
+    """Supp. D.2 measured (:func:`cnce.images.measures.comparison_table`): per meta-iteration and
+    method, the share of oriented units (receptive fields, features), and each method's own loss
+    on the next fresh sample (CNCE and NCE losses are different functions)."""
+    import matplotlib.pyplot as plt
+
+    methods = list(dict.fromkeys(table.index.get_level_values(0)))
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.0))
+    for k, meth in enumerate(methods):
+        t = table.xs(meth, level=0)
+        st = dict(color=f"C{k}", marker="os"[k % 2], ms=3)
+        axes[0].plot(t.index, t["oriented_rf"], label=meth.upper(), **st)
+        axes[1].plot(t.index, t["oriented_feat"], label=meth.upper(), **st)
+        ax = axes[2] if k == 0 else axes[2].twinx()
+        ax.plot(t.index, t["loss"], label=f"{meth.upper()} loss", **st)
+        ax.set_ylabel(f"{meth.upper()} loss", color=f"C{k}")
+    axes[0].set_title("receptive fields", fontsize=9)
+    axes[1].set_title("features (dewhitened)", fontsize=9)
+    for ax in axes[:2]:
+        ax.set_xlabel("meta-iteration")
+        ax.set_ylabel("share of oriented units")
+        ax.set_ylim(0, 1)
+        ax.legend(fontsize=8)
+    axes[2].set_xlabel("meta-iteration")
+    axes[2].set_title("loss on the next fresh sample", fontsize=9)
     fig.tight_layout()
     return fig

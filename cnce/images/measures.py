@@ -1,0 +1,545 @@
+"""Measures of what the image model learned, each reported beside a baseline that shows what
+chance gives (paper Sec. 4.2 and Supp. D.2-D.4).
+
+Layer 1 (:func:`filter_properties`, :func:`layer1_table`):
+    From the Fourier power of a filter (zero-padded, within the band ``1/n <= |f| <= 1/2`` that
+    an ``n x n`` patch can represent): the *orientation-selectivity index* (OSI)
+    ``|sum P(f) exp(2i angle f)| / sum P(f)`` (0 for an isotropic filter, 1 for a grating), the
+    *preferred orientation* (half the angle of that sum; the direction of the wave vector, as in
+    :func:`cnce.images.probes.gabor`), the *preferred frequency* (the peak of the power, in
+    cycles/pixel) and the *position* (centroid of the filter's energy). Measured both on the
+    receptive fields (whitened-space weights as pixel filters, :meth:`Whitener.filters`) and
+    on the dewhitened features (:meth:`Whitener.dewhiten`, what the paper's figure shows).
+    Baselines (:func:`baseline_weights`): localised white noise and isotropic differences of
+    Gaussians, projected into the same whitened space, so that they pass through the same
+    band limits as the learned units.
+
+Pooling layers 2 and 4 (:func:`pooling_coherence`):
+    For each pooling unit, the spread in orientation, frequency and position of the units it
+    pools (at most ten, or fewer holding 90 % of its weight, as the paper's Fig. 5 selects
+    them), against random sets of the same size; and the share of its largest weight.
+
+Layers 3 and 4 (:func:`so_rf_properties`):
+    Coherence of the space-orientation receptive fields measured with
+    :func:`cnce.images.probes.probe_layer`: how consistent the preferred orientation is over
+    the field, how concentrated it is on one probe frequency and in space. The baseline is
+    the same network with that layer's weights random (:func:`random_layer`).
+
+Supp. D.2 (:func:`comparison_table`): these layer-1 measures and the loss after every
+meta-iteration of the CNCE and NCE comparison runs.
+
+The module also holds the small pieces of run handling the image notebook needs
+(:func:`analysis_sizes`, :func:`initial_network`, :func:`load_comparison`).
+"""
+from __future__ import annotations
+
+import copy
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from cnce.images.data import Whitener
+from cnce.images.network import ImageNetwork
+
+__all__ = [
+    "ANALYSIS_SIZES",
+    "analysis_sizes",
+    "fourier_power",
+    "filter_properties",
+    "octave_spread",
+    "unit_images",
+    "localised_noise",
+    "difference_of_gaussians",
+    "grating",
+    "project_to_whitened",
+    "baseline_weights",
+    "summarise_filters",
+    "layer1_table",
+    "pooled_sets",
+    "pooling_coherence",
+    "so_rf_properties",
+    "so_rf_table",
+    "random_layer",
+    "initial_network",
+    "load_comparison",
+    "comparison_table",
+]
+
+# -- what the image notebook analyses at each scale -------------------------------------------
+
+#: Per notebook scale: ``n_gabor`` units fitted with Gabor functions, ``n_top`` patches searched
+#: for the maximal responses, ``n_l4`` fourth-layer units drawn, ``n_ica`` / ``k_ica`` patches and
+#: filters of the FastICA reference, ``n_random`` random sets per pooling unit.
+ANALYSIS_SIZES: dict[str, dict[str, int]] = {
+    "quick": dict(n_gabor=40, n_top=20_000, n_l4=6, n_ica=20_000, k_ica=100, n_random=200),
+    "demo": dict(n_gabor=200, n_top=50_000, n_l4=12, n_ica=40_000, k_ica=200, n_random=500),
+    "paper": dict(n_gabor=600, n_top=100_000, n_l4=30, n_ica=100_000, k_ica=600, n_random=1000),
+}
+
+
+def analysis_sizes(scale: str) -> dict[str, int]:
+    """How much the image notebook analyses at ``scale`` (``quick``, ``demo``, ``paper``)."""
+    if scale not in ANALYSIS_SIZES:
+        raise ValueError(f"scale must be one of {sorted(ANALYSIS_SIZES)}; got {scale!r}")
+    return dict(ANALYSIS_SIZES[scale])
+
+
+# -- layer 1: Fourier measures -----------------------------------------------------------------
+
+
+def _as_stack(filters) -> np.ndarray:
+    f = np.asarray(filters, dtype=float)
+    if f.ndim == 2:
+        f = f[None]
+    if f.ndim != 3 or f.shape[1] != f.shape[2]:
+        raise ValueError(f"filters must be square images of shape (n, n) or (K, n, n); got shape {f.shape}")
+    return f
+
+
+def fourier_power(filters, pad: int = 4) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Power spectrum of each mean-free filter in ``filters (K, n, n)``, zero-padded to
+    ``pad * n``: returns ``P (K, m, m)``, the radial frequency ``|f| (m, m)`` in cycles/pixel
+    and the angle of the wave vector ``(m, m)`` in ``[0, pi)``."""
+    f = _as_stack(filters)
+    if isinstance(pad, bool) or not isinstance(pad, int) or pad < 1:
+        raise ValueError(f"pad must be an int >= 1; got {pad!r}")
+    n = f.shape[-1]
+    m = pad * n
+    f = f - f.mean(axis=(1, 2), keepdims=True)
+    P = np.abs(np.fft.fft2(f, s=(m, m))) ** 2
+    k = np.fft.fftfreq(m)
+    fy, fx = np.meshgrid(k, k, indexing="ij")
+    return P, np.hypot(fx, fy), np.mod(np.arctan2(fy, fx), np.pi)
+
+
+def _half_plane_power(f: np.ndarray, pad: int):
+    """Power on the half plane ``fx >= 0`` (the other half mirrors it), with each bin's weight
+    (1/2 on the columns ``fx = 0`` and ``fx = 1/2``, whose mirror images are in the half plane
+    too), radial frequency and wave-vector angle."""
+    import scipy.fft
+
+    n = f.shape[-1]
+    m = pad * n
+    f = f - f.mean(axis=(1, 2), keepdims=True)
+    P = np.abs(scipy.fft.rfft2(f, s=(m, m))) ** 2
+    fy, fx = np.meshgrid(np.fft.fftfreq(m), np.fft.rfftfreq(m), indexing="ij")
+    w = np.ones(fx.shape)
+    w[:, 0] = 0.5
+    if m % 2 == 0:
+        w[:, -1] = 0.5
+    return P, w, np.hypot(fx, fy), np.mod(np.arctan2(fy, fx), np.pi)
+
+
+@dataclass(frozen=True)
+class FilterProperties:
+    """Per-filter measures (arrays of length K); see :func:`filter_properties`."""
+
+    osi: np.ndarray  # orientation-selectivity index in [0, 1]
+    orientation: np.ndarray  # preferred orientation of the wave vector, radians in [0, pi)
+    frequency: np.ndarray  # preferred spatial frequency, cycles/pixel (peak of the power)
+    x: np.ndarray  # energy centroid, pixels
+    y: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.osi)
+
+    def subset(self, idx) -> "FilterProperties":
+        return FilterProperties(*(getattr(self, k)[idx] for k in ("osi", "orientation", "frequency", "x", "y")))
+
+
+def filter_properties(filters, pad: int = 4) -> FilterProperties:
+    """Orientation-selectivity index, preferred orientation, preferred frequency and position of
+    each filter in ``filters (K, n, n)`` (or one ``(n, n)`` filter).
+
+    The Fourier power ``P`` is taken within the annulus ``1/n <= |f| <= 1/2``: below one cycle
+    per patch nothing is resolved, and the annulus keeps the measure isotropic on the square
+    frequency grid. ``osi = |sum P exp(2i angle)| / sum P`` is 1 for a single orientation (a
+    grating), near 0 for an isotropic filter (a difference of Gaussians) and in between for
+    white noise (a finite sample of an isotropic spectrum). The preferred frequency is where
+    ``P`` peaks in the annulus.
+    """
+    f = _as_stack(filters)
+    n = f.shape[-1]
+    if isinstance(pad, bool) or not isinstance(pad, int) or pad < 1:
+        raise ValueError(f"pad must be an int >= 1; got {pad!r}")
+    P, w, rad, ang = _half_plane_power(f, pad)
+    band = (rad >= 1.0 / n - 1e-12) & (rad <= 0.5 + 1e-12)
+    Pb = P[:, band] * w[band]
+    tot = np.maximum(Pb.sum(1), 1e-300)
+    vec = (Pb * np.exp(2j * ang[band])).sum(1) / tot
+    osi = np.abs(vec)
+    orientation = np.mod(np.angle(vec) / 2, np.pi)
+    frequency = rad[band][np.argmax(Pb, axis=1)]
+    E = f**2
+    Es = np.maximum(E.sum(axis=(1, 2)), 1e-300)
+    yy, xx = np.mgrid[0:n, 0:n]
+    x = (E * xx).sum(axis=(1, 2)) / Es
+    y = (E * yy).sum(axis=(1, 2)) / Es
+    return FilterProperties(osi=osi, orientation=orientation, frequency=frequency, x=x, y=y)
+
+
+def octave_spread(freqs, lo: float = 10, hi: float = 90) -> float:
+    """Spread of preferred frequencies in octaves: ``log2`` of the ratio of the ``hi``-th to the
+    ``lo``-th percentile."""
+    f = np.asarray(freqs, dtype=float)
+    if f.size == 0 or np.any(f <= 0):
+        raise ValueError(f"freqs must be a non-empty array of positive frequencies; got {f.size} values, min {f.min() if f.size else None}")
+    return float(np.log2(np.percentile(f, hi) / np.percentile(f, lo)))
+
+
+def unit_images(W, whitener: Whitener) -> dict[str, np.ndarray]:
+    """The two pixel-space pictures of whitened-space weight vectors ``W (K, D)``:
+    ``"receptive fields"`` (:meth:`Whitener.filters`: ``rf . (x - mean) = w . u``) and
+    ``"features"`` (:meth:`Whitener.dewhiten`, what the paper's Fig. 5 and the authors'
+    plotting code show), each ``(K, n, n)``."""
+    W = torch.as_tensor(W).detach().float().cpu()
+    n = int(round(math.sqrt(whitener.V.shape[0])))
+    return {"receptive fields": whitener.filters(W).reshape(-1, n, n).double().numpy(),
+            "features": whitener.dewhiten(W).reshape(-1, n, n).double().numpy()}
+
+
+# -- synthetic filters with known answers, and baselines ---------------------------------------
+
+
+def _centres(rng, K, size, margin):
+    return rng.uniform(margin, size - 1 - margin, size=(K, 2))
+
+
+def localised_noise(size: int, K: int, *, sigma=(1.5, 4.0), seed: int = 0) -> np.ndarray:
+    """``K`` patches ``(K, size, size)`` of white noise under a Gaussian envelope of width drawn
+    uniformly from ``sigma`` (pixels), at random centres: localised, but of no orientation."""
+    rng = np.random.default_rng(seed)
+    s = rng.uniform(*sigma, size=K)
+    c = _centres(rng, K, size, min(size / 4, 2 * max(sigma)))
+    yy, xx = np.mgrid[0:size, 0:size].astype(float)
+    env = np.exp(-0.5 * ((xx - c[:, 0, None, None]) ** 2 + (yy - c[:, 1, None, None]) ** 2) / s[:, None, None] ** 2)
+    return env * rng.standard_normal((K, size, size))
+
+
+def difference_of_gaussians(size: int, K: int, *, sigma=(1.0, 3.0), ratio: float = 1.6, seed: int = 0) -> np.ndarray:
+    """``K`` isotropic differences of Gaussians ``(K, size, size)`` (centre width drawn from
+    ``sigma``, surround ``ratio`` times wider, zero total weight) at random centres: localised
+    and band-pass, but of no orientation."""
+    rng = np.random.default_rng(seed)
+    s = rng.uniform(*sigma, size=K)[:, None, None]
+    c = _centres(rng, K, size, min(size / 4, 2 * ratio * max(sigma)))
+    yy, xx = np.mgrid[0:size, 0:size].astype(float)
+    r2 = (xx - c[:, 0, None, None]) ** 2 + (yy - c[:, 1, None, None]) ** 2
+    g1 = np.exp(-0.5 * r2 / s**2) / s**2
+    g2 = np.exp(-0.5 * r2 / (ratio * s) ** 2) / (ratio * s) ** 2
+    return g1 - g2
+
+
+def grating(size: int, theta: float, freq: float, phase: float = 0.0) -> np.ndarray:
+    """A full-patch cosine grating of ``freq`` cycles/pixel, wave vector at angle ``theta``."""
+    yy, xx = np.mgrid[0:size, 0:size].astype(float)
+    return np.cos(2 * np.pi * freq * (xx * np.cos(theta) + yy * np.sin(theta)) + phase)
+
+
+def project_to_whitened(patterns, whitener: Whitener) -> torch.Tensor:
+    """Weight vectors ``W (K, D)`` whose receptive fields (:meth:`Whitener.filters`) are the
+    pixel ``patterns (K, n, n)`` projected onto the retained PCA components: a pattern passed
+    through the same whitening as the learned units."""
+    X = torch.as_tensor(np.asarray(patterns).reshape(len(patterns), -1), dtype=torch.float32)
+    return (X @ whitener.V) * whitener.lam.sqrt()
+
+
+def baseline_weights(whitener: Whitener, K: int, seed: int = 0) -> dict[str, torch.Tensor]:
+    """Baselines for the layer-1 measures, as whitened-space weights ``(K, D)``: localised white
+    noise and isotropic differences of Gaussians (:func:`localised_noise`,
+    :func:`difference_of_gaussians`) passed through the whitening
+    (:func:`project_to_whitened`)."""
+    n = int(round(math.sqrt(whitener.V.shape[0])))
+    return {"localised noise": project_to_whitened(localised_noise(n, K, seed=seed), whitener),
+            "isotropic DoG": project_to_whitened(difference_of_gaussians(n, K, seed=seed + 1), whitener)}
+
+
+def summarise_filters(props: FilterProperties, oriented: float | None = None) -> dict[str, float]:
+    """Medians and spreads of :func:`filter_properties`: median OSI, the share of filters with an
+    OSI above ``oriented`` (when given), the 10th/50th/90th percentiles of the preferred
+    frequency and their spread in octaves."""
+    out = {"n": len(props), "osi_median": float(np.median(props.osi))}
+    if oriented is not None:
+        out["oriented_share"] = float(np.mean(props.osi > oriented))
+    for q in (10, 50, 90):
+        out[f"freq_p{q}"] = float(np.percentile(props.frequency, q))
+    out["octaves"] = octave_spread(props.frequency)
+    return out
+
+
+def layer1_table(weights: dict[str, torch.Tensor], whitener: Whitener, *, reference: str = "localised noise",
+                 quantile: float = 0.95):
+    """Layer-1 measures of several sets of whitened-space weights ``{name: W (K, D)}`` (the
+    learned units, FastICA, the baselines), on receptive fields and on features.
+
+    A unit counts as *oriented* when its OSI exceeds the ``quantile`` of the OSI of the
+    ``reference`` set (by default: 95 % of localised noise does less), computed separately
+    for receptive fields and features. Returns ``(table, props)``: a pandas DataFrame with one
+    row per (set, picture) and the :class:`FilterProperties` per (set, picture).
+    """
+    import pandas as pd
+
+    if reference not in weights:
+        raise ValueError(f"reference must name one of the weight sets {list(weights)}; got {reference!r}")
+    props = {}
+    for name, W in weights.items():
+        for pic, imgs in unit_images(W, whitener).items():
+            props[name, pic] = filter_properties(imgs)
+    rows = []
+    for pic in ("receptive fields", "features"):
+        thr = float(np.quantile(props[reference, pic].osi, quantile))
+        for name in weights:
+            s = summarise_filters(props[name, pic], oriented=thr)
+            rows.append({"units": name, "picture": pic, **s, "osi_threshold": thr})
+    return pd.DataFrame(rows).set_index(["picture", "units"]), props
+
+
+# -- pooling layers ------------------------------------------------------------------------------
+
+
+def pooled_sets(q, max_units: int = 10, mass: float = 0.9) -> list[np.ndarray]:
+    """For each row of non-negative pooling weights ``q (K, K_below)``: the indices of the largest
+    weights, at most ``max_units`` of them, or fewer when they already hold ``mass`` of the
+    row's total (the selection of the paper's Fig. 5)."""
+    q = np.asarray(q, dtype=float)
+    if q.ndim != 2 or np.any(q < 0):
+        raise ValueError(f"q must be a 2-D array of non-negative weights; got shape {q.shape}")
+    if not (0 < mass <= 1):
+        raise ValueError(f"mass must be in (0, 1]; got {mass!r}")
+    out = []
+    for row in q:
+        order = np.argsort(-row, kind="stable")
+        cum = np.cumsum(row[order]) / max(row.sum(), 1e-300)
+        k = min(max_units, int(np.searchsorted(cum, mass - 1e-12) + 1))
+        out.append(order[:k])
+    return out
+
+
+def _pairwise_spreads(orient, logf, x, y) -> tuple[float, float, float]:
+    """Mean over pairs of: orientation difference (degrees, in [0, 90]), |log2 frequency
+    difference| (octaves), distance (pixels)."""
+    i, j = np.triu_indices(len(orient), 1)
+    d = np.abs(orient[i] - orient[j]) % np.pi
+    d = np.minimum(d, np.pi - d)
+    return (float(np.degrees(d).mean()), float(np.abs(logf[i] - logf[j]).mean()),
+            float(np.hypot(x[i] - x[j], y[i] - y[j]).mean()))
+
+
+SPREADS = ("orientation", "frequency", "position")
+
+
+def pooling_coherence(q, orientation, frequency, x, y, *, max_units: int = 10, mass: float = 0.9,
+                      n_random: int = 200, seed: int = 0):
+    """How alike are the units that each pooling unit pools?
+
+    ``q (K, K_below)`` are the pooling weights (``W**2``); ``orientation`` (radians),
+    ``frequency`` (> 0) and position ``x``, ``y`` describe the ``K_below`` pooled units. For
+    every pooling unit with at least two pooled units (:func:`pooled_sets`), the mean pairwise
+    spread in orientation (degrees), frequency (octaves) and position (pixels) is compared with
+    ``n_random`` random sets of the same size drawn from all ``K_below`` units.
+
+    Returns a pandas DataFrame, one row per pooling unit: ``n_pooled``, ``top_share`` (largest
+    weight / sum of weights), and per spread ``s`` the observed value ``s``, the mean of the
+    random sets ``s_random`` and ``s_rank``, the fraction of random sets with a spread at most
+    the observed one (small: more alike than chance; about uniform on [0, 1] when pooling
+    ignores that property).
+    """
+    import pandas as pd
+
+    q = np.asarray(q, dtype=float)
+    props = [np.asarray(a, dtype=float) for a in (orientation, frequency, x, y)]
+    if any(p.shape != (q.shape[1],) for p in props):
+        raise ValueError(f"orientation, frequency, x, y must each have length K_below = {q.shape[1]}")
+    if np.any(props[1] <= 0):
+        raise ValueError("frequency must be positive")
+    orient, logf, xx, yy = props[0], np.log2(props[1]), props[2], props[3]
+    rng = np.random.default_rng(seed)
+    rows = []
+    for j, idx in enumerate(pooled_sets(q, max_units, mass)):
+        row = {"unit": j, "n_pooled": len(idx), "top_share": float(q[j].max() / max(q[j].sum(), 1e-300))}
+        if len(idx) >= 2:
+            obs = _pairwise_spreads(orient[idx], logf[idx], xx[idx], yy[idx])
+            rnd = np.array([_pairwise_spreads(orient[r], logf[r], xx[r], yy[r])
+                            for r in (rng.choice(q.shape[1], size=len(idx), replace=False) for _ in range(n_random))])
+            for k, name in enumerate(SPREADS):
+                row[name] = obs[k]
+                row[f"{name}_random"] = float(rnd[:, k].mean())
+                row[f"{name}_rank"] = float(np.mean(rnd[:, k] <= obs[k]))
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("unit")
+
+
+def summarise_pooling(df) -> dict[str, float]:
+    """Medians over pooling units of :func:`pooling_coherence`: the share of the top unit, the
+    number of pooled units, each spread against its random sets, and the share of units whose
+    spread is below that of 95 % of the random sets (5 % by chance)."""
+    out = {"units": int(len(df)), "top_share_median": float(df["top_share"].median()),
+           "n_pooled_median": float(df["n_pooled"].median()), "with_2_or_more": int((df["n_pooled"] >= 2).sum())}
+    multi = df[df["n_pooled"] >= 2]
+    for name in SPREADS:
+        if len(multi):
+            out[f"{name}_median"] = float(multi[name].median())
+            out[f"{name}_random_median"] = float(multi[f"{name}_random"].median())
+            out[f"{name}_coherent_share"] = float((multi[f"{name}_rank"] < 0.05).mean())
+    return out
+
+
+# -- layers 3 and 4: space-orientation receptive fields ----------------------------------------
+
+
+def _normalise(resp: list[np.ndarray]) -> list[np.ndarray]:
+    allr = np.concatenate([r.reshape(r.shape[0], -1) for r in resp], 1)
+    med = np.median(allr, 1)
+    top = np.maximum(allr.max(1) - med, 1e-300)
+    return [np.clip((r - med[:, None, None]) / top[:, None, None], 0, 1) for r in resp]
+
+
+def so_rf_properties(resp: list[np.ndarray], probe) -> dict[str, np.ndarray]:
+    """Properties of space-orientation receptive fields from the probe responses ``resp[f]
+    (K, n_pos, n_orient)`` of :func:`cnce.images.probes.probe_layer`.
+
+    Responses are normalised per unit as in the figures (minus the unit's median response over
+    all stimuli, divided by the largest excess, clipped at 0), giving weights ``r >= 0`` over
+    (frequency, position, orientation). Per unit:
+
+    * ``orientation_coherence``: ``|sum r exp(2i theta)| / sum r``, 1 when the unit prefers one
+      orientation everywhere in its field (a straight contour), lower when the preferred
+      orientation changes over the field or the tuning is broad;
+    * ``orientation``: the preferred orientation (wave vector), half the angle of that sum;
+    * ``frequency_share``: the largest of the per-frequency *mean* responses divided by their
+      sum: 1 when the unit responds at one probe frequency only, ``1 / n_freq`` when equally;
+      ``frequency``: the probe frequency with the largest mean response;
+    * ``x``, ``y``: the response-weighted centre; ``extent``: the response-weighted RMS
+      distance from it (pixels).
+    """
+    resp = [np.asarray(r, dtype=float) for r in resp]
+    if len(resp) != len(probe.freqs):
+        raise ValueError(f"resp must hold one array per probe frequency ({len(probe.freqs)}); got {len(resp)}")
+    norm = _normalise(resp)
+    K = norm[0].shape[0]
+    th = probe.orientations
+    vec = np.zeros(K, complex)
+    mass = np.zeros(K)
+    mx = np.zeros(K)
+    my = np.zeros(K)
+    for r, fr in zip(norm, probe.freqs):
+        pos = probe.positions(fr)
+        vec += (r * np.exp(2j * th)[None, None, :]).sum((1, 2))
+        rp = r.sum(2)  # (K, n_pos)
+        mass += rp.sum(1)
+        mx += rp @ pos[:, 0]
+        my += rp @ pos[:, 1]
+    mass = np.maximum(mass, 1e-300)
+    x, y = mx / mass, my / mass
+    ext = np.zeros(K)
+    for r, fr in zip(norm, probe.freqs):
+        pos = probe.positions(fr)
+        rp = r.sum(2)
+        ext += (rp * ((pos[None, :, 0] - x[:, None]) ** 2 + (pos[None, :, 1] - y[:, None]) ** 2)).sum(1)
+    fmean = np.stack([r.mean((1, 2)) for r in norm], 1)  # (K, n_freq)
+    fshare = fmean.max(1) / np.maximum(fmean.sum(1), 1e-300)
+    return {"orientation_coherence": np.abs(vec) / mass, "orientation": np.mod(np.angle(vec) / 2, np.pi),
+            "frequency": np.asarray(probe.freqs, dtype=float)[fmean.argmax(1)], "frequency_share": fshare,
+            "x": x, "y": y, "extent": np.sqrt(ext / mass)}
+
+
+SO_MEASURES = ("orientation_coherence", "frequency_share", "extent")
+
+
+def so_rf_table(named: dict[str, dict[str, np.ndarray]]):
+    """Medians of :func:`so_rf_properties` for several networks ``{name: properties}`` (e.g.
+    learned and random weights), one row each: orientation coherence, frequency share and
+    spatial extent."""
+    import pandas as pd
+
+    return pd.DataFrame([{"network": k, **{m: float(np.median(v[m])) for m in SO_MEASURES}} for k, v in named.items()]
+                        ).set_index("network")
+
+
+@torch.no_grad()
+def random_layer(net: ImageNetwork, layer: int, seed: int = 0) -> ImageNetwork:
+    """A copy of ``net`` whose layer-``layer`` weights are random, as a baseline for the
+    structure learned in that layer (everything else, including the thresholds, unchanged).
+
+    Feature layers (1, 3): Gaussian rows with the learned rows' norms (random directions).
+    Pooling layers (2, 4): each row's learned weights randomly permuted, so that every unit
+    keeps its weight distribution (how many units carry most weight) but pools a random set.
+    """
+    if layer not in ImageNetwork.LAYERS:
+        raise ValueError(f"layer must be one of {ImageNetwork.LAYERS}; got {layer!r}")
+    out = copy.deepcopy(net).cpu()
+    W = getattr(out, f"W{layer}")
+    g = torch.Generator().manual_seed(int(seed))
+    if layer in (1, 3):
+        R = torch.randn(W.shape, generator=g, dtype=W.dtype)
+        W.copy_(R / R.norm(dim=1, keepdim=True) * W.norm(dim=1, keepdim=True))
+    else:
+        perm = torch.argsort(torch.rand(W.shape, generator=g), dim=1)
+        W.copy_(torch.gather(W, 1, perm))
+    return out
+
+
+# -- runs --------------------------------------------------------------------------------------
+
+
+def initial_network(state: dict) -> ImageNetwork:
+    """The network a saved training ``state`` started from (its configuration and seed, before
+    any training): the baseline of the first-layer pictures."""
+    from cnce.images.configs import ImageConfig, get_config
+
+    cfg = dict(state["config"])
+    for k, v in cfg.items():
+        if isinstance(v, list):
+            cfg[k] = tuple(v)
+    return ImageNetwork(**get_config(ImageConfig(**cfg)).network_kwargs(), seed=int(state["seed"]))
+
+
+def load_comparison(run_dir: str | os.PathLike) -> dict | None:
+    """The CNCE/NCE comparison of Supp. D.2 saved with a run (``<run_dir>/compare.pt``, written
+    by :func:`cnce.images.train.train_comparison`), or ``None`` when the run has none.
+
+    Returns ``{"config", "seed", "device", "snapshots": {method: {meta: W1 (K, D) float32}},
+    "history": {method: [records]}}``; ``meta = 0`` is the common initialisation.
+    """
+    from cnce.images.train import COMPARE_FILE
+
+    p = Path(run_dir) / COMPARE_FILE
+    if not p.is_file():
+        return None
+    cmp = torch.load(p, map_location="cpu", weights_only=False)
+    cmp["snapshots"] = {m: {int(k): v.float() for k, v in s.items()} for m, s in cmp["snapshots"].items()}
+    return cmp
+
+
+def comparison_table(cmp: dict, whitener: Whitener, thresholds: dict[str, float]):
+    """Supp. D.2 measured: for each method and meta-iteration of a :func:`load_comparison` run,
+    the loss of the weights after ``meta`` meta-iterations on the next meta-iteration's fresh
+    sample (``NaN`` after the last one; CNCE and NCE losses are different functions, so compare
+    each method's loss only with itself), the median OSI of the receptive fields and features, the share of
+    units more oriented than ``thresholds[picture]`` (e.g. the 95th percentile of the
+    localised-noise baseline), the spread of the features' preferred frequency (octaves) and
+    how far the weights moved from the initialisation (``|W_m - W_0| / |W_0|``).
+    """
+    import pandas as pd
+
+    rows = []
+    for method, snaps in cmp["snapshots"].items():
+        hist = {int(r["meta"]): r for r in cmp["history"][method]}
+        W0 = snaps[0]
+        for m in sorted(snaps):
+            imgs = unit_images(snaps[m], whitener)
+            row = {"method": method, "meta": m,
+                   "loss": hist[m]["loss"] if m in hist else float("nan"),
+                   "moved": float((snaps[m] - W0).norm() / W0.norm())}
+            for pic, key in (("receptive fields", "rf"), ("features", "feat")):
+                p = filter_properties(imgs[pic])
+                row[f"osi_{key}"] = float(np.median(p.osi))
+                row[f"oriented_{key}"] = float(np.mean(p.osi > thresholds[pic]))
+                if key == "feat":
+                    row["octaves_feat"] = octave_spread(p.frequency)
+            rows.append(row)
+    return pd.DataFrame(rows).set_index(["method", "meta"])
