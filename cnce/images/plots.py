@@ -286,6 +286,9 @@ def plot_layer1_measures(props: dict, sets: list[str] | None = None, thresholds:
             axes[r, 0].axvline(thresholds[pic], color="k", lw=0.8, ls=":")
         axes[r, 0].set_ylabel(f"{pic}\nfraction of units")
         axes[r, 1].set_xscale("log")
+        ticks = [1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2]
+        axes[r, 1].set_xticks(ticks, ["1/32", "1/16", "1/8", "1/4", "1/2"])
+        axes[r, 1].minorticks_off()
     axes[1, 0].set_xlabel("orientation-selectivity index")
     axes[1, 1].set_xlabel("preferred frequency (cycles / pixel)")
     axes[0, 1].legend(fontsize=7, loc="upper left")
