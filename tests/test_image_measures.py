@@ -220,9 +220,13 @@ def test_initial_network_and_comparison(tmp_path):
     from cnce.images.train import COMPARE_FILE
 
     cfg = replace(get_config("quick"), D=40, K1=12, K2=8, D3=6, K3=5, K4=3)
-    state = {"config": cfg.to_dict(), "seed": 3}
-    state["config"]["n_patches"] = list(cfg.n_patches)  # as a JSON round trip leaves it
+    state = {"config": cfg.to_dict(), "sizes": cfg.sizes(), "seed": 3}
     torch.testing.assert_close(M.initial_network(state).W1, ImageNetwork(**cfg.network_kwargs(), seed=3).W1)
+    # a run saved before the initialisation was an option started from orthonormal rows
+    legacy = {"config": {k: v for k, v in cfg.to_dict().items() if k not in ("init", "l3_nonlinearity")},
+              "sizes": cfg.sizes(), "seed": 3}
+    W = M.initial_network(legacy).W1
+    torch.testing.assert_close(W @ W.T, torch.eye(12), atol=1e-5, rtol=0)
     assert M.load_comparison(tmp_path) is None
 
     wh = _one_over_f_whitener(16, 150, 2000)

@@ -488,15 +488,20 @@ def random_layer(net: ImageNetwork, layer: int, seed: int = 0) -> ImageNetwork:
 
 
 def initial_network(state: dict) -> ImageNetwork:
-    """The network a saved training ``state`` started from (its configuration and seed, before
-    any training): the baseline of the first-layer pictures."""
-    from cnce.images.configs import ImageConfig, get_config
+    """The network a saved training ``state`` started from (its sizes, initialisation options
+    and seed, before any training): the baseline of the first-layer pictures.
 
-    cfg = dict(state["config"])
-    for k, v in cfg.items():
-        if isinstance(v, list):
-            cfg[k] = tuple(v)
-    return ImageNetwork(**get_config(ImageConfig(**cfg)).network_kwargs(), seed=int(state["seed"]))
+    Runs saved before the initialisation became an option started from orthonormal rows
+    (``init="orthonormal"``) and used the linear layer-3 unit; options that this version of
+    :class:`ImageNetwork` does not know are left out.
+    """
+    import inspect
+
+    cfg = state["config"]
+    options = {"init": cfg.get("init", "orthonormal"), "init_scale": cfg.get("init_scale", 1.0),
+               "b_init": cfg.get("b_init", -2.0), "l3_nonlinearity": cfg.get("l3_nonlinearity", "linear")}
+    known = inspect.signature(ImageNetwork).parameters
+    return ImageNetwork(**state["sizes"], seed=int(state["seed"]), **{k: v for k, v in options.items() if k in known})
 
 
 def load_comparison(run_dir: str | os.PathLike) -> dict | None:

@@ -64,14 +64,11 @@ def plot_mosaic(panels: dict[str, np.ndarray], ncol: int | None = None, size: fl
 
 def pooled_units(q: np.ndarray, max_units: int = 10, mass: float = 0.9) -> list[np.ndarray]:
     """For each row of non-negative pooling weights ``q (K, K_below)``, the indices of the largest
-    weights: at most ``max_units``, or fewer when they already hold ``mass`` of the total."""
-    out = []
-    for row in np.asarray(q):
-        order = np.argsort(-row)
-        cum = np.cumsum(row[order]) / max(row.sum(), 1e-12)
-        n = min(max_units, int(np.searchsorted(cum, mass) + 1))
-        out.append(order[:n])
-    return out
+    weights: at most ``max_units``, or fewer when they already hold ``mass`` of the total
+    (:func:`cnce.images.measures.pooled_sets`, which the pooling measures use too)."""
+    from cnce.images.measures import pooled_sets
+
+    return pooled_sets(q, max_units, mass)
 
 
 def plot_pooling(units: list[int], q: np.ndarray, features: np.ndarray, max_units: int = 10, mass: float = 0.9):
