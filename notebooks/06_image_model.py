@@ -369,19 +369,28 @@ for col, fmt in (("orientation_coherence", ".2f"), ("frequency_share", ".2f"), (
 # {glue:text}`l3_frequency_share` against {glue:text}`l3_frequency_share_random`; extent
 # {glue:text}`l3_extent` against {glue:text}`l3_extent_random` pixels.
 #
+# Supp. D.3 also shows, for every third-layer unit, the image patches that drive it most:
+# here the eight strongest of a large fresh batch (each patch scaled to its own range).
+
+# %% tags=["hide-input"]
+X = source.raw(sizes["n_top"], seed=seed + 1)
+top3, _ = probes.top_patches(net, X, whitener, layer=3, k=8)
+print(f"searched {sizes['n_top']} patches")
+fig = plots.plot_top_patches(X, top3);
+
+# %% [markdown]
 # ## Figure 6 and Supp. D.4: fourth layer
 #
 # Fourth-layer units pool third-layer outputs linearly with non-negative weights (Eq. 24).
 # Each row shows a fourth-layer unit: the space-orientation fields of the third-layer units it
-# pools most (bars: pooling weight), then the patches from a large fresh batch that drive the
-# unit most.
+# pools most (bars: pooling weight), then the patches from the same batch that drive the unit
+# most. The paper's Fig. 6 shows two such rows and its Supp. D.4 all of them.
 
 # %% tags=["hide-input"]
-X = source.raw(sizes["n_top"], seed=seed + 1)
 top_idx, top_val = probes.top_patches(net, X, whitener, layer=4, k=8)
 q4 = (net.W4.detach() ** 2).numpy()
 units4 = list(range(min(sizes["n_l4"], q4.shape[0])))
-print(f"searched {sizes['n_top']} patches; fourth-layer units shown: {units4}")
+print(f"fourth-layer units shown: {len(units4)} of {q4.shape[0]}")
 fig = plots.plot_layer4(units4, q4, resp3, probe, X, top_idx);
 
 # %% [markdown]

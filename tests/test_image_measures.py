@@ -274,5 +274,6 @@ def test_measure_plots():
     for f in (plots.plot_layer1_measures(props, thresholds={"receptive fields": 0.5, "features": 0.5}),
               plots.plot_pooling_coherence({"layer 2": df, "layer 4": df}),
               plots.plot_so_coherence({"learned": so, "random": so}),
-              plots.plot_comparison_measures(ct)):
+              plots.plot_comparison_measures(ct),
+              plots.plot_top_patches(np.random.default_rng(0).random((20, 64)), np.arange(12).reshape(3, 4), title="t")):
         plt.close(f)

@@ -72,12 +72,13 @@ __all__ = [
 # -- what the image notebook analyses at each scale -------------------------------------------
 
 #: Per notebook scale: ``n_gabor`` units fitted with Gabor functions, ``n_top`` patches searched
-#: for the maximal responses, ``n_l4`` fourth-layer units drawn, ``n_ica`` patches and at most
+#: for the maximal responses, ``n_l4`` fourth-layer units drawn (at most; all 30 of the paper's
+#: sizes), ``n_ica`` patches and at most
 #: ``k_ica`` filters of the FastICA reference (complete, ``k_ica = D``, where the PCA dimension
 #: allows), ``n_random`` random sets per pooling unit.
 ANALYSIS_SIZES: dict[str, dict[str, int]] = {
-    "quick": dict(n_gabor=40, n_top=20_000, n_l4=6, n_ica=20_000, k_ica=200, n_random=200),
-    "demo": dict(n_gabor=200, n_top=50_000, n_l4=12, n_ica=40_000, k_ica=600, n_random=500),
+    "quick": dict(n_gabor=40, n_top=20_000, n_l4=30, n_ica=20_000, k_ica=200, n_random=200),
+    "demo": dict(n_gabor=200, n_top=50_000, n_l4=30, n_ica=40_000, k_ica=600, n_random=500),
     "paper": dict(n_gabor=600, n_top=100_000, n_l4=30, n_ica=100_000, k_ica=600, n_random=1000),
 }
 

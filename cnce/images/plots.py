@@ -19,6 +19,7 @@ __all__ = [
     "plot_pooling_coherence",
     "plot_so_coherence",
     "plot_comparison_measures",
+    "plot_top_patches",
     "pooled_units",
 ]
 
@@ -372,4 +373,30 @@ def plot_comparison_measures(table):
     axes[2].set_xlabel("meta-iteration")
     axes[2].set_title("loss on the next fresh sample", fontsize=9)
     fig.tight_layout()
+    return fig
+
+
+def plot_top_patches(patches: np.ndarray, top_idx: np.ndarray, units=None, per_row: int = 2, size: float = 0.5,
+                     title: str | None = None):
+    """Supp. D.3: for each unit (in ``units``, default all), the patches of ``patches (n, side**2)``
+    that drive it most (``top_idx (K, k)`` from :func:`cnce.images.probes.top_patches`), ``per_row``
+    units side by side, each unit's patches in a block of ``k`` tiles labelled with its index."""
+    import matplotlib.pyplot as plt
+
+    top_idx = np.asarray(top_idx)
+    units = list(range(top_idx.shape[0])) if units is None else list(units)
+    k = top_idx.shape[1]
+    side = int(round(np.sqrt(patches.shape[1])))
+    nrow = int(np.ceil(len(units) / per_row))
+    fig, axes = plt.subplots(nrow, per_row, figsize=(per_row * (k * size + 0.4), nrow * (size + 0.15)), squeeze=False)
+    for ax in axes.flat:
+        ax.axis("off")
+    for ax, j in zip(axes.flat, units):
+        tiles = patches[top_idx[j]].reshape(k, side, side)
+        _show(ax, mosaic(tiles, ncol=k))
+        ax.axis("on")
+        ax.set_ylabel(str(j), rotation=0, fontsize=7, labelpad=8, va="center")
+    if title:
+        fig.suptitle(title, fontsize=9)
+    fig.tight_layout(pad=0.2, h_pad=0.1, w_pad=0.6)
     return fig
