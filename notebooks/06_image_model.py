@@ -246,7 +246,7 @@ glue_text("feat_vs_ica", "at least as many octaves as" if feat_oct >= ica_oct el
 # a least-squares Gabor fit (a unit passes when the fit explains at least half its variance,
 # the envelope is narrower than a quarter of the patch and holds at least one cycle). That test
 # certifies *localisation*, not orientation: run on the receptive fields of the same two
-# baselines it passes localised noise and many differences of Gaussians too, as the next cell
+# baselines it passes much of the localised noise and some differences of Gaussians too, as the next cell
 # shows. It is kept here only beside the index above.
 
 # %%
