@@ -505,16 +505,18 @@ def initial_network(state: dict) -> ImageNetwork:
     return ImageNetwork(**state["sizes"], seed=int(state["seed"]), **{k: v for k, v in options.items() if k in known})
 
 
-def load_comparison(run_dir: str | os.PathLike) -> dict | None:
-    """The CNCE/NCE comparison of Supp. D.2 saved with a run (``<run_dir>/compare.pt``, written
-    by :func:`cnce.images.train.train_comparison`), or ``None`` when the run has none.
+def load_comparison(run_dir: str | os.PathLike, file: str | None = None) -> dict | None:
+    """A CNCE/NCE comparison of Supp. D.2 saved with a run, or ``None`` when the run has none.
 
-    Returns ``{"config", "seed", "device", "snapshots": {method: {meta: W1 (K, D) float32}},
-    "history": {method: [records]}}``; ``meta = 0`` is the common initialisation.
+    ``file`` defaults to ``compare.pt`` (:func:`cnce.images.train.train_comparison`: CNCE and
+    NCE); the same layout holds extra runs, such as CNCE with other starting values of eps
+    (``compare-eps.pt``). Returns ``{"config", "seed", "device", "snapshots": {method: {meta:
+    W1 (K, D) float32}}, "history": {method: [records]}}``; ``meta = 0`` is the common
+    initialisation.
     """
     from cnce.images.train import COMPARE_FILE
 
-    p = Path(run_dir) / COMPARE_FILE
+    p = Path(run_dir) / (file or COMPARE_FILE)
     if not p.is_file():
         return None
     cmp = torch.load(p, map_location="cpu", weights_only=False)

@@ -349,20 +349,21 @@ def plot_so_coherence(named: dict, measures=("orientation_coherence", "frequency
 
 def plot_comparison_measures(table):
     """Supp. D.2 measured (:func:`cnce.images.measures.comparison_table`): per meta-iteration and
-    method, the share of oriented units (receptive fields, features), and each method's own loss
-    on the next fresh sample (CNCE and NCE losses are different functions)."""
+    method, the share of oriented units (receptive fields, features), and the first two
+    methods' own losses on the next sample (CNCE and NCE losses are different functions)."""
     import matplotlib.pyplot as plt
 
     methods = list(dict.fromkeys(table.index.get_level_values(0)))
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.0))
     for k, meth in enumerate(methods):
         t = table.xs(meth, level=0)
-        st = dict(color=f"C{k}", marker="os"[k % 2], ms=3)
+        st = dict(color=f"C{k}", marker="os^v"[k % 4], ms=3, ls="-" if k < 2 else "--")
         axes[0].plot(t.index, t["oriented_rf"], label=meth.upper(), **st)
         axes[1].plot(t.index, t["oriented_feat"], label=meth.upper(), **st)
-        ax = axes[2] if k == 0 else axes[2].twinx()
-        ax.plot(t.index, t["loss"], label=f"{meth.upper()} loss", **st)
-        ax.set_ylabel(f"{meth.upper()} loss", color=f"C{k}")
+        if k < 2:  # the losses of further runs (e.g. CNCE at other eps) are other functions again
+            ax = axes[2] if k == 0 else axes[2].twinx()
+            ax.plot(t.index, t["loss"], label=f"{meth.upper()} loss", **st)
+            ax.set_ylabel(f"{meth.upper()} loss", color=f"C{k}")
     axes[0].set_title("receptive fields", fontsize=9)
     axes[1].set_title("features (dewhitened)", fontsize=9)
     for ax in axes[:2]:
