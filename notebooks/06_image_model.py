@@ -496,7 +496,8 @@ if cmp is not None:
     note = f"In the CNCE run the eps rule chose eps = {eps_range('cnce')}."
     extra = [m for m in cmp["snapshots"] if m not in ("cnce", "nce")]
     if extra:
-        parts = [f"{m} (eps {eps_range(m)}): {100 * d2.loc[(m, mid), 'oriented_rf']:.0f} % after {mid} and "
+        parts = [f"{m.replace('cnce eps_base=', 'from eps = ')} (eps then {eps_range(m)}): "
+                 f"{100 * d2.loc[(m, mid), 'oriented_rf']:.0f} % after {mid} and "
                  f"{100 * d2.loc[(m, n_meta), 'oriented_rf']:.0f} % after {n_meta} meta-iterations" for m in extra]
         note += (" Started from larger eps, with everything else the same, CNCE learns oriented receptive fields "
                  "at these rates: " + "; ".join(parts) + ".")
