@@ -76,42 +76,13 @@ def _generator(seed: int, *keys) -> torch.Generator:
 
 
 # ---------------------------------------------------------------------------- models
-def _models():
-    from .. import models  # imported lazily: the runner's tests do not need them
+def _build_model(family: str, S: int, seed: int, **model_kwargs):
+    """The study's model from the one registry (:func:`cnce.models.model_class`); per-simulation
+    constants (the ring's radii) come from a generator seeded by the family."""
+    from ..models import model_class
 
-    return models
-
-
-def _build_gaussian(S, seed, **kw):
-    return _models().Gaussian(**kw)
-
-
-def _build_ica(S, seed, **kw):
-    return _models().ICA(**kw)
-
-
-def _build_ring(S, seed, **kw):
-    Ring = _models().Ring
-    mu = Ring.draw_mu(S, generator=_generator(seed, "ring", "mu"))
-    return Ring(mu=mu, **kw)
-
-
-def _build_lognormal(S, seed, **kw):
-    return _models().LogNormal(**kw)
-
-
-def _build_bernoulli(S, seed, **kw):
-    return _models().Bernoulli(**kw)
-
-
-#: family -> ``builder(S, seed, **model_kwargs) -> model``. Tests may add entries.
-FAMILY_BUILDERS = {
-    "gaussian": _build_gaussian,
-    "ica": _build_ica,
-    "ring": _build_ring,
-    "lognormal": _build_lognormal,
-    "bernoulli": _build_bernoulli,
-}
+    cls = model_class(family)
+    return cls.build(S, generator=_generator(seed, family, "mu"), **model_kwargs)
 
 
 def _draw_base(model, S, N, kappa, generator):
@@ -154,9 +125,12 @@ class StudyProblem:
 def build_problem(study: str | Study, n_sims: int, N_max: int, seed: int = 0, *, draw_base=None) -> StudyProblem:
     """Draw a study's truth, initialisation and data (noise is drawn lazily per column)."""
     st = STUDIES[study] if isinstance(study, str) else study
-    if st.family not in FAMILY_BUILDERS:
-        raise ValueError(f"study.family must be one of {sorted(FAMILY_BUILDERS)}; got {st.family!r}")
-    model = FAMILY_BUILDERS[st.family](n_sims, seed, **dict(st.model_kwargs))
+    try:
+        model = _build_model(st.family, n_sims, seed, **dict(st.model_kwargs))
+    except ValueError as exc:
+        if "model must be one of" in str(exc):
+            raise ValueError(f"study.family: {exc}") from None
+        raise
     theta_true = model.random_params(n_sims, generator=_generator(seed, st.family, "truth"))
     theta0 = model.init_params(n_sims, generator=_generator(seed, st.family, "init"))
     x = model.sample(theta_true, N_max, generator=_generator(seed, st.data_of or st.name, "data"), **dict(st.sample_kwargs))
@@ -264,7 +238,7 @@ def environment_record(device) -> dict:
     from .. import __version__
 
     dirty = _git("status", "--porcelain", "--", "cnce")
-    commit = _git("rev-parse", "HEAD") or os.environ.get("CNCE_GIT_COMMIT")  # a copy without .git may say where it came from
+    commit = _git("rev-parse", "HEAD")
     return {
         "package_version": __version__,
         "git_commit": commit,
