@@ -76,7 +76,8 @@ def solve(problem, options) -> FitResult:
         theta=out["theta"], eps=out["eps"], loss=out["loss"], init_loss=out["init_loss"], n_iter=out["n_iter"],
         converged=out["converged"], grad_norm=out["grad_norm"], method=method, kappa=kappa if uses_noise else None,
         seconds=time.perf_counter() - t0, log_normaliser=out.get("log_normaliser"),
-        info={"chunks": len(starts), "sim_batch": chunk, "device": str(problem.device), "backend": NAME},
+        info={"chunks": len(starts), "sim_batch": chunk, "device": str(problem.device), "backend": NAME,
+              "formulation": formulation(problem, options)},
     )
 
 
@@ -121,6 +122,28 @@ def _solve(model, problem, psi0, max_iter, tol):
 
 #: discrete data of at most this dimension are fitted from pair-type counts (4^D types)
 COUNTS_MAX_DIM = 6
+
+
+def _use_counts(model, x, noise):
+    """Binary data of a linear discrete model with symmetric noise: fit from pair-type counts."""
+    return (model.linear and model.discrete and noise.symmetric and x.shape[-1] <= COUNTS_MAX_DIM
+            and bool(((x == 0) | (x == 1)).all()))
+
+
+def formulation(problem, options) -> str:
+    """Which formulation of the torch path solves ``problem`` (what the model's declarations select)."""
+    m, method = problem.model, problem.method
+    if method == "mle":
+        return "closed form" if m.closed_form_mle else f"likelihood, {m.mle_optimizer}"
+    if method == "sm":
+        return "score matching, autograd"
+    if method == "cnce" and _use_counts(m, problem.x, problem.noise):
+        return "linear, pair-type counts"
+    if m.linear:
+        return "linear"
+    if m.abs_projection_coef is not None and options.projection:
+        return "absolute projections"
+    return f"nonlinear, {m.contrastive_optimizer}"
 
 
 def _binary_pair_types(D, like):
@@ -179,8 +202,7 @@ def _fit_cnce_counts(model, x, psi0, kappa, eps, noise, base, rule, max_iter, to
 def _fit_cnce(model, x, theta0, kappa, eps, noise, base, rule, max_iter, tol, opts):
     S, N, D = x.shape
     psi0 = model.to_free(theta0)
-    if (model.linear and model.discrete and noise.symmetric and D <= COUNTS_MAX_DIM
-            and bool(((x == 0) | (x == 1)).all())):
+    if _use_counts(model, x, noise):
         return _fit_cnce_counts(model, x, psi0, kappa, eps, noise, base, rule, max_iter, tol)
     if isinstance(eps, str):  # "auto"
         lp_x0 = model._log_phi_free(x, psi0)

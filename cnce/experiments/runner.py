@@ -27,12 +27,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-import platform
-import socket
-import subprocess
-import sys
 import time
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,8 +35,9 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..provenance import derive_seed, environment_record, generator, package_source_hash  # noqa: F401 (re-exported)
 from .configs import FIGURES, KAPPA_METHODS, STUDIES, Cell, ExperimentConfig, Study, get_config
-from .store import REPO_ROOT, CorruptResultsError, ResultStore, default_results_dir
+from .store import CorruptResultsError, ResultStore, default_results_dir
 
 __all__ = [
     "DRAW_SCHEME",
@@ -62,17 +58,7 @@ __all__ = [
 DRAW_SCHEME = 1
 
 
-def derive_seed(seed: int, *keys) -> int:
-    """A 63-bit seed from the experiment ``seed`` and string/int ``keys`` (stable across runs)."""
-    entropy = [int(seed)] + [zlib.crc32(str(k).encode("utf-8")) for k in keys]
-    state = np.random.SeedSequence(entropy).generate_state(2, dtype=np.uint32)
-    return int((int(state[0]) << 31) ^ int(state[1])) & ((1 << 63) - 1)
-
-
-def _generator(seed: int, *keys) -> torch.Generator:
-    g = torch.Generator()
-    g.manual_seed(derive_seed(seed, *keys))
-    return g
+_generator = generator
 
 
 # ---------------------------------------------------------------------------- models
@@ -195,69 +181,6 @@ def run_cell(problem: StudyProblem, cell: Cell, *, fit=None, device="cpu") -> pd
 
 
 # ---------------------------------------------------------------------------- provenance
-def _git(*args) -> str | None:
-    try:
-        out = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() if out.returncode == 0 else None
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def package_source_hash() -> str:
-    """SHA-256 over the package's ``.py`` files except ``images/`` (path and content).
-
-    Identifies the code that computed a result even when it was not committed yet.
-    """
-    import hashlib
-
-    pkg = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for f in sorted(pkg.rglob("*.py")):
-        if "images" in f.relative_to(pkg).parts:
-            continue
-        h.update(str(f.relative_to(pkg)).encode())
-        h.update(b"\0")
-        h.update(f.read_bytes())
-    return h.hexdigest()
-
-
-def environment_record(device) -> dict:
-    """Package version, git commit, library versions, machine and device of this process."""
-    import scipy
-
-    from .. import __version__
-
-    dirty = _git("status", "--porcelain", "--", "cnce")
-    commit = _git("rev-parse", "HEAD")
-    return {
-        "package_version": __version__,
-        "git_commit": commit,
-        "git_dirty_package": bool(dirty) if dirty is not None else None,
-        "package_source_sha256": package_source_hash(),
-        "python": sys.version.split()[0],
-        "torch": torch.__version__,
-        "numpy": np.__version__,
-        "pandas": pd.__version__,
-        "scipy": scipy.__version__,
-        "platform": platform.platform(),
-        "hostname": socket.gethostname(),
-        "cpu": _cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "device": str(device),
-    }
-
-
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
