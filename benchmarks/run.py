@@ -247,8 +247,8 @@ def bench_throughput(args):
     of the torch path's problem classes for comparison (float32 features for the Gaussian,
     float64 points for ICA)."""
     from cnce import _fused
-    from cnce.fit import _features_t
-    from cnce.optim import AbsProjectionLogistic, LinearLogistic
+    from cnce.backends.projection import AbsProjectionLogistic
+    from cnce.optim import LinearLogistic
 
     S, N, kappa = args.tp_sims, args.tp_N, args.tp_kappa
     chunk = args.tp_chunk
@@ -291,8 +291,8 @@ def bench_throughput(args):
                     y = (x.unsqueeze(2) + eps * base).reshape(Sc, N * kappa, model.dim)
                     scale = 2.0 / (N * kappa)
                     if name == "gaussian":
-                        Tx, _ = _features_t(model, x, torch.float32)
-                        Ty, _ = _features_t(model, y, torch.float32)
+                        Tx, _ = model.features_t(x, torch.float32)
+                        Ty, _ = model.features_t(y, torch.float32)
                         P = model.n_params
                         Ft = Ty.view(Sc, P, N, kappa).neg_().add_(Tx.unsqueeze(-1)).view(Sc, P, N * kappa)
                         prob = LinearLogistic(None, None, scale, Ft=Ft, dtype=torch.float64)

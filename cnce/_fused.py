@@ -41,27 +41,30 @@ import math
 
 import numpy as np
 
-import os
-
-# numba's OpenMP threading layer shares libgomp with torch, and its spinning workers made
-# every later torch operation ~10x slower (measured); the workqueue layer does not spin
-os.environ.setdefault("NUMBA_THREADING_LAYER", "workqueue")
-
 try:  # numba is a dependency, but keep the package importable without it (torch fallback)
     import numba
     from numba import njit, prange
 
-    if numba.config.THREADING_LAYER == "default":  # numba imported earlier by the user
+    # numba's OpenMP threading layer shares libgomp with torch, and its spinning workers made
+    # every later torch operation ~10x slower (measured); the workqueue layer does not spin.
+    # The layer is chosen at the first parallel launch, so setting numba's config here is
+    # enough (no environment variable); a layer the user chose (NUMBA_THREADING_LAYER, read
+    # by numba itself) is kept.
+    if numba.config.THREADING_LAYER == "default":
         numba.config.THREADING_LAYER = "workqueue"
     HAVE_NUMBA = True
 except Exception:  # pragma: no cover - exercised only where numba is missing
     HAVE_NUMBA = False
 
-__all__ = ["available", "GAUSSIAN", "ICA", "NCE_GAUSSIAN", "NCE_ICA", "LOGNORMAL", "RING", "NCE_RING", "newton_all", "loss_all", "ica_mle_all", "nce_params"]
+__all__ = ["available", "KERNELS", "GAUSSIAN", "ICA", "NCE_GAUSSIAN", "NCE_ICA", "LOGNORMAL", "RING", "NCE_RING", "newton_all", "loss_all", "ica_mle_all", "nce_params"]
 
 #: problem kinds: CNCE (Eq. 8) for the Gaussian and ICA models, NCE for the same models, and
 #: CNCE for the log-normal model
 GAUSSIAN, ICA, NCE_GAUSSIAN, NCE_ICA, LOGNORMAL, RING, NCE_RING = 0, 1, 2, 3, 4, 5, 6
+#: kernel name (what a model declares in ``compiled_kernels``) -> problem kind; ``ica_mle`` is
+#: the ICA likelihood's L-BFGS (:func:`ica_mle_all`)
+KERNELS = {"gaussian": GAUSSIAN, "ica": ICA, "nce_gaussian": NCE_GAUSSIAN, "nce_ica": NCE_ICA, "lognormal": LOGNORMAL,
+           "ring": RING, "nce_ring": NCE_RING, "ica_mle": -1}
 #: pairs per block of a pass (whole data points; the block's scratch stays in the L1/L2 cache)
 BLOCK_PAIRS = 512
 #: the next line search starts at this multiple of the last accepted step (at most 1)

@@ -13,43 +13,18 @@ Problems expose ``full(psi) -> (loss (S,), grad (S, P), hess (S, P, P) | None)``
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import os
-
 import torch
 import torch.nn.functional as F
 
+from .result import OptimResult
+
 __all__ = ["LinearLogistic", "NonlinearLogistic", "AutogradObjective", "newton", "lbfgs", "OptimResult"]
 
-
-def _env_dtype(name, default):
-    v = os.environ.get(name, default)
-    return {"float32": torch.float32, "float64": torch.float64, "same": None}[v]
+#: default points per problem used to form the Gauss-Newton matrix (``FitOptions.hess_points``)
+HESS_POINTS = 4096
 
 
-#: storage dtype of fixed logistic features (``CNCE_FEATURE_DTYPE`` = float32 | float64 | same)
-FEATURE_DTYPE = _env_dtype("CNCE_FEATURE_DTYPE", "float32")
-#: points per problem used to form the Gauss-Newton matrix (``CNCE_HESS_POINTS``; 0 = all)
-HESS_POINTS = int(os.environ.get("CNCE_HESS_POINTS", "4096"))
-#: the same for the piecewise-linear ICA problems, whose iterations (and local optima)
-#: depend on the Gauss-Newton matrix much more (``CNCE_ICA_HESS_POINTS``)
-ICA_HESS_POINTS = int(os.environ.get("CNCE_ICA_HESS_POINTS", "32768"))
-#: add the kernel-smoothed kink curvature to the ICA Gauss-Newton matrix (``CNCE_KINK``)
-KINK_CURVATURE = os.environ.get("CNCE_KINK", "0") == "1"
-
-
-@dataclass
-class OptimResult:
-    psi: torch.Tensor
-    loss: torch.Tensor
-    init_loss: torch.Tensor
-    grad_norm: torch.Tensor
-    n_iter: torch.Tensor
-    converged: torch.Tensor
-
-
-def _logistic(m: torch.Tensor, scale: float):
+def logistic_loss(m: torch.Tensor, scale: float):
     return scale * F.softplus(-m).sum(-1)
 
 
@@ -71,10 +46,8 @@ class LinearLogistic:
                  weights: torch.Tensor | None = None):
         if Ft is None:
             Ft = F_.transpose(1, 2)
-        # float32 storage pays only where features dominate the work (P >= 4: Gaussian,
-        # NCE on it); small-P models keep the parameters' dtype.
-        fdt = feature_dtype or (FEATURE_DTYPE if Ft.shape[1] >= 4 else None) or Ft.dtype
-        src_dtype = Ft.dtype
+        # the storage dtype is chosen by the caller (``FitOptions.features_dtype``)
+        fdt = feature_dtype or Ft.dtype
         self.Ft = Ft.to(fdt).contiguous()
         self.scale = scale
         self.dtype = dtype or (b.dtype if b is not None else (F_ if F_ is not None else Ft).dtype)
@@ -178,7 +151,7 @@ class NonlinearLogistic:
         self.margin_fn, self.scale, self.line_fn = margin_fn, scale, line_fn
 
     def loss(self, psi):
-        return _logistic(self.margin_fn(psi, False)[0], self.scale)
+        return logistic_loss(self.margin_fn(psi, False)[0], self.scale)
 
     def full(self, psi):
         m, J = self.margin_fn(psi, True)
@@ -187,13 +160,13 @@ class NonlinearLogistic:
     def line(self, psi, d):
         if self.line_fn is not None:
             margins = self.line_fn(psi, d)
-            return lambda alpha: _logistic(margins(alpha), self.scale)
+            return lambda alpha: logistic_loss(margins(alpha), self.scale)
         return lambda alpha: self.loss(psi + alpha.unsqueeze(-1) * d)
 
 
 def _gn(m, J, scale):
     w = torch.sigmoid(-m)
-    loss = _logistic(m, scale)
+    loss = logistic_loss(m, scale)
     g = -scale * torch.bmm(w.unsqueeze(1), J).squeeze(1)
     v = (w * (1.0 - w)).unsqueeze(-1)
     H = scale * torch.bmm(J.transpose(1, 2), J * v)
@@ -423,270 +396,3 @@ def lbfgs(problem, psi0: torch.Tensor, *, max_iter: int = 2000, history: int = 1
         converged |= flat
         active &= ~flat
     return OptimResult(psi, loss, init_loss, g.abs().amax(-1), n_iter, converged)
-
-
-class AbsProjectionLogistic:
-    """CNCE / NCE logistic loss for models ``log phi(u; B) = -a sum_j |b_j . u|`` (square ICA).
-
-    Everything is computed from the projections ``s = B u`` (``S x n x D``), never from the
-    ``(S, n, D^2)`` Jacobian: the gradient is two small matrix products
-    ``(w * sign(s))^T u``, the Gauss-Newton matrix is formed on a subsample of
-    ``hess_points`` margins, and line searches move the cached projections (``s + alpha t``
-    with ``t = B_dir u``), which become the next iterate's projections.
-
-    The margin is piecewise linear in ``B``, so Gauss-Newton misses the curvature that the
-    kinks of ``|b . u|`` contribute in aggregate: ``-sigma(-m) d^2 m`` with
-    ``d^2 |s| / ds^2 = 2 delta(s)``. With ``kink_curvature`` the delta is replaced by a
-    Gaussian kernel density estimate of the projections at zero (Silverman's bandwidth) on
-    the same subsample, which makes the Newton direction that of the smoothed aggregate
-    loss. It changes only the search direction; the loss and gradient are exact, so the
-    minimiser is the same.
-
-    ``mode="cnce"``: ``x (S, N, D)``, ``y (S, N * kappa, D)``, margins
-    ``m_ik = lp(x_i) - lp(y_ik) (+ b)``. ``mode="nce"``: margins
-    ``lp(x) + c + b_x`` and ``-(lp(y) + c) + b_y``; the last parameter is ``c``.
-    """
-
-    def __init__(self, x, y, a: float, scale: float, *, mode: str = "cnce", b=None, kappa: int = 1,
-                 hess_points: int | None = None, kink_curvature: bool | None = None):
-        # points stored transposed, (S, D, n): projections come out as (S, D, n), so the sum
-        # over j and the element-wise work run along contiguous rows
-        self.x, self.y = x.transpose(1, 2).contiguous(), y.transpose(1, 2).contiguous()
-        self.a, self.scale, self.mode, self.b, self.kappa = a, scale, mode, b, kappa
-        S, N, D = x.shape
-        self.S, self.N, self.D = S, N, D
-        self.M = y.shape[1]
-        hp = ICA_HESS_POINTS if hess_points is None else hess_points
-        self.hp = hp if (hp is not None and hp > 0) else None
-        self.kink = KINK_CURVATURE if kink_curvature is None else kink_curvature
-        self._proj = None  # (psi, sx, sy) projections at the last point
-        self._line = None
-        self._next = None
-
-    # ------------------------------------------------------------------ pieces
-    def _split(self, psi):
-        D = self.D
-        B = psi[:, : D * D].reshape(-1, D, D)
-        c = psi[:, D * D] if self.mode == "nce" else None
-        return B, c
-
-    def _project(self, psi):
-        B, _ = self._split(psi)
-        return torch.bmm(B, self.x), torch.bmm(B, self.y)
-
-    def _margins(self, sx, sy, c):
-        lpx = sx.abs().sum(1).mul_(-self.a)
-        lpy = sy.abs().sum(1).mul_(-self.a)
-        if self.mode == "cnce":
-            m = (lpx.unsqueeze(-1) - lpy.view(self.S, self.N, self.kappa)).reshape(self.S, -1)
-        else:
-            cc = c.unsqueeze(-1)
-            m = torch.cat([lpx + cc, -(lpy + cc)], 1)
-        return m if self.b is None else m + self.b
-
-    def _weights(self, w):
-        """Per-point weights of d m / d lp for data and noise: ``(wx (S, N), wy (S, M))``."""
-        if self.mode == "cnce":
-            return w.view(self.S, self.N, self.kappa).sum(-1), -w
-        return w[:, : self.N], -w[:, self.N :]
-
-    # ------------------------------------------------------------------ problem protocol
-    def loss(self, psi):
-        sx, sy = self._project(psi)
-        return _logistic(self._margins(sx, sy, self._split(psi)[1]), self.scale)
-
-    def full(self, psi):
-        if self._next is not None:
-            sx, sy = self._next
-            self._next = None
-        else:
-            sx, sy = self._project(psi)
-        self._proj = (sx, sy)
-        loss, g, w = self._loss_grad(psi, sx, sy)
-        H = self._hessian(sx, sy, w)
-        return loss, g, H
-
-    def loss_grad(self, psi):
-        """Loss and gradient only; what the benchmarks time."""
-        sx, sy = self._project(psi)
-        return self._loss_grad(psi, sx, sy)[:2]
-
-    def _loss_grad(self, psi, sx, sy):
-        _, c = self._split(psi)
-        m = self._margins(sx, sy, c)
-        w = torch.sigmoid(-m)
-        loss = _logistic(m, self.scale)
-        wx, wy = self._weights(w)
-        # d lp / dB = -a sign(B u) u^T; the loss gradient is -scale * sum_n w_n dm_n/dpsi
-        gB = torch.bmm(torch.sign(sx).mul_(wx.unsqueeze(1)), self.x.transpose(1, 2))
-        gB = gB + torch.bmm(torch.sign(sy).mul_(wy.unsqueeze(1)), self.y.transpose(1, 2))
-        g = (self.a * self.scale) * gB.reshape(self.S, -1)
-        if self.mode == "nce":
-            gc = -self.scale * (w[:, : self.N].sum(-1) - w[:, self.N :].sum(-1))
-            g = torch.cat([g, gc.unsqueeze(-1)], -1)
-        return loss, g, w
-
-    def _hessian(self, sx, sy, w):
-        S, N, D, k = self.S, self.N, self.D, self.kappa
-        a = self.a
-        x, y = self.x, self.y
-        if self.mode == "cnce":
-            nx = N if self.hp is None else max(1, min(N, self.hp // k))
-            ny = nx * k
-            factor = N / nx
-            wh = w.view(S, N, k)[:, :nx]
-            # Jacobian rows of the subsample, (S, D*D, n): -a sign(b_j.u) u_c at row j*D + c
-            Jx = (torch.sign(sx[:, :, :nx]).unsqueeze(2) * x[:, :, :nx].unsqueeze(1)).reshape(S, D * D, nx, 1)
-            Jy = (torch.sign(sy[:, :, :ny]).unsqueeze(2) * y[:, :, :ny].unsqueeze(1)).reshape(S, D * D, nx, k)
-            J = Jy.neg_().add_(Jx).reshape(S, D * D, ny)  # (-a) factors out: a^2 below
-            v = (wh * (1 - wh)).reshape(S, 1, ny)
-            H = torch.bmm(J * v, J.transpose(1, 2)) * (a * a)
-            wx_h, wy_h = wh.sum(-1), -wh.reshape(S, ny)
-        else:
-            M = self.M
-            nx = N if self.hp is None else max(1, min(N, self.hp // 2))
-            ny = M if self.hp is None else max(1, min(M, self.hp // 2))
-            wxa, wya = w[:, :nx], w[:, N : N + ny]
-            Jx = ((-a * torch.sign(sx[:, :, :nx])).unsqueeze(2) * x[:, :, :nx].unsqueeze(1)).reshape(S, D * D, nx)
-            Jy = ((-a * torch.sign(sy[:, :, :ny])).unsqueeze(2) * y[:, :, :ny].unsqueeze(1)).reshape(S, D * D, ny)
-            Jx = torch.cat([Jx, torch.ones_like(Jx[:, :1])], 1)
-            Jy = torch.cat([Jy, torch.ones_like(Jy[:, :1])], 1)
-            vx = (wxa * (1 - wxa)).unsqueeze(1)
-            vy = (wya * (1 - wya)).unsqueeze(1)
-            H = torch.bmm(Jx * vx, Jx.transpose(1, 2)) * (N / nx) + torch.bmm(Jy * vy, Jy.transpose(1, 2)) * (M / ny)
-            factor = None
-            wx_h, wy_h = wxa, -wya
-        if self.kink:
-            Hk = torch.zeros(S, D * D, D * D, dtype=H.dtype, device=H.device)
-            fx = N / nx
-            fy = (self.M / ny)
-            for u, s, wt, f in ((x[:, :, :nx], sx[:, :, :nx], wx_h, fx), (y[:, :, :ny], sy[:, :, :ny], wy_h, fy)):
-                n = s.shape[-1]
-                h = 1.06 * s.std(dim=-1).clamp_min(1e-12) * n ** (-0.2)  # (S, D)
-                dens = torch.exp(-0.5 * (s / h.unsqueeze(-1)) ** 2) / (h.unsqueeze(-1) * 2.5066282746310002)  # (S, D, n)
-                # -sigma(-m) d2m: + 2a delta(b_j.u) u u^T per unit weight (wt carries the sign of dm/dlp)
-                coef = (2.0 * a * f) * wt.unsqueeze(1) * dens  # (S, D, n)
-                for j in range(D):
-                    blk = torch.bmm(u * coef[:, j : j + 1], u.transpose(1, 2))
-                    Hk[:, j * D : (j + 1) * D, j * D : (j + 1) * D] += blk
-            # data and noise kinks pull in opposite directions; keep the positive part of
-            # each row's block so that the matrix stays positive semi-definite
-            for j in range(D):
-                sl = slice(j * D, (j + 1) * D)
-                blk = Hk[:, sl, sl]
-                ev, V = torch.linalg.eigh(0.5 * (blk + blk.transpose(1, 2)))
-                Hk[:, sl, sl] = (V * ev.clamp_min(0).unsqueeze(1)) @ V.transpose(1, 2)
-            if self.mode == "cnce":
-                H = H * factor + Hk
-            else:
-                H = H.clone()
-                H[:, : D * D, : D * D] += Hk
-        elif self.mode == "cnce":
-            H = H * factor
-        return self.scale * H
-
-    def line(self, psi, d):
-        if self._proj is None:
-            self._proj = self._project(psi)
-        sx, sy = self._proj
-        Bd, cd = self._split(d)
-        tx, ty = torch.bmm(Bd, self.x), torch.bmm(Bd, self.y)
-        _, c = self._split(psi)
-        self._line = (sx, sy, tx, ty)
-
-        def phi(alpha):
-            al = alpha.view(-1, 1, 1)
-            cc = None if c is None else c + alpha * cd
-            return _logistic(self._margins(sx + al * tx, sy + al * ty, cc), self.scale)
-
-        return phi
-
-    def advance(self, step):
-        sx, sy, tx, ty = self._line
-        al = step.view(-1, 1, 1)
-        self._next = (sx + al * tx, sy + al * ty)
-        self._line = None
-
-
-#: pairs (summed over simulations) per block of the blocked ICA CNCE passes: the
-#: temporaries of a block (projections, margins, weights) stay in cache and are reused
-#: instead of being allocated, faulted in and streamed through memory once per operation
-BLOCK_PAIRS = int(os.environ.get("CNCE_BLOCK_PAIRS", "65536"))
-
-
-class BlockedAbsProjectionCNCE(AbsProjectionLogistic):
-    """:class:`AbsProjectionLogistic` for CNCE, evaluated in blocks of data points.
-
-    One pass over the noise points per loss (line-search trial) and one per loss + gradient;
-    the projections are recomputed per block (a ``D x D`` product) rather than stored.
-    Results equal the unblocked class up to the order of floating-point summation.
-    """
-
-    def __init__(self, x, y, a, scale, *, b=None, kappa=1, hess_points=None, kink_curvature=None):
-        super().__init__(x, y, a, scale, mode="cnce", b=b, kappa=kappa, hess_points=hess_points, kink_curvature=False)
-        self.nb = max(1, BLOCK_PAIRS // (self.S * kappa))  # data points per block
-
-    def _pass(self, B, grad: bool, Bd=None, alpha=None):
-        S, N, k, a = self.S, self.N, self.kappa, self.a
-        if Bd is not None:
-            B = B + alpha.view(-1, 1, 1) * Bd
-        sx = torch.bmm(B, self.x)
-        lpx = sx.abs().sum(1).mul_(-a)
-        loss = torch.zeros(S, dtype=self.x.dtype, device=self.x.device)
-        if grad:
-            gB = torch.zeros(S, self.D, self.D, dtype=self.x.dtype, device=self.x.device)
-            wx = torch.empty(S, N, dtype=self.x.dtype, device=self.x.device)
-        for i0 in range(0, N, self.nb):
-            i1 = min(N, i0 + self.nb)
-            yb = self.y[:, :, i0 * k : i1 * k]
-            sy = torch.bmm(B, yb)
-            lpy = sy.abs().sum(1).mul_(-a)
-            m = lpy.view(S, i1 - i0, k).neg_().add_(lpx[:, i0:i1].unsqueeze(-1)).view(S, -1)
-            if self.b is not None:
-                m += self.b[:, i0 * k : i1 * k]
-            m.neg_()  # -m
-            loss += F.softplus(m).sum(-1)
-            if grad:
-                w = torch.sigmoid(m)
-                wx[:, i0:i1] = w.view(S, i1 - i0, k).sum(-1)
-                gB -= torch.bmm(torch.sign(sy).mul_(w.unsqueeze(1)), yb.transpose(1, 2))
-        loss *= self.scale
-        if not grad:
-            return loss
-        gB += torch.bmm(torch.sign(sx).mul_(wx.unsqueeze(1)), self.x.transpose(1, 2))
-        return loss, (self.a * self.scale) * gB.reshape(S, -1)
-
-    def loss(self, psi):
-        return self._pass(self._split(psi)[0], False)
-
-    def loss_grad(self, psi):
-        return self._pass(self._split(psi)[0], True)
-
-    def full(self, psi):
-        B = self._split(psi)[0]
-        loss, g = self._pass(B, True)
-        # Gauss-Newton matrix on the subsample (its own small pass)
-        S, N, k = self.S, self.N, self.kappa
-        nx = N if self.hp is None else max(1, min(N, self.hp // k))
-        xs, ys = self.x[:, :, :nx], self.y[:, :, : nx * k]
-        sx, sy = torch.bmm(B, xs), torch.bmm(B, ys)
-        lpx = sx.abs().sum(1).mul_(-self.a)
-        lpy = sy.abs().sum(1).mul_(-self.a)
-        m = (lpx.unsqueeze(-1) - lpy.view(S, nx, k)).reshape(S, -1)
-        if self.b is not None:
-            m = m + self.b[:, : nx * k]
-        w = torch.sigmoid(-m)
-        D = self.D
-        Jx = (torch.sign(sx).unsqueeze(2) * xs.unsqueeze(1)).reshape(S, D * D, nx, 1)
-        Jy = (torch.sign(sy).unsqueeze(2) * ys.unsqueeze(1)).reshape(S, D * D, nx, k)
-        J = Jy.neg_().add_(Jx).reshape(S, D * D, nx * k)
-        v = (w * (1 - w)).unsqueeze(1)
-        H = torch.bmm(J * v, J.transpose(1, 2)) * (self.a * self.a * self.scale * N / nx)
-        return loss, g, H
-
-    def line(self, psi, d):
-        B, Bd = self._split(psi)[0], self._split(d)[0]
-        return lambda alpha: self._pass(B, False, Bd, alpha)
-
-    def advance(self, step):  # projections are recomputed per block; nothing is cached
-        pass

@@ -34,12 +34,6 @@ scale = "quick"  # "quick" (the book) or "paper": more simulations and data in e
 seed = 0  # any integer: other data and noise in every check
 
 # %%
-import os
-
-# The small-eps fits at the end of the page resolve loss differences of order eps^2 around
-# 2 log 2: keep the logistic features in float64 (the package stores them in float32 for speed).
-os.environ["CNCE_FEATURE_DTYPE"] = "float64"
-
 import numpy as np
 import torch
 
@@ -51,6 +45,10 @@ from cnce.losses import LOG4
 from cnce.models import ICA, Bernoulli, Gaussian, LogNormal, Ring
 from cnce.noise import default_noise
 
+# The small-eps fits at the end of the page resolve loss differences of order eps^2 around
+# 2 log 2: keep the logistic features in float64 (a GPU would store them in float32 for speed).
+cnce.set_options(feature_dtype=torch.float64)
+
 sizes = {
     # S: simulations for the eps = 0 check and the heuristic; N: data points per simulation;
     # N_gauss / N_ica: data points for the score-matching limit
@@ -58,7 +56,7 @@ sizes = {
     "paper": dict(S=100, N=5000, N_gauss=10000, N_ica=200000),
 }[scale]
 S, N = sizes["S"], sizes["N"]
-print(f"logistic features stored as {cnce.optim.FEATURE_DTYPE}")
+print(f"logistic features stored as {cnce.get_options().feature_dtype}")
 print(f"scale={scale}, seed={seed}: {S} simulations of N = {N} for the checks, "
       f"N = {sizes['N_gauss']} (Gaussian) and N = {sizes['N_ica']} (ICA) for the score-matching limit")
 

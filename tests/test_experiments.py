@@ -12,13 +12,15 @@ import pandas as pd
 import pytest
 import torch
 
+from cnce import models
 from cnce.experiments import configs, runner, store as store_mod
 from cnce.experiments.configs import Cell, ExperimentConfig, Study, get_config
 from cnce.experiments.store import CorruptResultsError, ResultStore
+from cnce.models import UnnormalisedModel
 
 
 # ----------------------------------------------------------------------------- fakes
-class FakeModel:
+class FakeModel(UnnormalisedModel):
     name = "fake"
     dim = 2
     n_params = 2
@@ -65,7 +67,7 @@ class FakeFit:
 
 @pytest.fixture
 def fake(monkeypatch):
-    monkeypatch.setitem(runner.FAMILY_BUILDERS, "fake", lambda S, seed, **kw: FakeModel())
+    monkeypatch.setitem(models._REGISTRY, "fake", FakeModel)
     monkeypatch.setitem(configs.STUDIES, "fake-a", Study("fake-a", "fake"))
     monkeypatch.setitem(configs.STUDIES, "fake-b", Study("fake-b", "fake", sample_kwargs=(("shift", 3.0),)))
     cells = tuple(sorted(

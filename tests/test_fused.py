@@ -86,10 +86,12 @@ def test_backend_errors():
     x = torch.randn(2, 50, 5, dtype=torch.float64)
     with pytest.raises(ValueError, match=r"backend must be one of \('auto', 'torch', 'fused'\); got 'gpu'"):
         cnce.fit(Gaussian(), x, eps=0.5, backend="gpu")
-    with pytest.raises(ValueError, match=r"backend='fused' needs .*method='sm'"):
+    with pytest.raises(ValueError, match=r"backend='fused' does not apply: .*no compiled kernel for method 'sm'"):
         cnce.fit(Gaussian(), x, method="sm", backend="fused")
-    with pytest.raises(ValueError, match=r"backend='fused' needs .*Ring"):
+    with pytest.raises(ValueError, match=r"backend='fused' does not apply: Ring.*no compiled kernel"):
         cnce.fit(Ring(dim=5), x, method="sm", backend="fused")
+    with pytest.raises(ValueError, match=r"backend='fused' does not apply: .*float64 on the CPU"):
+        cnce.fit(Gaussian(), x, eps=0.5, backend="fused", dtype=torch.float32)
     with pytest.raises(ValueError, match=r"threads must be an integer >= 1; got 0"):
         cnce.fit(Gaussian(), x, eps=0.5, threads=0)
     # the torch path is what a float32 fit uses

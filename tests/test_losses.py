@@ -145,14 +145,14 @@ def test_score_matching_loss_gaussian_closed_form(gen):
 
 
 # ----------------------------------------------------------------------------- Gauss-Newton problems
-@pytest.mark.parametrize("feature_dtype", [torch.float64, None], ids=["float64", "default"])
+@pytest.mark.parametrize("feature_dtype", [torch.float64, torch.float32], ids=["float64", "float32"])
 def test_linear_logistic_gradient_and_hessian_match_autograd(feature_dtype, gen):
     """For a margin linear in psi the Gauss-Newton matrix is the exact Hessian.
 
-    With float64 features they agree to round-off (1e-10). By default the features are
-    stored in float32 (a speed choice of :mod:`cnce.optim`), so the gradient and Hessian
-    carry float32 rounding: relative agreement to 1e-5 (float32 epsilon 6e-8 times the
-    40-term sums' cancellation) is required there."""
+    With float64 features they agree to round-off (1e-10). With float32 storage (the fast
+    path on a GPU, ``FitOptions.feature_dtype``) the gradient and Hessian carry float32
+    rounding: relative agreement to 1e-5 (float32 epsilon 6e-8 times the 40-term sums'
+    cancellation) is required there."""
     S, n, P = 3, 40, 5
     F_ = torch.randn(S, n, P, generator=gen, dtype=torch.float64)
     b = torch.randn(S, n, generator=gen, dtype=torch.float64)

@@ -1,4 +1,4 @@
-"""``python -m cnce list`` and ``python -m cnce run <experiment|all> --scale quick|paper``."""
+"""``python -m cnce list``, ``python -m cnce models`` and ``python -m cnce run <experiment|all> --scale quick|paper``."""
 from __future__ import annotations
 
 import argparse
@@ -24,6 +24,22 @@ def _cmd_list(args) -> int:
             except (CorruptResultsError, ValueError):
                 stored = "corrupt"
             print(f"{name:<15}{fig.figure:<14}{scale:<7}{cfg.n_sims:>5}{len(cfg.cells):>7}{stored:>8}  {', '.join(fig.studies)}")
+    return 0
+
+
+def _cmd_models(args) -> int:
+    """The model registry (:func:`cnce.models.registered`): what each model declares."""
+    from ..models import registered
+
+    print(f"{'model':<11}{'class':<11}{'linear':<8}{'discrete':<10}{'projection':<12}{'methods':<18}compiled kernels")
+    for name, cls in registered().items():
+        try:
+            methods = ",".join(cls().methods)
+        except TypeError:  # a model whose constructor needs arguments
+            methods = "?"
+        kernels = ", ".join(f"{m}:{k}" for m, k in dict(cls.compiled_kernels).items()) or "-"
+        print(f"{name:<11}{cls.__name__:<11}{str(cls.linear):<8}{str(cls.discrete):<10}"
+              f"{str(cls.abs_projection_coef is not None):<12}{methods:<18}{kernels}")
     return 0
 
 
@@ -61,6 +77,9 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--results-dir", default=None, help="default: data/results/<scale>")
     p.set_defaults(func=_cmd_list)
+
+    p = subparsers.add_parser("models", help="list the registered models and what each declares (linear, kernels, ...)")
+    p.set_defaults(func=_cmd_models)
 
     p = subparsers.add_parser(
         "run",

@@ -27,12 +27,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-import platform
-import socket
-import subprocess
-import sys
 import time
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,8 +35,9 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..provenance import derive_seed, environment_record, generator, package_source_hash  # noqa: F401 (re-exported)
 from .configs import FIGURES, KAPPA_METHODS, STUDIES, Cell, ExperimentConfig, Study, get_config
-from .store import REPO_ROOT, CorruptResultsError, ResultStore, default_results_dir
+from .store import CorruptResultsError, ResultStore, default_results_dir
 
 __all__ = [
     "DRAW_SCHEME",
@@ -62,56 +58,17 @@ __all__ = [
 DRAW_SCHEME = 1
 
 
-def derive_seed(seed: int, *keys) -> int:
-    """A 63-bit seed from the experiment ``seed`` and string/int ``keys`` (stable across runs)."""
-    entropy = [int(seed)] + [zlib.crc32(str(k).encode("utf-8")) for k in keys]
-    state = np.random.SeedSequence(entropy).generate_state(2, dtype=np.uint32)
-    return int((int(state[0]) << 31) ^ int(state[1])) & ((1 << 63) - 1)
-
-
-def _generator(seed: int, *keys) -> torch.Generator:
-    g = torch.Generator()
-    g.manual_seed(derive_seed(seed, *keys))
-    return g
+_generator = generator
 
 
 # ---------------------------------------------------------------------------- models
-def _models():
-    from .. import models  # imported lazily: the runner's tests do not need them
+def _build_model(family: str, S: int, seed: int, **model_kwargs):
+    """The study's model from the one registry (:func:`cnce.models.model_class`); per-simulation
+    constants (the ring's radii) come from a generator seeded by the family."""
+    from ..models import model_class
 
-    return models
-
-
-def _build_gaussian(S, seed, **kw):
-    return _models().Gaussian(**kw)
-
-
-def _build_ica(S, seed, **kw):
-    return _models().ICA(**kw)
-
-
-def _build_ring(S, seed, **kw):
-    Ring = _models().Ring
-    mu = Ring.draw_mu(S, generator=_generator(seed, "ring", "mu"))
-    return Ring(mu=mu, **kw)
-
-
-def _build_lognormal(S, seed, **kw):
-    return _models().LogNormal(**kw)
-
-
-def _build_bernoulli(S, seed, **kw):
-    return _models().Bernoulli(**kw)
-
-
-#: family -> ``builder(S, seed, **model_kwargs) -> model``. Tests may add entries.
-FAMILY_BUILDERS = {
-    "gaussian": _build_gaussian,
-    "ica": _build_ica,
-    "ring": _build_ring,
-    "lognormal": _build_lognormal,
-    "bernoulli": _build_bernoulli,
-}
+    cls = model_class(family)
+    return cls.build(S, generator=_generator(seed, family, "mu"), **model_kwargs)
 
 
 def _draw_base(model, S, N, kappa, generator):
@@ -154,9 +111,12 @@ class StudyProblem:
 def build_problem(study: str | Study, n_sims: int, N_max: int, seed: int = 0, *, draw_base=None) -> StudyProblem:
     """Draw a study's truth, initialisation and data (noise is drawn lazily per column)."""
     st = STUDIES[study] if isinstance(study, str) else study
-    if st.family not in FAMILY_BUILDERS:
-        raise ValueError(f"study.family must be one of {sorted(FAMILY_BUILDERS)}; got {st.family!r}")
-    model = FAMILY_BUILDERS[st.family](n_sims, seed, **dict(st.model_kwargs))
+    try:
+        model = _build_model(st.family, n_sims, seed, **dict(st.model_kwargs))
+    except ValueError as exc:
+        if "model must be one of" in str(exc):
+            raise ValueError(f"study.family: {exc}") from None
+        raise
     theta_true = model.random_params(n_sims, generator=_generator(seed, st.family, "truth"))
     theta0 = model.init_params(n_sims, generator=_generator(seed, st.family, "init"))
     x = model.sample(theta_true, N_max, generator=_generator(seed, st.data_of or st.name, "data"), **dict(st.sample_kwargs))
@@ -221,69 +181,6 @@ def run_cell(problem: StudyProblem, cell: Cell, *, fit=None, device="cpu") -> pd
 
 
 # ---------------------------------------------------------------------------- provenance
-def _git(*args) -> str | None:
-    try:
-        out = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() if out.returncode == 0 else None
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def package_source_hash() -> str:
-    """SHA-256 over the package's ``.py`` files except ``images/`` (path and content).
-
-    Identifies the code that computed a result even when it was not committed yet.
-    """
-    import hashlib
-
-    pkg = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for f in sorted(pkg.rglob("*.py")):
-        if "images" in f.relative_to(pkg).parts:
-            continue
-        h.update(str(f.relative_to(pkg)).encode())
-        h.update(b"\0")
-        h.update(f.read_bytes())
-    return h.hexdigest()
-
-
-def environment_record(device) -> dict:
-    """Package version, git commit, library versions, machine and device of this process."""
-    import scipy
-
-    from .. import __version__
-
-    dirty = _git("status", "--porcelain", "--", "cnce")
-    commit = _git("rev-parse", "HEAD") or os.environ.get("CNCE_GIT_COMMIT")  # a copy without .git may say where it came from
-    return {
-        "package_version": __version__,
-        "git_commit": commit,
-        "git_dirty_package": bool(dirty) if dirty is not None else None,
-        "package_source_sha256": package_source_hash(),
-        "python": sys.version.split()[0],
-        "torch": torch.__version__,
-        "numpy": np.__version__,
-        "pandas": pd.__version__,
-        "scipy": scipy.__version__,
-        "platform": platform.platform(),
-        "hostname": socket.gethostname(),
-        "cpu": _cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "device": str(device),
-    }
-
-
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 

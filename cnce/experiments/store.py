@@ -6,7 +6,8 @@ Layout under a results directory (default ``data/results/<scale>/``)::
     <study>.provenance.json   seed, grids, and one entry per run (package version, git
                               commit, library versions, device, wall time)
 
-Every write goes to a temporary file in the same directory followed by ``os.replace``, so a
+Every write goes to a temporary file in the same directory followed by ``os.replace``
+(:func:`cnce.provenance.atomic_write`), so a
 file on disk is always either the old or the new complete version: an interrupted run
 loses at most the cell it was computing. Reading checks the table (columns, types, whole
 cells) and raises :class:`CorruptResultsError` (a ``ValueError``) naming the file and the
@@ -17,11 +18,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from ..provenance import REPO_ROOT, atomic_write, atomic_write_text
 
 __all__ = ["COLUMNS", "CorruptResultsError", "ResultStore", "atomic_write_text", "default_results_dir"]
 
@@ -46,7 +48,6 @@ COLUMNS: dict[str, str] = {
     "cell_seconds": "float64",
 }
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def default_results_dir(scale: str, seed: int = 0) -> Path:
@@ -57,36 +58,6 @@ def default_results_dir(scale: str, seed: int = 0) -> Path:
 
 class CorruptResultsError(ValueError):
     """A results or provenance file exists but cannot be read as a valid table."""
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _atomic_write(path: Path, write) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.chmod(tmp, 0o666 & ~_umask())
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and ``os.replace``."""
-    _atomic_write(path, lambda fh: fh.write(text))
 
 
 class ResultStore:
@@ -246,7 +217,7 @@ class ResultStore:
     def write(self, study: str, df: pd.DataFrame) -> None:
         df = self.coerce(df, source="table")
         self._cache.pop(study, None)
-        _atomic_write(self.path(study), lambda fh: df.to_csv(fh, index=False, float_format="%.9g"))
+        atomic_write(self.path(study), lambda fh: df.to_csv(fh, index=False, float_format="%.9g"))
 
     # -------------------------------------------------------------- provenance
     def read_provenance(self, study: str) -> dict | None:

@@ -18,6 +18,27 @@ models; ``log theta`` for the Bernoulli model). Models whose ``log phi`` is line
 ``log phi(u) = T(u) . psi + h(u)``, set ``linear = True`` and implement :meth:`features`;
 then G of Eq. (9) is linear in ``psi`` too and every CNCE/NCE iteration is a batched
 logistic-regression step on features computed once.
+
+Declarations
+------------
+A model *declares* what it is on the class; :func:`cnce.fit` and its backends
+(:mod:`cnce.backends`) dispatch on these declarations only, never on a concrete class. Every
+declaration has a default (a generic, smooth, continuous model served by the batched torch
+path through autograd), so a model that declares nothing works:
+
+=========================  ==========================================================
+``linear``                 ``log phi = T(u) . psi + h(u)`` (implement :meth:`features`)
+``abs_projection_coef``    ``log phi = -a sum_j |b_j . u|`` with ``a`` this number (ICA)
+``discrete``               discrete data (flip noise; NCE's Gaussian noise does not apply)
+``smooth``                 twice differentiable in ``u`` (score matching applies)
+``closed_form_mle``        :meth:`mle_closed_form` returns the maximum-likelihood estimate
+``mle_optimizer``          ``"newton"`` or ``"lbfgs"`` for numerical maximum likelihood
+``contrastive_optimizer``  ``"newton"`` (Gauss-Newton) or ``"lbfgs"`` for CNCE/NCE
+``compiled_kernels``       method -> name of the compiled CPU kernel that serves it
+=========================  ==========================================================
+
+Per-simulation constants of a model (the ring's known radius) are given by
+:meth:`sim_constants` and sliced with the simulations by :meth:`take`.
 """
 from __future__ import annotations
 
@@ -25,9 +46,14 @@ import math
 
 import torch
 
+from types import MappingProxyType
+
 from .._validation import check_theta
 
-__all__ = ["UnnormalisedModel"]
+__all__ = ["UnnormalisedModel", "CONTRASTIVE_OPTIMIZERS", "MLE_OPTIMIZERS"]
+
+CONTRASTIVE_OPTIMIZERS = ("newton", "lbfgs")
+MLE_OPTIMIZERS = ("newton", "lbfgs")
 
 
 class UnnormalisedModel:
@@ -44,6 +70,28 @@ class UnnormalisedModel:
     discrete: bool = False
     #: optimiser for maximum likelihood when no closed form exists: "newton" or "lbfgs".
     mle_optimizer: str = "newton"
+    #: ``log phi = -a sum_j |b_j . u|`` with ``a`` this coefficient (square ICA): CNCE and NCE
+    #: are then solved from the projections ``B u`` (:mod:`cnce.backends.projection`).
+    abs_projection_coef: float | None = None
+    #: :meth:`mle_closed_form` gives the maximum-likelihood estimate (no optimisation).
+    closed_form_mle: bool = False
+    #: optimiser for CNCE/NCE of models that are not linear: "newton" (Gauss-Newton) or "lbfgs".
+    contrastive_optimizer: str = "newton"
+    #: method -> name of the compiled CPU kernel serving it (:data:`cnce._fused.KERNELS`); a
+    #: method not listed runs on the batched torch path.
+    compiled_kernels = MappingProxyType({})
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for attr, allowed in (("contrastive_optimizer", CONTRASTIVE_OPTIMIZERS), ("mle_optimizer", MLE_OPTIMIZERS)):
+            if getattr(cls, attr) not in allowed:
+                raise ValueError(f"{cls.__name__}.{attr} must be one of {allowed}; got {getattr(cls, attr)!r}")
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in dict(cls.compiled_kernels).items()):
+            raise ValueError(f"{cls.__name__}.compiled_kernels must map method names to kernel names; "
+                             f"got {cls.compiled_kernels!r}")
+        a = cls.abs_projection_coef
+        if a is not None and not (isinstance(a, (int, float)) and a > 0):
+            raise ValueError(f"{cls.__name__}.abs_projection_coef must be None or a positive number; got {a!r}")
 
     # ------------------------------------------------------------------ evaluation
     def _log_phi(self, u: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
@@ -97,6 +145,27 @@ class UnnormalisedModel:
         """For linear models: ``(T(u) (S, M, P), h(u) (S, M))`` with ``log phi = T . psi + h``."""
         raise NotImplementedError(f"{self.name} is not linear in its parameters")
 
+    def features_t(self, u: torch.Tensor, dtype: torch.dtype | None = None):
+        """``T(u)`` transposed to ``(S, P, M)`` in ``dtype`` (contiguous) and ``h(u) (S, M)``, or
+        ``None`` where ``h`` is zero: the layout of the torch path's logistic problems. Models
+        may override it with a faster construction."""
+        T, h = self.features(u)
+        if not bool(h.ne(0).any()):
+            h = None
+        return T.transpose(1, 2).to(dtype or u.dtype).contiguous(), h
+
+    def validate_data(self, x: torch.Tensor) -> None:
+        """Raise ``ValueError`` naming ``x`` if the data ``(S, N, D)`` are outside the model's support."""
+
+    def sim_constants(self, S: int, like: torch.Tensor) -> torch.Tensor | None:
+        """Known per-simulation constants ``(S, Q)`` that enter ``log phi`` (the compiled kernels
+        receive them after their own constants), or ``None``."""
+        return None
+
+    def take(self, sl: slice, S: int) -> "UnnormalisedModel":
+        """The model for simulations ``sl`` of ``S`` (models with per-simulation constants slice them)."""
+        return self
+
     def jac_log_phi(self, u: torch.Tensor, psi: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(log phi (S, M), d log phi / d psi (S, M, P))`` at free parameters ``psi``.
 
@@ -125,6 +194,12 @@ class UnnormalisedModel:
         return lambda alpha: self._log_phi_free(u, psi + alpha.unsqueeze(-1) * d)
 
     # ------------------------------------------------------------------ parameters and data
+    @classmethod
+    def build(cls, S: int, generator: torch.Generator | None = None, **kwargs) -> "UnnormalisedModel":
+        """The model of a study with ``S`` simulations (the experiment runner's constructor):
+        ``cls(**kwargs)``; models with per-simulation constants draw them from ``generator``."""
+        return cls(**kwargs)
+
     def random_params(self, S: int, generator: torch.Generator | None = None) -> torch.Tensor:
         """Ground-truth parameters ``(S, P)`` drawn as in the paper's experiments."""
         raise NotImplementedError
@@ -138,7 +213,7 @@ class UnnormalisedModel:
         raise NotImplementedError
 
     def mle_closed_form(self, x: torch.Tensor) -> torch.Tensor | None:
-        """Closed-form maximum-likelihood estimate ``(S, P)``, or ``None`` if there is none."""
+        """Closed-form maximum-likelihood estimate ``(S, P)`` (used where ``closed_form_mle``)."""
         return None
 
     def error(self, theta_hat, theta_true) -> torch.Tensor:
@@ -169,7 +244,7 @@ class UnnormalisedModel:
         return tuple(m)
 
     def _has_mle(self) -> bool:
-        return type(self).log_partition is not UnnormalisedModel.log_partition or type(self).mle_closed_form is not UnnormalisedModel.mle_closed_form
+        return self.closed_form_mle or type(self).log_partition is not UnnormalisedModel.log_partition
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(dim={self.dim})"

@@ -21,6 +21,7 @@ class Bernoulli(UnnormalisedModel):
     name = "bernoulli"
     linear = True
     discrete = True
+    closed_form_mle = True
 
     def __init__(self):
         self.dim = 1

@@ -5,6 +5,8 @@ import math
 
 import torch
 
+from types import MappingProxyType
+
 from .._validation import check_positive_int, check_theta
 from .base import UnnormalisedModel, _uniform
 
@@ -30,6 +32,8 @@ class Gaussian(UnnormalisedModel):
     name = "gaussian"
     linear = True
     smooth = True
+    closed_form_mle = True
+    compiled_kernels = MappingProxyType({"cnce": "gaussian", "nce": "nce_gaussian"})
 
     def __init__(self, dim: int = 5):
         self.dim = check_positive_int(dim, "dim")

@@ -7,6 +7,8 @@ import numpy as np
 import torch
 from scipy.optimize import linear_sum_assignment
 
+from types import MappingProxyType
+
 from .._validation import check_positive_int, check_theta
 from .base import UnnormalisedModel
 
@@ -48,9 +50,10 @@ class ICA(UnnormalisedModel):
 
     name = "ica"
     mle_optimizer = "lbfgs"
-    #: ``log phi = -a sum_j |b_j . u|`` with ``a = sqrt(2)``: :func:`cnce.fit` then uses
-    #: :class:`cnce.optim.AbsProjectionLogistic` (projections instead of Jacobians).
+    #: ``log phi = -a sum_j |b_j . u|`` with ``a = sqrt(2)``: CNCE and NCE are solved from the
+    #: projections ``B u`` (:mod:`cnce.backends.projection`), not from Jacobians.
     abs_projection_coef = SQRT2
+    compiled_kernels = MappingProxyType({"cnce": "ica", "nce": "nce_ica", "mle": "ica_mle"})
 
     def __init__(self, dim: int = 4):
         self.dim = check_positive_int(dim, "dim")

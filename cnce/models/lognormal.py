@@ -5,6 +5,8 @@ import math
 
 import torch
 
+from types import MappingProxyType
+
 from .._validation import check_positive_int, check_theta
 from .base import UnnormalisedModel, _uniform
 
@@ -23,6 +25,8 @@ class LogNormal(UnnormalisedModel):
 
     name = "lognormal"
     linear = True
+    closed_form_mle = True
+    compiled_kernels = MappingProxyType({"cnce": "lognormal"})
 
     def __init__(self):
         self.dim = 1

@@ -7,6 +7,8 @@ import math
 import numpy as np
 import torch
 
+from types import MappingProxyType
+
 from .._validation import check_positive_int, check_theta
 from .base import UnnormalisedModel, _uniform
 
@@ -45,6 +47,7 @@ class Ring(UnnormalisedModel):
     name = "ring"
     linear = True
     smooth = True
+    compiled_kernels = MappingProxyType({"cnce": "ring", "nce": "nce_ring"})
 
     def __init__(self, dim: int = 5, mu=7.5):
         self.dim = check_positive_int(dim, "dim", 2)
@@ -64,6 +67,25 @@ class Ring(UnnormalisedModel):
         if mu.ndim == 1 and mu.shape[0] != S:
             raise ValueError(f"this Ring has mu for {mu.shape[0]} simulations but got {S}")
         return mu.expand(S) if mu.ndim == 0 else mu
+
+    @classmethod
+    def build(cls, S: int, generator=None, **kwargs) -> "Ring":
+        """A ring model for ``S`` simulations with their known radii drawn by :meth:`draw_mu`."""
+        return cls(mu=cls.draw_mu(S, generator=generator), **kwargs)
+
+    def sim_constants(self, S, like):
+        """The known radius of each simulation, ``(S, 1)``."""
+        return self._mu(S, like).unsqueeze(-1)
+
+    def take(self, sl, S):
+        mu = self.mu
+        if mu.ndim == 1 and mu.shape[0] == S and (sl.start, sl.stop) != (0, S):
+            import copy
+
+            m = copy.copy(self)
+            m.mu = mu[sl]
+            return m
+        return self
 
     def features(self, u):
         mu = self._mu(u.shape[0], u).unsqueeze(-1)

@@ -1,0 +1,377 @@
+"""The batched torch backend: every problem, on the CPU or a GPU.
+
+All ``S`` simulations are solved together in one batched optimisation (:mod:`cnce.optim`),
+never in a Python loop over simulations; memory is bounded by chunks of simulations
+(``sim_batch``; results do not depend on it). CNCE and NCE are logistic losses of a margin,
+built from the model's declarations (:class:`~cnce.models.UnnormalisedModel`):
+
+* ``linear``: features computed once per noise draw, every iteration a batched
+  logistic-regression Newton step (:class:`~cnce.optim.LinearLogistic`); binary data with
+  symmetric noise (``discrete``) enter only through the counts of each pair type;
+* ``abs_projection_coef``: the projection problems of :mod:`cnce.backends.projection`;
+* otherwise: margins and Jacobians of ``log phi`` (analytic or by autodiff,
+  :class:`~cnce.optim.NonlinearLogistic`), or L-BFGS where ``contrastive_optimizer`` says so.
+
+Maximum likelihood uses ``mle_closed_form`` where ``closed_form_mle`` is declared, else the
+normalised ``log_prob`` by Newton or L-BFGS (``mle_optimizer``); score matching by autograd.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import torch
+
+from .. import noise as noise_mod
+from ..eps import choose_eps
+from ..losses import cnce_loss, mle_loss, score_matching_loss
+from ..optim import AutogradObjective, LinearLogistic, NonlinearLogistic, lbfgs, newton
+from ..result import FitResult
+from .projection import AbsProjectionLogistic, BlockedAbsProjectionCNCE
+
+__all__ = ["NAME", "supports", "solve"]
+
+NAME = "torch"
+
+
+def supports(problem, options) -> str | None:
+    """Every problem."""
+    return None
+
+
+def solve(problem, options) -> FitResult:
+    """Solve ``problem`` in chunks of simulations that keep each chunk's features below
+    ``options.memory_budget_gb`` (or ``problem.sim_batch`` simulations)."""
+    t0 = time.perf_counter()
+    model, x, method, kappa = problem.model, problem.x, problem.method, problem.kappa
+    S, N, D = x.shape
+    uses_noise = method in ("cnce", "nce")
+    if problem.sim_batch == "auto":
+        per_sim = _bytes_per_sim(model, method, N, kappa if uses_noise else 1, problem.dtype)
+        chunk = max(1, min(S, options.memory_budget_bytes // max(per_sim, 1)))
+    else:
+        chunk = problem.sim_batch
+    starts = list(range(0, S, chunk))
+    iterator = starts
+    if problem.progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(starts, desc=f"fit {model.name} {method}", unit="chunk", leave=False)
+    parts = []
+    for s0 in iterator:
+        sl = slice(s0, min(S, s0 + chunk))
+        sub, xs, th0 = model.take(sl, S), x[sl], problem.theta0[sl]
+        if method == "cnce":
+            e = problem.eps if isinstance(problem.eps, str) else problem.eps[sl]
+            parts.append(_fit_cnce(sub, xs, th0, kappa, e, problem.noise, problem.noise_base[sl], problem.eps_rule,
+                                   problem.max_iter, problem.tol, options))
+        elif method == "nce":
+            parts.append(_fit_nce(sub, xs, th0, kappa, problem.noise_base[sl], problem.max_iter, problem.tol, options))
+        elif method == "mle":
+            parts.append(_fit_mle(sub, xs, th0, problem.max_iter, problem.tol))
+        else:
+            parts.append(_fit_sm(sub, xs, th0, problem.max_iter, problem.tol))
+    out = {k: torch.cat([p[k] for p in parts]) if parts[0][k] is not None else None for k in parts[0]}
+    return FitResult(
+        theta=out["theta"], eps=out["eps"], loss=out["loss"], init_loss=out["init_loss"], n_iter=out["n_iter"],
+        converged=out["converged"], grad_norm=out["grad_norm"], method=method, kappa=kappa if uses_noise else None,
+        seconds=time.perf_counter() - t0, log_normaliser=out.get("log_normaliser"),
+        info={"chunks": len(starts), "sim_batch": chunk, "device": str(problem.device), "backend": NAME,
+              "formulation": formulation(problem, options)},
+    )
+
+
+def _stat_ftol(model, N, opts):
+    """The statistical stopping threshold of the projection problems (``FitOptions.stat_ftol``)."""
+    return opts.stat_ftol * model.n_params / N
+
+
+def _bytes_per_sim(model, method, N, kappa, dtype):
+    item = torch.finfo(dtype).bits // 8
+    P = model.n_params + 1
+    if method == "cnce":
+        n = N * kappa
+    elif method == "nce":
+        n = N * (1 + kappa)
+    else:
+        n = N
+    return n * (P + 2 * model.dim + 4) * item * 2
+
+
+def _nan(S, like):
+    return torch.full((S,), math.nan, dtype=like.dtype, device=like.device)
+
+
+def _pack(model, res, eps, extra=None):
+    P = model.n_params
+    theta = model.from_free(res.psi[:, :P])
+    out = dict(theta=theta, eps=eps, loss=res.loss, init_loss=res.init_loss, n_iter=res.n_iter,
+               converged=res.converged, grad_norm=res.grad_norm, log_normaliser=extra)
+    return out
+
+
+def _solve(model, problem, psi0, max_iter, tol):
+    """Gauss-Newton (:func:`~cnce.optim.newton`); L-BFGS for nonlinear models that declare
+    ``contrastive_optimizer = "lbfgs"`` (e.g. margins whose Gauss-Newton matrix misses most
+    of the curvature)."""
+    if model.linear or model.contrastive_optimizer == "newton":
+        return newton(problem, psi0, max_iter=max_iter or 100, tol=tol)
+    objective = AutogradObjective(lambda psi: problem.loss(psi), hessian=False)
+    return lbfgs(objective, psi0, max_iter=max_iter or 2000)
+
+
+#: discrete data of at most this dimension are fitted from pair-type counts (4^D types)
+COUNTS_MAX_DIM = 6
+
+
+def _use_counts(model, x, noise):
+    """Binary data of a linear discrete model with symmetric noise: fit from pair-type counts."""
+    return (model.linear and model.discrete and noise.symmetric and x.shape[-1] <= COUNTS_MAX_DIM
+            and bool(((x == 0) | (x == 1)).all()))
+
+
+def formulation(problem, options) -> str:
+    """Which formulation of the torch path solves ``problem`` (what the model's declarations select)."""
+    m, method = problem.model, problem.method
+    if method == "mle":
+        return "closed form" if m.closed_form_mle else f"likelihood, {m.mle_optimizer}"
+    if method == "sm":
+        return "score matching, autograd"
+    if method == "cnce" and _use_counts(m, problem.x, problem.noise):
+        return "linear, pair-type counts"
+    if m.linear:
+        return "linear"
+    if m.abs_projection_coef is not None and options.projection:
+        return "absolute projections"
+    return f"nonlinear, {m.contrastive_optimizer}"
+
+
+def _binary_pair_types(D, like):
+    """All ``4^D`` pairs ``(x, y)`` of binary vectors, as ``(T, D)`` tensors; type ``k`` has
+    ``x`` the bits of ``k // 2^D`` and ``y`` those of ``k % 2^D``."""
+    k = torch.arange(4**D, device=like.device)
+    bits = 2 ** torch.arange(D, device=like.device)
+    tx = ((k // 2**D).unsqueeze(-1) // bits % 2).to(like.dtype)
+    ty = ((k % 2**D).unsqueeze(-1) // bits % 2).to(like.dtype)
+    return tx, ty
+
+
+def _pair_counts(x, y):
+    """``(S, 4^D)``: how often each binary pair type (:func:`_binary_pair_types`) occurs among
+    the pairs ``(x_i, y_ik)``; ``x (S, N, D)``, ``y (S, N, K, D)`` with 0/1 entries."""
+    S, N, K, D = y.shape
+    T = 4**D
+    bits = (2 ** torch.arange(D, device=x.device)).to(x.dtype)
+    cy = y[..., 0] if D == 1 else y @ bits
+    # one bincount over all simulations: simulation s owns the codes s T .. s T + T - 1
+    off = (x @ bits) * 2**D + (torch.arange(S, device=x.device, dtype=x.dtype) * T).unsqueeze(-1)
+    code = (cy + off.unsqueeze(-1)).reshape(-1).long()
+    return torch.bincount(code, minlength=S * T).view(S, T).to(x.dtype)
+
+
+def _fit_cnce_counts(model, x, psi0, kappa, eps, noise, base, rule, max_iter, tol):
+    """CNCE for binary data with symmetric noise: J_N (Eq. 8) depends on the pairs only through
+    how often each pair type ``(x, y)`` occurs, so it is a logistic regression over the ``4^D``
+    types weighted by their counts -- the same loss summed in another order, at a cost that no
+    longer grows with N and kappa after the counting."""
+    S, N, D = x.shape
+    tx, ty = _binary_pair_types(D, x)
+    Tx, hx = model.features(tx.unsqueeze(0))
+    Ty, hy = model.features(ty.unsqueeze(0))
+    Ft = (Tx - Ty).transpose(1, 2).expand(S, -1, -1).contiguous()  # (S, P, T)
+    b = (hx - hy).expand(S, -1).contiguous()
+    scale = 2.0 / (N * kappa)
+
+    def counts(e):
+        return _pair_counts(x, noise.apply(x, base, e))
+
+    if isinstance(eps, str):  # "auto": J(eps) at the initial parameters from the counts
+        m0 = torch.bmm(psi0.unsqueeze(1), Ft).squeeze(1) + b
+        sp0 = torch.nn.functional.softplus(-m0)
+
+        def J_of_eps(e):
+            return scale * (counts(e) * sp0).sum(-1)
+
+        eps = choose_eps(J_of_eps, x, rule)
+        if noise.eps_max is not None:
+            eps = eps.clamp(max=noise.eps_max)
+    problem = LinearLogistic(None, b, scale, Ft=Ft, dtype=x.dtype, weights=counts(eps))
+    return _pack(model, _solve(model, problem, psi0, max_iter, tol), eps)
+
+
+def _fit_cnce(model, x, theta0, kappa, eps, noise, base, rule, max_iter, tol, opts):
+    S, N, D = x.shape
+    psi0 = model.to_free(theta0)
+    if _use_counts(model, x, noise):
+        return _fit_cnce_counts(model, x, psi0, kappa, eps, noise, base, rule, max_iter, tol)
+    if isinstance(eps, str):  # "auto"
+        lp_x0 = model._log_phi_free(x, psi0)
+
+        def J_of_eps(e):
+            y = noise.apply(x, base, e)
+            lp_y = model._log_phi_free(y.reshape(S, N * kappa, D), psi0).reshape(S, N, kappa)
+            return cnce_loss(lp_x0, lp_y, noise.log_ratio(x, y, e))
+
+        eps = choose_eps(J_of_eps, x, rule)
+        if noise.eps_max is not None:
+            eps = eps.clamp(max=noise.eps_max)
+    y = noise.apply(x, base, eps)
+    log_ratio = noise.log_ratio(x, y, eps)
+    scale = 2.0 / (N * kappa)
+    P = psi0.shape[-1]
+    yf = y.reshape(S, N * kappa, D)
+    if model.linear:
+        fdt = opts.features_dtype(P, x.dtype, x.device)
+        Tx, hx = model.features_t(x, fdt)
+        Ty, hy = model.features_t(yf, fdt)
+        # F = T(x) - T(y) for every pair, built in place in the (S, P, N * kappa) layout
+        Ft = Ty.view(S, P, N, kappa).neg_().add_(Tx.unsqueeze(-1)).view(S, P, N * kappa)
+        b = None
+        if hx is not None or hy is not None or log_ratio is not None:
+            b = torch.zeros(S, N, kappa, dtype=x.dtype, device=x.device)
+            if hx is not None:
+                b = b + hx.unsqueeze(2)
+            if hy is not None:
+                b = b - hy.view(S, N, kappa)
+            if log_ratio is not None:
+                b = b + log_ratio
+            b = b.reshape(S, N * kappa)
+        del Tx, Ty, hy, y, yf
+        problem = LinearLogistic(None, b, scale, Ft=Ft, dtype=x.dtype, hess_points=opts.hess_points)
+    elif model.abs_projection_coef is not None and opts.projection:
+        lr = None if log_ratio is None else log_ratio.reshape(S, N * kappa)
+        problem = BlockedAbsProjectionCNCE(x, yf, model.abs_projection_coef, scale, b=lr, kappa=kappa,
+                                           hess_points=opts.projection_hess_points, block_pairs=opts.block_pairs)
+        problem.ftol_floor = _stat_ftol(model, N, opts)
+    else:
+        lr = None if log_ratio is None else log_ratio.reshape(S, N * kappa)
+
+        def margin_fn(psi, jac):
+            if jac:
+                lpx, Jx = model.jac_log_phi(x, psi)
+                lpy, Jy = model.jac_log_phi(yf, psi)
+                J = (Jx.unsqueeze(2) - Jy.reshape(S, N, kappa, P)).reshape(S, N * kappa, P)
+            else:
+                lpx, lpy = model._log_phi_free(x, psi), model._log_phi_free(yf, psi)
+                J = None
+            m = (lpx.unsqueeze(2) - lpy.reshape(S, N, kappa)).reshape(S, N * kappa)
+            return (m if lr is None else m + lr), J
+
+        def line_fn(psi, d):
+            fx, fy = model.line_log_phi(x, psi, d), model.line_log_phi(yf, psi, d)
+
+            def margins(alpha):
+                m = (fx(alpha).unsqueeze(2) - fy(alpha).reshape(S, N, kappa)).reshape(S, N * kappa)
+                return m if lr is None else m + lr
+
+            return margins
+
+        problem = NonlinearLogistic(margin_fn, scale, line_fn)
+    res = _solve(model, problem, psi0, max_iter, tol)
+    return _pack(model, res, eps)
+
+
+def _nce_setup(model, x, theta0, kappa, base):
+    """NCE's noise (the Gaussian matched to each simulation's data), its samples from the base,
+    their log densities, and the start ``psi0 = (theta0, c0)`` with ``c0`` the importance-sampling
+    estimate of ``-log Z(theta0)`` under the noise."""
+    S, N, D = x.shape
+    pn = noise_mod.NCEGaussianNoise.fit(x)
+    y = pn.apply(base.reshape(S, N * kappa, D))
+    lpn_x, lpn_y = pn.log_prob(x), pn.log_prob(y)
+    psi0 = model.to_free(theta0)
+    return pn, y, lpn_x, lpn_y, torch.cat([psi0, _nce_c0(model, psi0, y, lpn_y, kappa).unsqueeze(-1)], -1)
+
+
+#: noise points (the first ones, in data-point order) of NCE's importance-sampling start for c
+NCE_C0_POINTS = 65536
+
+
+def _nce_c0(model, psi0, y, lpn_y, kappa):
+    """NCE's starting log-normaliser: ``-log`` of the importance-sampling estimate of ``Z(theta0)``
+    from the noise samples of the first ``ceil(NCE_C0_POINTS / kappa)`` data points (all when
+    fewer; as :func:`cnce._fused.nce_c0`), 0 where it is not finite."""
+    m = min(y.shape[1], -(-NCE_C0_POINTS // kappa) * kappa)
+    y, lpn_y = y[:, :m], lpn_y[:, :m]
+    c0 = -(torch.logsumexp(model._log_phi_free(y, psi0) - lpn_y, dim=-1) - math.log(m))
+    return torch.where(torch.isfinite(c0), c0, torch.zeros_like(c0))
+
+
+def _fit_nce(model, x, theta0, kappa, base, max_iter, tol, opts):
+    S, N, D = x.shape
+    pn, y, lpn_x, lpn_y, psi0 = _nce_setup(model, x, theta0, kappa, base)
+    log_nu = math.log(kappa)
+    P = model.n_params
+    scale = 1.0 / N
+    ones_x = x.new_ones(S, N, 1)
+    ones_y = x.new_ones(S, N * kappa, 1)
+    if model.linear:
+        fdt = opts.features_dtype(P + 1, x.dtype, x.device)
+        Tx, hx = model.features_t(x, fdt)
+        Ty, hy = model.features_t(y, fdt)
+        Ft = torch.cat([torch.cat([Tx, ones_x.to(fdt).transpose(1, 2)], 1), torch.cat([Ty, ones_y.to(fdt).transpose(1, 2)], 1).neg_()], 2)
+        hx = 0.0 if hx is None else hx
+        hy = 0.0 if hy is None else hy
+        b = torch.cat([hx - lpn_x - log_nu, -(hy - lpn_y - log_nu)], 1)
+        del Tx, Ty
+        problem = LinearLogistic(None, b, scale, Ft=Ft, dtype=x.dtype, hess_points=opts.hess_points)
+    elif model.abs_projection_coef is not None and opts.projection:
+        b = torch.cat([-lpn_x - log_nu, lpn_y + log_nu], 1)
+        problem = AbsProjectionLogistic(x, y.contiguous(), model.abs_projection_coef, scale, mode="nce", b=b,
+                                        hess_points=opts.projection_hess_points)
+        problem.ftol_floor = _stat_ftol(model, N, opts)
+    else:
+        def margin_fn(psi, jac):
+            th, c = psi[:, :P], psi[:, P:]
+            if jac:
+                lpx, Jx = model.jac_log_phi(x, th)
+                lpy, Jy = model.jac_log_phi(y, th)
+                J = torch.cat([torch.cat([Jx, ones_x], -1), -torch.cat([Jy, ones_y], -1)], 1)
+            else:
+                lpx, lpy = model._log_phi_free(x, th), model._log_phi_free(y, th)
+                J = None
+            m = torch.cat([lpx + c - lpn_x - log_nu, -(lpy + c - lpn_y - log_nu)], 1)
+            return m, J
+
+        def line_fn(psi, d):
+            fx, fy = model.line_log_phi(x, psi[:, :P], d[:, :P]), model.line_log_phi(y, psi[:, :P], d[:, :P])
+
+            def margins(alpha):
+                c = (psi[:, P] + alpha * d[:, P]).unsqueeze(-1)
+                return torch.cat([fx(alpha) + c - lpn_x - log_nu, -(fy(alpha) + c - lpn_y - log_nu)], 1)
+
+            return margins
+
+        problem = NonlinearLogistic(margin_fn, scale, line_fn)
+    res = _solve(model, problem, psi0, max_iter, tol)
+    return _pack(model, res, _nan(S, x), extra=res.psi[:, P])
+
+
+def _fit_mle(model, x, theta0, max_iter, tol):
+    S = x.shape[0]
+    if model.closed_form_mle:
+        closed = model.mle_closed_form(x)
+        z = torch.zeros(S, dtype=torch.long, device=x.device)
+        nan = _nan(S, x)
+        return dict(theta=closed, eps=nan, loss=-model.log_prob(x, closed).mean(-1),
+                    init_loss=nan, n_iter=z, converged=torch.ones(S, dtype=torch.bool, device=x.device), grad_norm=torch.zeros_like(nan), log_normaliser=None)
+
+    def f(psi):
+        return mle_loss(lambda u, th: model._log_phi(u, th) - model.log_partition(th).unsqueeze(-1), x, model.from_free(psi))
+
+    psi0 = model.to_free(theta0)
+    if model.mle_optimizer == "lbfgs":
+        res = lbfgs(AutogradObjective(f, hessian=False), psi0, max_iter=max_iter or 2000)
+    else:
+        res = newton(AutogradObjective(f), psi0, max_iter=max_iter or 100, tol=tol)
+    return _pack(model, res, _nan(S, x))
+
+
+def _fit_sm(model, x, theta0, max_iter, tol):
+    S = x.shape[0]
+
+    def f(psi):
+        return score_matching_loss(model._log_phi_free, x, psi)
+
+    res = newton(AutogradObjective(f), model.to_free(theta0), max_iter=max_iter or 100, tol=tol)
+    return _pack(model, res, _nan(S, x))

@@ -1,0 +1,152 @@
+"""Shared infrastructure of everything that writes results: the repository root, seed
+derivation, atomic writes and provenance (git state, source hash, library versions, machine).
+
+One place for what :mod:`cnce.experiments` (tables of the synthetic studies) and
+:mod:`cnce.images` (training state of the image model) both need, so that a results file
+says in the same way which code, seed and machine produced it.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
+import zlib
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+__all__ = ["REPO_ROOT", "PACKAGE_ROOT", "derive_seed", "generator", "atomic_write", "atomic_write_text",
+           "atomic_torch_save", "git", "git_state", "package_source_hash", "environment_record"]
+
+#: the package directory ``cnce/`` and the repository (working tree) that holds it
+PACKAGE_ROOT = Path(__file__).resolve().parent
+REPO_ROOT = PACKAGE_ROOT.parent
+
+
+# --------------------------------------------------------------------------- seeds
+def derive_seed(seed: int, *keys) -> int:
+    """A 63-bit seed from the experiment ``seed`` and string/int ``keys`` (stable across runs,
+    machines and Python versions: CRC-32 of each key's text, mixed by numpy's SeedSequence)."""
+    entropy = [int(seed)] + [zlib.crc32(str(k).encode("utf-8")) for k in keys]
+    state = np.random.SeedSequence(entropy).generate_state(2, dtype=np.uint32)
+    return int((int(state[0]) << 31) ^ int(state[1])) & ((1 << 63) - 1)
+
+
+def generator(seed: int, *keys):
+    """A CPU ``torch.Generator`` seeded with :func:`derive_seed` ``(seed, *keys)``."""
+    import torch
+
+    g = torch.Generator()
+    g.manual_seed(derive_seed(seed, *keys))
+    return g
+
+
+# --------------------------------------------------------------------------- atomic writes
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write(path: str | os.PathLike, write: Callable, *, binary: bool = False) -> None:
+    """Write ``path`` through ``write(fh)`` on a temporary file in the same directory, flushed
+    to disk and renamed over ``path`` (``os.replace``): the file is always the old or the new
+    complete version; on an error the temporary file is removed and the old file kept."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.chmod(tmp, 0o666 & ~_umask())
+        with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="")) as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (:func:`atomic_write`)."""
+    atomic_write(path, lambda fh: fh.write(text))
+
+
+def atomic_torch_save(obj, path: str | os.PathLike) -> None:
+    """``torch.save(obj, path)`` atomically (:func:`atomic_write`)."""
+    import torch
+
+    atomic_write(path, lambda fh: torch.save(obj, fh), binary=True)
+
+
+# --------------------------------------------------------------------------- provenance
+def git(*args) -> str | None:
+    """Output of ``git args`` in the repository, or ``None`` (no git, not a checkout)."""
+    try:
+        out = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def git_state() -> dict:
+    """``{"git_commit": HEAD or None, "git_dirty_package": whether cnce/ has uncommitted changes}``."""
+    dirty = git("status", "--porcelain", "--", "cnce")
+    return {"git_commit": git("rev-parse", "HEAD"), "git_dirty_package": bool(dirty) if dirty is not None else None}
+
+
+def package_source_hash(exclude: tuple[str, ...] = ("images",)) -> str:
+    """SHA-256 over the package's ``.py`` files (path and content), except the subpackages in
+    ``exclude``: identifies the code that computed a result even when it was not committed."""
+    h = hashlib.sha256()
+    for f in sorted(PACKAGE_ROOT.rglob("*.py")):
+        if set(f.relative_to(PACKAGE_ROOT).parts) & set(exclude):
+            continue
+        h.update(str(f.relative_to(PACKAGE_ROOT)).encode())
+        h.update(b"\0")
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def environment_record(device) -> dict:
+    """Package version, git state, source hash, library versions, machine and device of this process."""
+    import pandas as pd
+    import scipy
+    import torch
+
+    from . import __version__
+
+    return {
+        "package_version": __version__,
+        **git_state(),
+        "package_source_sha256": package_source_hash(),
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+        "pandas": pd.__version__,
+        "scipy": scipy.__version__,
+        "platform": platform.platform(),
+        "hostname": socket.gethostname(),
+        "cpu": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "device": str(device),
+    }
