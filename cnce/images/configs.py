@@ -1,4 +1,4 @@
-"""Named configurations of the image-model training: ``quick``, ``demo``, ``paper``, ``smoke``.
+"""Named configurations of the image-model training: ``quick``, ``demo``, ``paper``, ``paper-adam``, ``smoke``.
 
 Every configuration follows the authors' code where the paper is silent (see
 :mod:`cnce.images.train`): their initialisation (``init="authors"``), dense pooling starts
@@ -29,6 +29,9 @@ choices stay available as options (``"orthonormal"``, ``"planted"``, ``"linear"`
   Layer 1 uses a larger Adam step (1e-2) than layers 2-4 (1e-3).
 * ``quick``: the ``demo`` recipe with few units and a short schedule (a minute or two on a
   CPU); the image notebook trains it when no committed weights are found.
+* ``paper-adam``: the paper's sizes, PCA dimension and batch sizes (100k/100k/150k/100k fresh
+  patches per meta-iteration) trained with the ``demo`` recipe (one pass of Adam minibatches of
+  100; the layer-1 step of ``demo`` scaled by ``sqrt(200/600)``). Meant for one GPU.
 * ``smoke``: the ``paper`` recipe at tiny sizes, the CPU test of the GPU command.
 """
 from __future__ import annotations
@@ -121,6 +124,17 @@ class ImageConfig:
 
 CONFIGS: dict[str, ImageConfig] = {
     "paper": ImageConfig(name="paper", chunk=16_384),
+    # the paper's sizes and batch sizes with the `demo` recipe (fresh patches every
+    # meta-iteration, one pass of Adam minibatches): the GPU check of whether the paper
+    # recipe's full-batch L-BFGS is what keeps the first layer from becoming oriented here
+    "paper-adam": ImageConfig(
+        name="paper-adam",
+        chunk=16_384,
+        main_set=None,
+        optimizer="adam",
+        lr=(1e-2 * (200 / 600) ** 0.5, 1e-3, 1e-3, 1e-3),
+        batch=100,
+    ),
     "demo": ImageConfig(
         name="demo",
         D=200,

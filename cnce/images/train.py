@@ -476,10 +476,13 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
                      device=str(dev), torch=torch.__version__, package=__version__, git_commit=_git_commit())
 
     # every invocation (the first and each resume) records the code it ran with
-    state.setdefault("sessions", []).append(dict(git_commit=_git_commit(), cnce_tree=_cnce_tree(),
-                                                 images_tree=_cnce_tree("cnce/images"), device=str(dev), threads=torch.get_num_threads(),
-                                                 started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                                                 done={k: len(v) for k, v in state["history"].items()}))
+    session = dict(git_commit=_git_commit(), cnce_tree=_cnce_tree(), images_tree=_cnce_tree("cnce/images"),
+                   device=str(dev), threads=torch.get_num_threads(),
+                   started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                   done={k: len(v) for k, v in state["history"].items()})
+    if dev.type == "cuda":
+        session["gpu"] = torch.cuda.get_device_name(dev)
+    state.setdefault("sessions", []).append(session)
     if source is None:
         source, desc = make_source(images, patch=cfg.patch)
     else:
