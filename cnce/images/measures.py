@@ -47,6 +47,10 @@ from cnce.images.network import ImageNetwork
 
 __all__ = [
     "ANALYSIS_SIZES",
+    "pooling_table",
+    "finished_runs",
+    "generalisation_gap",
+    "recipe_table",
     "analysis_sizes",
     "fourier_power",
     "filter_properties",
@@ -522,6 +526,72 @@ def load_comparison(run_dir: str | os.PathLike, file: str | None = None) -> dict
     cmp = torch.load(p, map_location="cpu", weights_only=False)
     cmp["snapshots"] = {m: {int(k): v.float() for k, v in s.items()} for m, s in cmp["snapshots"].items()}
     return cmp
+
+
+def pooling_table(summary: dict):
+    """The table of :func:`summarise_pooling` as printed on the image page: per property
+    (orientation, frequency, position) the median spread of the pooled units, of the random
+    sets, and the share of coherent units."""
+    import pandas as pd
+
+    return pd.DataFrame({k: {"pooled units": summary[f"{k}_median"], "random sets": summary[f"{k}_random_median"],
+                             "coherent share": summary[f"{k}_coherent_share"]} for k in SPREADS}).T
+
+
+def finished_runs(root: str | os.PathLike | None = None) -> dict[str, Path]:
+    """The committed training runs under ``root`` (default ``data/weights``) whose first layer
+    finished: ``{folder name: folder}``, sorted by name."""
+    from cnce.images.train import STATE_FILE, weights_dir
+
+    root = Path(root) if root is not None else weights_dir()
+    out = {}
+    for p in sorted(root.iterdir()) if root.is_dir() else []:
+        if (p / STATE_FILE).is_file():
+            st = torch.load(p / STATE_FILE, map_location="cpu", weights_only=False)
+            if len(st["history"].get("1", [])) >= st["config"]["meta_iters"][0]:
+                out[p.name] = p
+    return out
+
+
+def generalisation_gap(history: list[dict], last: int = 10) -> tuple[float, float]:
+    """How much a layer's training fits its own sample: the mean, over the last ``last``
+    meta-iterations but one, of the training loss after meta-iteration m (on its batch and
+    noise) and of the loss the same weights get on meta-iteration m+1's fresh noise (and
+    patches), which that meta-iteration records before its updates. Returns ``(train, fresh)``;
+    a fresh loss far above the training loss means the optimiser fitted the particular sample."""
+    if len(history) < 2:
+        raise ValueError(f"history must hold at least 2 meta-iterations; got {len(history)}")
+    pairs = list(zip(history[:-1], history[1:]))[-last:]
+    return (float(np.mean([a["train_loss"] for a, _ in pairs])), float(np.mean([b["loss"] for _, b in pairs])))
+
+
+def recipe_table(runs: dict[str, str | os.PathLike], *, seed: int = 0):
+    """The first layer of several committed runs side by side: configuration, recipe, device
+    and wall time, the share of oriented receptive fields (against localised noise through the
+    run's own whitening; 5 % by chance) and the median OSI of both, and the training loss
+    against the loss on the next fresh sample (:func:`generalisation_gap`). One row per run."""
+    import pandas as pd
+
+    from cnce.images.train import load_state, network_from_state
+
+    rows = []
+    for name, d in runs.items():
+        st = load_state(d)
+        net, wh = network_from_state(st)
+        cfg, W1 = st["config"], net.W1.detach()
+        t, _ = layer1_table({"learned": W1, **baseline_weights(wh, len(W1), seed=seed)}, wh)
+        rf = t.xs("receptive fields")
+        train, fresh = generalisation_gap(st["history"]["1"])
+        gpu = next((s["gpu"] for s in st.get("sessions", []) if s.get("gpu")), None)
+        rows.append({"run": name, "config": cfg["name"], "seed": st["seed"], "D": wh.D,
+                     "optimiser": cfg["optimizer"], "patches per meta-iteration": cfg["n_patches"][0],
+                     "main set": cfg["main_set"][0] if cfg["main_set"] else None,
+                     "meta-iterations": len(st["history"]["1"]), "device": gpu or st["device"],
+                     "layer-1 seconds": st["seconds"]["1"],
+                     "oriented share": rf.loc["learned", "oriented_share"], "OSI": rf.loc["learned", "osi_median"],
+                     "OSI localised noise": rf.loc["localised noise", "osi_median"],
+                     "train loss": train, "next fresh loss": fresh})
+    return pd.DataFrame(rows).set_index("run")
 
 
 def comparison_table(cmp: dict, whitener: Whitener, thresholds: dict[str, float]):

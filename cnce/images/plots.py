@@ -13,6 +13,7 @@ __all__ = [
     "plot_space_orientation",
     "plot_layer4",
     "plot_training",
+    "plot_generalisation",
     "plot_comparison",
     "plot_gabor_summary",
     "plot_layer1_measures",
@@ -210,6 +211,31 @@ def plot_training(history: dict, title: str = ""):
     axes[1, 0].set_ylabel("eps")
     if title:
         fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def plot_generalisation(histories: dict[str, list[dict]], title: str = ""):
+    """Per run (``{label: layer history}``), the training loss after each meta-iteration
+    (dashed) and the loss of the same weights on the next meta-iteration's fresh sample
+    (solid): where the two part, the optimiser fits its own sample rather than the data."""
+    import matplotlib.pyplot as plt
+
+    from cnce.losses import LOG4
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    for c, (label, h) in enumerate(histories.items()):
+        m = np.arange(1, len(h))
+        ax.plot(m, [r["loss"] for r in h[1:]], "-", color=f"C{c}", lw=1.5, label=f"{label}: next fresh sample")
+        ax.plot(m, [r["train_loss"] for r in h[:-1]], "--", color=f"C{c}", lw=1.2, label=f"{label}: own sample (training)")
+    ax.axhline(LOG4, color="gray", ls=":", lw=1)
+    ax.text(1, LOG4, " 2 log 2", va="bottom", fontsize=9, color="gray")
+    ax.set_xlabel("meta-iteration m of layer 1")
+    ax.set_ylabel("CNCE loss J")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8, loc="upper right", frameon=False)
+    if title:
+        ax.set_title(title, fontsize=10)
     fig.tight_layout()
     return fig
 
