@@ -48,6 +48,7 @@ from cnce.images.network import ImageNetwork
 __all__ = [
     "ANALYSIS_SIZES",
     "pooling_table",
+    "share_words",
     "finished_runs",
     "generalisation_gap",
     "recipe_table",
@@ -536,6 +537,14 @@ def pooling_table(summary: dict):
 
     return pd.DataFrame({k: {"pooled units": summary[f"{k}_median"], "random sets": summary[f"{k}_random_median"],
                              "coherent share": summary[f"{k}_coherent_share"]} for k in SPREADS}).T
+
+
+def share_words(share: float, chance: float = 0.05) -> str:
+    """A coherent or oriented share in words, for prose that must follow the number:
+    ``"mostly"`` (at least half), ``"partly"`` (at least three times ``chance``) or ``"hardly"``."""
+    if not 0 <= share <= 1:
+        raise ValueError(f"share must lie in [0, 1]; got {share!r}")
+    return "mostly" if share >= 0.5 else "partly" if share >= 3 * chance else "hardly"
 
 
 def finished_runs(root: str | os.PathLike | None = None) -> dict[str, Path]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
+    "caption",
     "mosaic",
     "plot_mosaic",
     "plot_pooling",
@@ -39,6 +40,13 @@ def mosaic(tiles: np.ndarray, ncol: int | None = None, pad: int = 1, normalise: 
         r, c = divmod(k, ncol)
         out[pad + r * (n + pad): pad + r * (n + pad) + n, pad + c * (m + pad): pad + c * (m + pad) + m] = tiles[k]
     return out
+
+
+def caption(fig, text: str, fontsize: float = 11):
+    """Title ``fig`` with ``text`` (which paper figure it reproduces) above its panels."""
+    fig.suptitle(text, fontsize=fontsize)
+    fig.tight_layout()
+    return fig
 
 
 def _show(ax, img, title=None):
