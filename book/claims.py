@@ -83,19 +83,19 @@ HTML("<table class=\"claims\"><thead><tr><th>claim</th><th>the paper says</th><t
 # it at the paper's sizes on a GPU, on other natural images (the photographs bundled with
 # scikit-image; see {doc}`differences` and {doc}`image-data`), and measured each layer
 # against a baseline ({doc}`../notebooks/06_image_model`). In the run shown there (fresh
-# patches every meta-iteration, Adam), {glue:text}`../notebooks/06_image_model.py::oriented_rf_learned` % of the first-layer receptive
-# fields are oriented (median orientation index {glue:text}`../notebooks/06_image_model.py::osi_rf_learned`, against
-# {glue:text}`../notebooks/06_image_model.py::osi_rf_noise` for localised noise; 5 % count as oriented by chance);
-# {glue:text}`../notebooks/06_image_model.py::l2_position_coherent` % of the second-layer units pool features coherent in position and
-# {glue:text}`../notebooks/06_image_model.py::l2_orientation_coherent` % in orientation; the third-layer fields have an orientation
-# coherence of {glue:text}`../notebooks/06_image_model.py::l3_orientation_coherence` against {glue:text}`../notebooks/06_image_model.py::l3_orientation_coherence_random`
-# with random third-layer weights; {glue:text}`../notebooks/06_image_model.py::l4_orientation_coherent` % of the fourth-layer units
+# patches every meta-iteration, Adam), {glue:text}`../notebooks/06_image_model.py::oriented_rf_learned:s` % of the first-layer receptive
+# fields are oriented (median orientation index {glue:text}`../notebooks/06_image_model.py::osi_rf_learned:s`, against
+# {glue:text}`../notebooks/06_image_model.py::osi_rf_noise:s` for localised noise; 5 % count as oriented by chance);
+# {glue:text}`../notebooks/06_image_model.py::l2_position_coherent:s` % of the second-layer units pool features coherent in position and
+# {glue:text}`../notebooks/06_image_model.py::l2_orientation_coherent:s` % in orientation; the third-layer fields have an orientation
+# coherence of {glue:text}`../notebooks/06_image_model.py::l3_orientation_coherence:s` against {glue:text}`../notebooks/06_image_model.py::l3_orientation_coherence_random:s`
+# with random third-layer weights; {glue:text}`../notebooks/06_image_model.py::l4_orientation_coherent:s` % of the fourth-layer units
 # pool third-layer units coherent in orientation. With the authors' recipe (a reused main set
-# and full-batch line searches) only {glue:text}`../notebooks/06_image_model.py::recipe_paper_oriented` % of the first-layer units
-# are oriented, in {glue:text}`../notebooks/06_image_model.py::recipe_n_paper` runs: that recipe fits its own sample. Verdict:
+# and full-batch line searches) only {glue:text}`../notebooks/06_image_model.py::recipe_paper_oriented:s` % of the first-layer units
+# are oriented, in {glue:text}`../notebooks/06_image_model.py::recipe_n_paper:s` runs: that recipe fits its own sample. Verdict:
 # **partly reproduced**: the first two layers as the paper describes them, with another
 # optimiser and other images; the third layer only weakly above its baseline. On Supp. D.2,
-# which compares CNCE and NCE on the first layer: {glue:text}`../notebooks/06_image_model.py::d2_verdict`.
+# which compares CNCE and NCE on the first layer: {glue:text}`../notebooks/06_image_model.py::d2_verdict:s`.
 #
 # ## How to read the verdicts
 #
