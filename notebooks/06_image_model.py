@@ -209,7 +209,7 @@ sets = {"learned": W1, "FastICA": W_ica, "initialisation": measures.initial_netw
         **measures.baseline_weights(whitener, len(W1), seed=seed)}
 l1, l1_props = measures.layer1_table(sets, whitener)
 thresholds = {pic: l1.loc[(pic, "learned"), "osi_threshold"] for pic in ("receptive fields", "features")}
-print(l1[["n", "osi_median", "oriented_share", "freq_p10", "freq_p50", "freq_p90", "octaves"]].round(2).to_string())
+print(measures.layer1_summary(l1).round(2).to_string())
 fig = plots.plot_layer1_measures(l1_props, thresholds=thresholds);
 
 # %% tags=["hide-input"]
@@ -483,7 +483,8 @@ else:
 # %%
 if cmp is not None:
     d2 = measures.comparison_table(cmp, whitener, thresholds)
-    print(d2.round(2).to_string())
+    shown_iters = sorted({0, 1, 2, 5, 8, n_meta} & set(d2.index.get_level_values("meta")))
+    print(d2.loc[(slice(None), shown_iters), ["loss", "moved", "oriented_rf", "oriented_feat"]].round(2).to_string())
     fig = plots.plot_comparison_measures(d2);
 
 # %% tags=["hide-input"]
@@ -537,17 +538,18 @@ if cmp is not None:
 # the whole batch per meta-iteration. The `paper` configuration follows that recipe (with
 # L-BFGS for the line searches). The run shown on this page (`paper-adam`) differs only in
 # the optimiser and the data schedule: fresh patches every meta-iteration and one pass of Adam
-# minibatches. Below, every committed run's first layer side by side. The *oriented share*
-# counts receptive fields whose OSI exceeds that of 95 % of localised noise (5 % by chance);
-# *train loss* is the loss after a meta-iteration on its own patches and noise, and *next
-# fresh loss* the loss of the same weights on the next meta-iteration's fresh noise (means
-# over the last ten meta-iterations). The figure shows both per meta-iteration.
+# minibatches. Below, every committed run's first layer side by side: PCA dimension,
+# optimiser, patches per meta-iteration (*batch*), the share of *oriented* receptive fields
+# (OSI above that of 95 % of localised noise; 5 % by chance), their median *OSI* and that of
+# localised *noise*, *train J*, the loss after a meta-iteration on its own patches and noise,
+# and *fresh J*, the loss of the same weights on the next meta-iteration's sample with fresh
+# noise (means over the last ten meta-iterations). The figure shows both losses per
+# meta-iteration.
 
 # %%
 runs = measures.finished_runs()
 recipes = measures.recipe_table(runs, seed=seed)
-print(recipes[["config", "seed", "D", "optimiser", "patches per meta-iteration", "device", "layer-1 seconds",
-               "oriented share", "OSI", "OSI localised noise", "train loss", "next fresh loss"]].round(2).to_string())
+print(measures.recipe_summary(recipes).to_string())
 shown = {name: load_state(d)["history"]["1"] for name, d in runs.items() if name in ("paper", "paper-adam")}
 fig = plots.plot_generalisation(shown, title="layer 1: the authors' recipe (paper) and the run shown (paper-adam)");
 

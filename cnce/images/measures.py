@@ -52,6 +52,8 @@ __all__ = [
     "finished_runs",
     "generalisation_gap",
     "recipe_table",
+    "recipe_summary",
+    "layer1_summary",
     "analysis_sizes",
     "fourier_power",
     "filter_properties",
@@ -601,6 +603,29 @@ def recipe_table(runs: dict[str, str | os.PathLike], *, seed: int = 0):
                      "OSI localised noise": rf.loc["localised noise", "osi_median"],
                      "train loss": train, "next fresh loss": fresh})
     return pd.DataFrame(rows).set_index("run")
+
+
+def layer1_summary(table):
+    """:func:`layer1_table` narrowed for the page: median OSI, oriented share, the 10th and 90th
+    percentiles of the preferred frequency (cycles/pixel) and their spread in octaves."""
+    cols = {"osi_median": "OSI", "oriented_share": "oriented", "freq_p10": "f p10", "freq_p90": "f p90",
+            "octaves": "octaves"}
+    return table[list(cols)].rename(columns=cols)
+
+
+def recipe_summary(table):
+    """:func:`recipe_table` narrowed for the page: per run the PCA dimension, optimiser, patches
+    per meta-iteration (thousands), oriented share and median OSI of the receptive fields, the
+    localised-noise OSI, and the training against the next fresh loss, rounded to 2 digits."""
+    out = table[["D"]].copy()
+    out["optim"] = table["optimiser"]
+    out["batch"] = (table["patches per meta-iteration"] / 1000).map(lambda v: f"{v:g}k")
+    out["oriented"] = table["oriented share"]
+    out["OSI"] = table["OSI"]
+    out["noise"] = table["OSI localised noise"]
+    out["train J"] = table["train loss"]
+    out["fresh J"] = table["next fresh loss"]
+    return out.round(2)
 
 
 def comparison_table(cmp: dict, whitener: Whitener, thresholds: dict[str, float]):

@@ -40,7 +40,6 @@ import json
 import math
 import os
 import platform
-import subprocess
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -48,7 +47,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from cnce import __version__
+from cnce import __version__, provenance
 from cnce._torch import resolve_device
 from cnce.losses import LOG4, cnce_loss, nce_loss
 from cnce.images.configs import ImageConfig, get_config
@@ -190,37 +189,26 @@ def _seed(seed: int, *keys: int) -> int:
 
 
 def _atomic_save(obj, path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
+    provenance.atomic_torch_save(obj, path)
 
 
 def _git_commit() -> str | None:
     """HEAD of the repository holding this package, with ``+dirty`` when ``cnce/`` has
     uncommitted changes (the run then used code that is not in that commit)."""
-    try:
-        run = lambda *a: subprocess.run(["git", *a], capture_output=True, text=True,  # noqa: E731
-                                        cwd=Path(__file__).parent, timeout=5).stdout.strip()
-        head = run("rev-parse", "HEAD")
-        dirty = run("status", "--porcelain", "--", str(Path(__file__).resolve().parents[1]))
-        return (head + ("+dirty" if dirty else "")) or None
-    except Exception:  # pragma: no cover - git missing
+    head = provenance.git("rev-parse", "HEAD")
+    if not head:
         return None
+    return head + ("+dirty" if provenance.git("status", "--porcelain", "--", "cnce") else "")
 
 
 def _cnce_tree(sub: str = "cnce") -> str | None:
     """The git tree hash of ``sub`` (``cnce`` or ``cnce/images``) at HEAD (``+dirty`` as in
     :func:`_git_commit`). Unlike a commit hash it survives a rebase onto a base that does not
     change ``sub``, so ``cnce/images`` names the image code of a run after a branch is merged."""
-    try:
-        pkg = Path(__file__).resolve().parents[2] / sub
-        run = lambda *a: subprocess.run(["git", *a], capture_output=True, text=True,  # noqa: E731
-                                        cwd=pkg, timeout=5).stdout.strip()
-        tree = run("rev-parse", f"HEAD:{sub}")
-        dirty = run("status", "--porcelain", "--", str(pkg))
-        return (tree + ("+dirty" if dirty else "")) or None
-    except Exception:  # pragma: no cover - git missing
+    tree = provenance.git("rev-parse", f"HEAD:{sub}")
+    if not tree:
         return None
+    return tree + ("+dirty" if provenance.git("status", "--porcelain", "--", sub) else "")
 
 
 def load_state(out: str | os.PathLike) -> dict:
@@ -233,7 +221,7 @@ def load_state(out: str | os.PathLike) -> dict:
 
 def weights_dir() -> Path:
     """``data/weights`` of the repository that holds this package."""
-    return Path(__file__).resolve().parents[2] / "data" / "weights"
+    return provenance.REPO_ROOT / "data" / "weights"
 
 
 def find_weights(weights: str = "auto", root: str | os.PathLike | None = None) -> Path | None:
@@ -649,6 +637,4 @@ def _write_provenance(state: dict, out: Path) -> None:
                      "scipy": scipy.__version__, "scikit-image": skv},
         "machine": platform.machine(),
     }
-    tmp = out / "provenance.json.tmp"
-    tmp.write_text(json.dumps(prov, indent=2) + "\n")
-    os.replace(tmp, out / "provenance.json")
+    provenance.atomic_write_text(out / "provenance.json", json.dumps(prov, indent=2) + "\n")
