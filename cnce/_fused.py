@@ -1286,7 +1286,7 @@ def nce_params(mean, chol, kappa: int) -> np.ndarray:
 
 
 def nce_c0(kind, X, XI, prm, theta, *, a=0.0, n_points=65536, threads=None, block_pairs=BLOCK_PAIRS):
-    """NCE's starting log-normaliser for every simulation (see ``cnce.fit._nce_c0``): from the noise
+    """NCE's starting log-normaliser for every simulation (see ``cnce.backends.torch._nce_c0``): from the noise
     points of the first ``ceil(n_points / K)`` data points (all when fewer)."""
     _threads(threads)
     S, N, _ = X.shape

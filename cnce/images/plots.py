@@ -42,14 +42,24 @@ def mosaic(tiles: np.ndarray, ncol: int | None = None, pad: int = 1, normalise: 
     return out
 
 
-def caption(fig, text: str, fontsize: float = 11):
-    """Title ``fig`` with ``text`` (which paper figure it reproduces) above its panels."""
-    fig.suptitle(text, fontsize=fontsize)
-    fig.tight_layout()
+def caption(fig, text: str, fontsize: float | None = None):
+    """Title ``fig`` with ``text`` (which paper figure it reproduces) above its panels.
+
+    The figure grows by one line at the top and its axes keep their size and place, so the
+    layout of any figure (tight or hand-placed) is left as it was. The font follows the
+    figure's width so that it reads alike on the page (12 pt at 7 inches)."""
+    w, h = fig.get_size_inches()
+    fontsize = fontsize or max(12.0, 12.0 * w / 7.0)
+    extra = 2.2 * fontsize / 72  # inches: one line with some air
+    fig.set_size_inches(w, h + extra)
+    for ax in fig.axes:
+        x0, y0, bw, bh = ax.get_position().bounds
+        ax.set_position([x0, y0 * h / (h + extra), bw, bh * h / (h + extra)])
+    fig.text(0.5, 1 - 0.5 * extra / (h + extra), text, ha="center", va="center", fontsize=fontsize)
     return fig
 
 
-def _show(ax, img, title=None):
+def _show(ax, img, title=None, fontsize: float = 9):
     import matplotlib.pyplot as plt
 
     cmap = plt.get_cmap("gray").with_extremes(bad="white")
@@ -58,7 +68,7 @@ def _show(ax, img, title=None):
     ax.set_xticks([])
     ax.set_yticks([])
     if title:
-        ax.set_title(title, fontsize=9)
+        ax.set_title(title, fontsize=fontsize)
 
 
 def plot_mosaic(panels: dict[str, np.ndarray], ncol: int | None = None, size: float = 4.0):
@@ -67,7 +77,7 @@ def plot_mosaic(panels: dict[str, np.ndarray], ncol: int | None = None, size: fl
 
     fig, axes = plt.subplots(1, len(panels), figsize=(size * len(panels), size), squeeze=False)
     for ax, (title, tiles) in zip(axes[0], panels.items()):
-        _show(ax, mosaic(tiles, ncol), title)
+        _show(ax, mosaic(tiles, ncol), title, fontsize=max(9.0, 2.0 * size))
     fig.tight_layout()
     return fig
 
@@ -200,25 +210,26 @@ def plot_layer4(units: list[int], q4: np.ndarray, resp3: list[np.ndarray], probe
 
 
 def plot_training(history: dict, title: str = ""):
-    """Loss on each fresh sample (before its updates) and eps, per meta-iteration and layer."""
+    """Loss on each fresh sample (before its updates) and eps, per meta-iteration, one line per
+    layer (left: loss, with 2 log 2 dotted; right: eps)."""
     import matplotlib.pyplot as plt
 
     from cnce.losses import LOG4
 
-    layers = sorted(history, key=int)
-    fig, axes = plt.subplots(2, len(layers), figsize=(3.2 * len(layers), 4.6), squeeze=False, sharex="col")
-    for c, L in enumerate(layers):
+    fig, axes = plt.subplots(1, 2, figsize=(7.0, 3.2))
+    for c, L in enumerate(sorted(history, key=int)):
         h = history[L]
         m = [r["meta"] + 1 for r in h]
-        axes[0, c].plot(m, [r["loss"] for r in h], "o-", ms=3)
-        axes[0, c].axhline(LOG4, color="gray", ls=":", lw=1)
-        axes[0, c].set_title(f"layer {L}")
-        axes[1, c].plot(m, [r["eps"] for r in h], "s-", ms=3, color="C1")
-        axes[1, c].set_xlabel("meta-iteration")
-    axes[0, 0].set_ylabel("CNCE loss J (fresh sample)")
-    axes[1, 0].set_ylabel("eps")
+        axes[0].plot(m, [r["loss"] for r in h], "o-", ms=2.5, lw=1.2, color=f"C{c}", label=f"layer {L}")
+        axes[1].plot(m, [r["eps"] for r in h], "s-", ms=2.5, lw=1.2, color=f"C{c}", label=f"layer {L}")
+    axes[0].axhline(LOG4, color="gray", ls=":", lw=1)
+    axes[0].set_ylabel("CNCE loss J (fresh sample)")
+    axes[1].set_ylabel("eps")
+    for ax in axes:
+        ax.set_xlabel("meta-iteration")
+    axes[1].legend(fontsize=9, frameon=False)
     if title:
-        fig.suptitle(title)
+        fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     return fig
 
@@ -304,7 +315,7 @@ def plot_layer1_measures(props: dict, sets: list[str] | None = None, thresholds:
 
     pics = ("receptive fields", "features")
     sets = sets or list(dict.fromkeys(k[0] for k in props))
-    fig, axes = plt.subplots(2, 2, figsize=(10, 5.6))
+    fig, axes = plt.subplots(2, 2, figsize=(7.0, 5.4))
     osi_bins = np.linspace(0, 1, 26)
     f_bins = np.geomspace(1 / 40, 0.55, 26)
     for r, pic in enumerate(pics):
@@ -323,7 +334,7 @@ def plot_layer1_measures(props: dict, sets: list[str] | None = None, thresholds:
         axes[r, 1].minorticks_off()
     axes[1, 0].set_xlabel("orientation-selectivity index")
     axes[1, 1].set_xlabel("preferred frequency (cycles / pixel)")
-    axes[0, 1].legend(fontsize=7, loc="upper left")
+    axes[0, 1].legend(fontsize=8.5, loc="upper left", frameon=False)
     fig.tight_layout()
     return fig
 
@@ -338,7 +349,8 @@ def plot_pooling_coherence(tables: dict, units: str = "first-layer"):
     from cnce.images.measures import SPREADS
 
     unit = {"orientation": "degrees", "frequency": "octaves", "position": "pixels"}
-    fig, axes = plt.subplots(len(tables), 4, figsize=(12, 2.9 * len(tables)), squeeze=False)
+    fig, grid = plt.subplots(2 * len(tables), 2, figsize=(7.0, 5.6 * len(tables)), squeeze=False)
+    axes = grid.reshape(len(tables), 4)
     for r, (label, df) in enumerate(tables.items()):
         multi = df[df["n_pooled"] >= 2]
         for c, name in enumerate(SPREADS):
@@ -349,14 +361,14 @@ def plot_pooling_coherence(tables: dict, units: str = "first-layer"):
             ax.plot(lim, lim, color="gray", lw=0.8, ls=":")
             ax.set_xlim(lim)
             ax.set_ylim(lim)
-            ax.set_xlabel(f"random sets ({unit[name]})", fontsize=8)
-            ax.set_ylabel(f"pooled units ({unit[name]})", fontsize=8)
-            ax.set_title(f"{label}: {name} spread", fontsize=9)
+            ax.set_xlabel(f"random sets ({unit[name]})")
+            ax.set_ylabel(f"pooled units ({unit[name]})")
+            ax.set_title(f"{label}: {name} spread", fontsize=10)
         ax = axes[r, 3]
         ax.hist(df["top_share"], bins=np.linspace(0, 1, 21))
-        ax.set_xlabel("share of the largest pooling weight", fontsize=8)
-        ax.set_ylabel("units", fontsize=8)
-        ax.set_title(f"{label}: top {units} unit", fontsize=9)
+        ax.set_xlabel("share of the largest pooling weight")
+        ax.set_ylabel("units")
+        ax.set_title(f"{label}: top {units} unit", fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -366,7 +378,7 @@ def plot_so_coherence(named: dict, measures=("orientation_coherence", "frequency
     (``{label: properties}``, e.g. learned against random layer weights)."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(measures), figsize=(4.2 * len(measures), 2.8), squeeze=False)
+    fig, axes = plt.subplots(1, len(measures), figsize=(3.5 * len(measures), 2.9), squeeze=False)
     for ax, m in zip(axes[0], measures):
         lo = 0.0 if m == "orientation_coherence" else 1.0 / 3
         bins = np.linspace(lo, 1, 21)
@@ -376,7 +388,7 @@ def plot_so_coherence(named: dict, measures=("orientation_coherence", "frequency
                     color=f"C{k}", ls="-" if k % 2 == 0 else "--")
         ax.set_xlabel(m.replace("_", " "))
         ax.set_ylabel("fraction of units")
-    axes[0, 0].legend(fontsize=7)
+    axes[0, 0].legend(fontsize=8.5, frameon=False)
     fig.tight_layout()
     return fig
 
@@ -388,25 +400,26 @@ def plot_comparison_measures(table):
     import matplotlib.pyplot as plt
 
     methods = list(dict.fromkeys(table.index.get_level_values(0)))
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.0))
+    fig, grid = plt.subplots(2, 2, figsize=(7.0, 5.6))
+    axes = grid.ravel()
     for k, meth in enumerate(methods):
         t = table.xs(meth, level=0)
         st = dict(color=f"C{k}", marker="os^v"[k % 4], ms=3, ls="-" if k < 2 else "--")
         axes[0].plot(t.index, t["oriented_rf"], label=meth.upper(), **st)
         axes[1].plot(t.index, t["oriented_feat"], label=meth.upper(), **st)
         if k < 2:  # the losses of further runs (e.g. CNCE at other eps) are other functions again
-            ax = axes[2] if k == 0 else axes[2].twinx()
-            ax.plot(t.index, t["loss"], label=f"{meth.upper()} loss", **st)
-            ax.set_ylabel(f"{meth.upper()} loss", color=f"C{k}")
-    axes[0].set_title("receptive fields", fontsize=9)
-    axes[1].set_title("features (dewhitened)", fontsize=9)
+            ax = axes[2 + k]
+            ax.plot(t.index, t["loss"], **st)
+            ax.set_ylabel(f"{meth.upper()} loss")
+            ax.set_title(f"{meth.upper()}: loss on the next fresh sample", fontsize=10)
+            ax.set_xlabel("meta-iteration")
+    axes[0].set_title("receptive fields", fontsize=10)
+    axes[1].set_title("features (dewhitened)", fontsize=10)
     for ax in axes[:2]:
         ax.set_xlabel("meta-iteration")
         ax.set_ylabel("share of oriented units")
         ax.set_ylim(0, 1)
-        ax.legend(fontsize=8)
-    axes[2].set_xlabel("meta-iteration")
-    axes[2].set_title("loss on the next fresh sample", fontsize=9)
+    axes[0].legend(fontsize=8.5, frameon=False)
     fig.tight_layout()
     return fig
 
