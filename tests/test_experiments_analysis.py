@@ -65,3 +65,4 @@ def test_error_plot_draws_median_and_bands_and_validates():
         plotting.error_plot(axes[0, 0], df, bands="shaded")
     assert plotting.curve_style("mle")["color"] == "black"
     assert plotting.curve_style("cnce", 2)["color"] != plotting.curve_style("cnce", 60)["color"]
+    assert plotting.curve_style("cnce", 2, by_kappa=False)["color"] == plotting.METHOD_COLORS["cnce"]
