@@ -73,14 +73,19 @@ def book_times_markdown(path: Path = BOOK_TIMES) -> str:
     rows = [r for r in e["results"] if str(r["experiment"]).startswith("book")]
     if not rows:
         raise RuntimeError(f"{path} holds no book-build timings")
-    what = {"book (clean)": "`scripts/book.sh --clean`: every notebook executed, stored quick-scale results reused",
-            "book (cached)": "`scripts/book.sh` right after: cached executions, pages re-rendered"}
+    what = {"book (clean)": "`python -m cnce book --clean` (as `scripts/book.sh --clean`): every notebook "
+                            "executed, stored quick-scale results reused",
+            "book (cached)": "`python -m cnce book` right after: cached executions, pages re-rendered"}
     out = [f"Measured by `{BOOK_COMMAND}` on {m['cpu']} ({m['cores']} cores, {m['memory_gib']} GiB, no GPU used), "
            f"{str(m['date'])[:10]}, commit {str(m['git_commit'])[:7]}:", "",
            "| build | wall time | load average (1 min) at its end | exit code |", "|---|---|---|---|"]
+    note = (f"A load average above the {m['cores']} cores means that other jobs competed for the CPU "
+            "during the measurement, so an otherwise idle machine of this kind is faster.")
     for r in rows:
         out.append(f"| {what.get(r['experiment'], r['experiment'])} | {r['seconds']:.0f} s | "
                    f"{r['load_average'][0]:.1f} | {r['returncode']} |")
+    if any(r["load_average"][0] > m["cores"] for r in rows):
+        out += ["", note]
     return "\n".join(out)
 
 
