@@ -80,7 +80,7 @@ def book_times_markdown(path: Path = BOOK_TIMES) -> str:
            f"{str(m['date'])[:10]}, commit {str(m['git_commit'])[:7]}:", "",
            "| build | wall time | load average (1 min) at its end | exit code |", "|---|---|---|---|"]
     note = (f"A load average above the {m['cores']} cores means that other jobs competed for the CPU "
-            "during the measurement, so an otherwise idle machine of this kind is faster.")
+            "during the measurement; an otherwise idle machine of this kind would likely be faster.")
     for r in rows:
         out.append(f"| {what.get(r['experiment'], r['experiment'])} | {r['seconds']:.0f} s | "
                    f"{r['load_average'][0]:.1f} | {r['returncode']} |")
