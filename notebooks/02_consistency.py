@@ -197,7 +197,7 @@ print(analysis.convergence_summary(df).pipe(analysis.format_table, 4))
 # below are computed from the tables above. Where the grids differ (the `quick` scale),
 # only the qualitative shape can be compared.
 
-# %%
+# %% tags=["hide-input"]
 for study in studies:
     s = slopes[(slopes.study == study) & (slopes.method == "cnce")]
     r = ratio.loc[study].mean(axis=1)

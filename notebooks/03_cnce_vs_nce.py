@@ -135,7 +135,7 @@ print(analysis.convergence_summary(df, by=("study", "method", "kappa")).pipe(ana
 # estimators rather than the optimisers. The verdicts below are computed from the tables
 # above; the paper's statements are paraphrased beside them.
 
-# %%
+# %% tags=["hide-input"]
 def verdict(cond, yes, no):
     return yes if cond else no
 
@@ -175,7 +175,7 @@ for study in studies:
 # $\log_{10}$ of NCE's median error over CNCE's and its standard error from a bootstrap over
 # simulations (both methods resampled together: they share each simulation's data and noise).
 
-# %%
+# %% tags=["hide-input"]
 from cnce.experiments import claims
 from cnce.report import glue
 

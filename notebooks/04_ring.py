@@ -190,7 +190,7 @@ print(f"NCE fits whose loss decreased: {int((nce_rows.loss < nce_rows.init_loss)
 # limits for the simulations of the experiment and compare them with the estimates at the
 # largest $N$ (relative bias $(\hat\gamma - \gamma)/\gamma$, median over simulations).
 
-# %%
+# %% tags=["hide-input"]
 prob = build_problem("ring-authors", config.n_sims, config.N_max, seed)
 mu = prob.model.mu
 gamma = prob.theta_true[:, 0]
@@ -226,11 +226,11 @@ print(pd.DataFrame(rows).round(3).to_string(index=False))
 # %% [markdown]
 # ## What is left of the paper's claim
 #
-# The tables above carry the answer; the code below states it. Under each generator we
+# The tables above carry the answer; the cell below states it. Under each generator we
 # compare the NCE/CNCE ratio with the paper's order of magnitude, and we check whether
 # the curves keep falling (slope of the medians over the three largest $N$).
 
-# %%
+# %% tags=["hide-input"]
 slopes = analysis.fit_slopes(df[df.N >= sorted(df.N.unique())[-3]], by=("study", "method"))
 print(slopes.pivot(index="method", columns="study", values="slope").round(2).to_string())
 for study in ["ring-authors", "ring-exact"]:
@@ -249,7 +249,7 @@ for study in ["ring-authors", "ring-exact"]:
 # same initial $\gamma$ as CNCE, drawn independently of the true one. A fit that never moved
 # would keep that starting point's error at every $N$:
 
-# %%
+# %% tags=["hide-input"]
 from cnce.report import glue
 
 init_err = prob.model.error(prob.theta0, prob.theta_true)            # shared by both generators
