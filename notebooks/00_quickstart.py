@@ -13,10 +13,11 @@
 # %% [markdown]
 # # Using cnce on your own model
 #
-# This page shows the package's workflow in a few cells: draw data from a model, estimate its
-# parameters with conditional noise-contrastive estimation (CNCE) and with NCE, and measure
-# the error. Then it does the same for a model that you write yourself, one whose
-# normalising constant has no closed form.
+# This page shows the package's workflow in a few cells: fit a model to one dataset of your
+# own, read what the fit returns, estimate many simulated problems at once with conditional
+# noise-contrastive estimation (CNCE) and with NCE, and measure the error. Then it does the
+# same for a model that you write yourself, one whose normalising constant has no closed
+# form, and with a conditional noise distribution of your own.
 #
 # The cell below holds the page's parameters. The book is built with `scale = "quick"`;
 # `python -m cnce batch 00 --scale paper` reruns the page with more simulations and data.
@@ -33,21 +34,59 @@ import torch
 import cnce
 from cnce.models import Gaussian
 from cnce.models.base import UnnormalisedModel
+from cnce.noise import ConditionalNoise
 
 S, N = {"quick": (20, 1000), "paper": (100, 5000)}[scale]  # simulations, data points each
 print(f"scale={scale}: {S} simulations of {N} data points")
 
 # %% [markdown]
-# ## A model from the package
+# ## One dataset: the call and what it returns
 #
-# `cnce.models.Gaussian(dim=5)` is the paper's unnormalised five-dimensional Gaussian, whose
-# 15 parameters are the unique entries of the precision matrix. A model draws ground-truth
-# parameters for `S` independent simulations at once, and samples `N` points for each, so
-# `x` has shape `(S, N, D)`. One call to `cnce.fit` then estimates all `S` problems together.
+# `cnce.fit(model, x)` takes your data as a single array of shape `(N, D)`: $N$ observations
+# of dimension $D$ (a `torch.Tensor`, or anything `torch.as_tensor` accepts). **Standardise
+# the data first**, so that every dimension has mean 0 and variance 1. The paper assumes this
+# right after Eq. (13): CNCE's noise $\mathbf{y} = \mathbf{x} + \varepsilon\boldsymbol{\xi}$ uses
+# one scale $\varepsilon$ for every dimension, which only suits dimensions of similar spread.
+# The parameters are then those of the standardised data. Here the data are $N$ draws from
+# a correlated five-dimensional Gaussian, and the model is the paper's unnormalised Gaussian
+# (Eq. 15), whose parameters are the 15 unique entries of the precision matrix.
 
 # %%
 g = torch.Generator().manual_seed(seed)
 model = Gaussian(dim=5)
+x_mine = model.sample(model.random_params(1, generator=g), N, generator=g)[0]  # stand-in for your data, (N, 5)
+x_std = (x_mine - x_mine.mean(0)) / x_mine.std(0)  # standardised: mean 0, variance 1 per dimension
+res = cnce.fit(model, x_std, method="cnce", kappa=10, eps="auto", seed=seed)
+print(f"theta: shape {tuple(res.theta.shape)}; eps chosen {float(res.eps):.2f}; converged {bool(res.converged)} "
+      f"after {int(res.n_iter)} Newton steps; loss {float(res.init_loss):.4f} at the start, {float(res.loss):.4f} at the end")
+mle = cnce.fit(model, x_std, method="mle")  # the Gaussian has a closed-form MLE: a reference
+print(f"distance to the maximum-likelihood estimate {float(torch.linalg.vector_norm(res.theta - mle.theta)):.2f} "
+      f"(norm of the estimate {float(torch.linalg.vector_norm(mle.theta)):.2f})")
+
+# %% [markdown]
+# The result is a `FitResult` ({doc}`../book/api` lists every field):
+#
+# - `theta`: the estimated parameters, `(P,)` for one dataset (`model.n_params` of them, in the
+#   model's order; `model.precision(theta)` turns the Gaussian's into a matrix);
+# - `eps`: the noise scale $\varepsilon$ used (chosen by the heuristic when `eps="auto"`; NaN for
+#   methods without conditional noise);
+# - `loss` and `init_loss`: the loss at the end and at the start; `n_iter`, `converged` and
+#   `grad_norm`: the optimiser's steps, whether it met its convergence test, and the final
+#   gradient norm;
+# - `method`, `kappa`, `seconds`, `info` (which backend ran), and for NCE `log_normaliser`,
+#   the learned log-normalising constant $c$.
+#
+# `res.error(model, theta_true)` gives the squared estimation error when the true parameters
+# are known, as below.
+#
+# ## Many simulations at once
+#
+# `cnce.models.Gaussian(dim=5)` can also draw ground-truth parameters for `S` independent
+# simulations at once, and sample `N` points for each, so that `x` has shape `(S, N, D)`. One
+# call to `cnce.fit` then estimates all `S` problems together, and every field of the result
+# gets a leading axis of length `S`.
+
+# %%
 theta_true = model.random_params(S, generator=g)
 x = model.sample(theta_true, N, generator=g)
 print("data:", tuple(x.shape), " parameters:", tuple(theta_true.shape))
@@ -80,6 +119,19 @@ print(f"eps chosen by the heuristic: median {eps.median():.2f}, range {eps.min()
 # whose normalising constant $\int \phi(u;\boldsymbol{\theta})\,du$ has no closed form.
 # To make test data we also give it a sampler (inverse CDF on a grid) and initial values.
 # CNCE and NCE need nothing else: the constant cancels in CNCE, and NCE learns it.
+#
+# The class attributes tell `cnce.fit` what the model is:
+#
+# - `name`, `dim` ($D$, the data's dimension) and `n_params` ($P$, the length of
+#   $\boldsymbol\theta$) are required.
+# - `smooth = True` declares that $\log\phi$ is twice differentiable in $\mathbf{u}$ where the
+#   data lie, so that score matching (`method="sm"`) applies; the default is `False`. The ICA
+#   model, with its kinks $|\mathbf{b}_j\cdot\mathbf{u}|$, is not smooth (see the theory page).
+# - Optional declarations make fits faster or enable more methods: `linear = True` with a
+#   `features` method when $\log\phi$ is linear in the parameters (each CNCE step is then a
+#   logistic regression on fixed features), `discrete = True` for discrete data (bit-flip
+#   noise), `log_partition` or `mle_closed_form` for maximum likelihood. The module
+#   `cnce.models.base` lists them all ({doc}`../book/api`).
 
 # %%
 class Quartic(UnnormalisedModel):
@@ -126,6 +178,40 @@ for name, res in fits_q.items():
 ax.set_xlabel("$u$")
 ax.set_ylabel("density")
 ax.legend(frameon=False);
+
+# %% [markdown]
+# ## Your own conditional noise
+#
+# CNCE's noise is a conditional distribution $p_c(\mathbf{y} \mid \mathbf{x})$; the package's
+# default is the Gaussian of Eq. (13) (and the bit flips of Eq. 64 for binary data). Another one
+# is a subclass of `cnce.noise.ConditionalNoise` with two methods: `draw_base` draws the random
+# numbers, shape `(S, N, kappa, D)`, once, and `apply` turns them into noise samples for any
+# $\varepsilon$, so that the $\varepsilon$ heuristic can try many values on the same numbers. A
+# symmetric $p_c$ (as here) needs nothing else, since its terms cancel in Eq. (9); an asymmetric
+# one sets `symmetric = False` and implements `log_prob`, $\log p_c(\mathbf{y}\mid\mathbf{x})$.
+# Here is Laplace noise with unit variance per dimension, $\mathbf{y} = \mathbf{x} + \varepsilon\boldsymbol{\ell}$,
+# used on the quartic model above.
+
+# %%
+class LaplaceNoise(ConditionalNoise):
+    """y = x + eps * l with independent Laplace components l of variance 1 (symmetric)."""
+
+    symmetric = True
+
+    def draw_base(self, x, kappa, generator=None):  # x: (S, N, D) -> (S, N, kappa, D)
+        S, N, D = x.shape
+        v = torch.rand(S, N, kappa, D, generator=generator, dtype=x.dtype) - 0.5
+        return -torch.sign(v) * torch.log1p(-2 * v.abs()) / 2**0.5  # inverse CDF of the Laplace law
+
+    def apply(self, x, base, eps):  # eps: (S,)
+        return x.unsqueeze(-2) + eps.view(-1, 1, 1, 1) * base
+
+
+fit_laplace = cnce.fit(quartic, x_q, method="cnce", kappa=10, seed=seed, noise=LaplaceNoise())
+med = fit_laplace.theta.median(dim=0).values
+print(f"CNCE with Laplace noise: median estimate ({med[0]:.2f}, {med[1]:.2f}), true (0.50, 0.25); "
+      f"median squared error {quartic.error(fit_laplace.theta, theta_q).median():.2g}; "
+      f"median eps {fit_laplace.eps.median():.2f}")
 
 # %% [markdown]
 # ## Where to go next

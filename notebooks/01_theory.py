@@ -172,25 +172,14 @@ for model in (Gaussian(), ICA()):
           + f"; cnce.fit chose eps = {float(fit.eps):.4f} on the same data and noise")
     print(f"  largest J_N on the curve at the initial parameters: {float(paths[model.name]['curve0'].max()):.4f}")
 
-# %% tags=["hide-input"]
-fig, axes = plotting.figure(2)
-for ax, (name, p) in zip(axes[0], paths.items()):
-    e = eps_grid.numpy()
-    top = max(1.1 * LOG4, 1.03 * float(p["curve0"].max()))
-    ax.axhspan(0.9 * LOG4, 1.1 * LOG4, color="0.85", alpha=0.6, lw=0, label="too close: grow eps")
-    ax.axhspan(0.0, 0.5 * LOG4, color="tab:red", alpha=0.08, lw=0, label="too far: shrink eps")
-    ax.axhline(LOG4, color="grey", lw=0.9, ls=":")
-    ax.plot(e, p["curve0"].numpy(), color=plotting.METHOD_COLORS["cnce"], label=r"$\mathcal{J}_N$ at initial $\theta$")
-    ax.plot(e, p["curve_true"].numpy(), color=plotting.METHOD_COLORS["cnce"], ls="--", lw=1.0, label=r"$\mathcal{J}_N$ at true $\theta$")
-    ax.plot(p["E"].numpy(), p["J"].numpy(), "o-", color="tab:orange", ms=6, lw=1.0, zorder=4, label="heuristic's path")
-    ax.plot(p["E"][-1:].numpy(), p["J"][-1:].numpy(), "*", color="tab:red", ms=13, zorder=5, label="chosen eps")
-    ax.set_xscale("log")
-    ax.set_ylim(0, top)
-    ax.set_xlabel(r"$\varepsilon$")
-    ax.set_ylabel(r"$\mathcal{J}_N(\varepsilon)$")
-    ax.set_title(f"{name} model, simulation {p['k']}")
-axes[0, 0].legend(loc="lower left")
-fig.tight_layout();
+# %%
+plotting.theory.eps_path_figure(paths, eps_grid);
+
+# %% [markdown]
+# *Figure: not a figure of the paper. $\mathcal{J}_N(\varepsilon)$ at the initial parameters
+# (solid) and at the true ones (dashed) for one Gaussian and one ICA dataset, with the bands in
+# which the heuristic grows (grey) or shrinks (red) $\varepsilon$, the values it visited
+# (orange) and the one it chose (star).*
 
 # %% [markdown]
 # The loss falls from $2\log 2$ towards zero as $\varepsilon$ grows: the farther the noise is
@@ -284,31 +273,14 @@ glue("sm_eps_min", float(eps_sm[0]), "{:.0e}")
 glue("sm_rel_dev_mm", abs(ratio[mm][0] - half_sm) / half_sm, "{:.0e}")
 glue("sm_slope_mm", np.polyfit(np.log10(eps_sm[small].numpy()), np.log10(np.abs(ratio[mm] - limit[mm])[small.numpy()]), 1)[0], "{:.2f}")
 
-# %% tags=["hide-input"]
-fig, axes = plotting.figure(2)
-colors = {"independent": "tab:orange", "antithetic": "tab:blue", "antithetic, moment-matched": "navy"}
-styles = {"independent": "-", "antithetic": "-", "antithetic, moment-matched": "--"}
-e = eps_sm.numpy()
-ax = axes[0, 0]
-for name in noises:
-    ax.plot(e, ratio[name], color=colors[name], ls=styles[name], label=name)
-ax.axhline(half_sm, color=plotting.METHOD_COLORS["sm"], lw=1.0, ls=":", label=r"$J_{SM}/2$")
-lo, hi = min(ratio["antithetic"].min(), half_sm), max(ratio["antithetic"].max(), half_sm)
-ax.set_ylim(lo - 0.6 * (hi - lo), hi + 0.2 * (hi - lo))
-ax.set_xscale("log")
-ax.set_xlabel(r"$\varepsilon$")
-ax.set_ylabel(r"$(\mathcal{J}_N - 2\log 2)/\varepsilon^2$")
-ax.set_title("Gaussian model")
-ax.legend(loc="lower right")
-ax = axes[0, 1]
-for name in noises:
-    ax.plot(e, np.abs(ratio[name] - limit[name]), color=colors[name], ls=styles[name], label=name)
-ax.set_xscale("log")
-ax.set_yscale("log")
-ax.set_xlabel(r"$\varepsilon$")
-ax.set_ylabel(r"$|(\mathcal{J}_N - 2\log 2)/\varepsilon^2 - B_N|$")
-ax.set_title(r"distance from the small-$\varepsilon$ limit")
-fig.tight_layout();
+# %%
+plotting.theory.sm_limit_figure(eps_sm, ratio, limit, half_sm);
+
+# %% [markdown]
+# *Figure: not a figure of the paper; a numerical check of its score-matching theorem
+# (Section 2, Supp. B) on the Gaussian model. Left: $(\mathcal{J}_N - 2\log 2)/\varepsilon^2$
+# for the three kinds of noise, with half the score-matching objective (dotted). Right: the
+# distance of that ratio from its small-$\varepsilon$ limit $B_N$.*
 
 # %% [markdown]
 # With independent noise the ratio runs away as $\varepsilon$ shrinks (slope $-1$ on the
@@ -361,26 +333,14 @@ for i in range(0, len(eps_ica), 4):
 i2 = int(np.argmin(np.abs(np.log10(eps_ica.numpy()) + 2)))
 glue("kinks_at_1e-2", f"{int(kinks[i2])} of {n_pairs}")
 
-# %% tags=["hide-input"]
-fig, axes = plotting.figure(2)
-ax = axes[0, 0]
-ax.plot(eps_ica.numpy(), ratio_ica, color=plotting.METHOD_COLORS["cnce"], marker=".", label=r"$(\mathcal{J}_N - 2\log 2)/\varepsilon^2$")
-ax.axhline(0.5 * sm_ae, color="grey", ls="--", lw=1.0, label=r"$J_{SM}/2$, a.e. Hessian (autograd)")
-ax.axhline(0.5 * sm_kinks, color=plotting.METHOD_COLORS["sm"], ls=":", lw=1.4, label=r"$J_{SM}/2$ with the kinks (by parts)")
-ax.set_xscale("log")
-ax.set_xlabel(r"$\varepsilon$")
-ax.set_ylabel(r"$(\mathcal{J}_N - 2\log 2)/\varepsilon^2$")
-ax.set_ylim(-12, 6)
-ax.set_title(f"ICA model at the true B, N = {sizes['N_ica']}")
-ax.legend(loc="lower right")
-ax = axes[0, 1]
-ax.plot(eps_ica.numpy(), np.maximum(kinks, 0.5), color=plotting.METHOD_COLORS["cnce"], marker=".")
-ax.set_xscale("log")
-ax.set_yscale("log")
-ax.set_xlabel(r"$\varepsilon$")
-ax.set_ylabel("pairs straddling a kink (0 drawn at 0.5)")
-ax.set_title(f"of {n_pairs} data-noise pairs")
-fig.tight_layout();
+# %%
+plotting.theory.ica_kinks_figure(eps_ica, ratio_ica, kinks, 0.5 * sm_ae, 0.5 * sm_kinks, sizes["N_ica"], n_pairs);
+
+# %% [markdown]
+# *Figure: not a figure of the paper; the score-matching theorem (Section 2) for the ICA
+# model, whose log-density has kinks. Left: $(\mathcal{J}_N - 2\log 2)/\varepsilon^2$ against
+# $\varepsilon$ with the two versions of $J_{SM}/2$. Right: the number of data-noise pairs
+# that straddle a kink.*
 
 # %% [markdown]
 # The integration-by-parts estimate of $\mathbb{E}[\operatorname{tr}\mathbf{H}]$ agrees with

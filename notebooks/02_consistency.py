@@ -70,7 +70,8 @@ plotting.consistency_figure(df, {"gaussian": "(a) Gaussian model", "ica": "(b) I
 
 # %% [markdown]
 # *Figure: our reproduction of the paper's Fig. 2a-b. Median squared error over simulations
-# (solid) with the 0.1 and 0.9 quantiles (dashed), CNCE at each $\kappa$ and MLE.*
+# (solid) with the 0.1 and 0.9 quantiles (dashed), CNCE at each $\kappa$ (one colour and
+# marker each) and MLE (black).*
 
 # %% [markdown]
 # ## Slopes
@@ -128,25 +129,21 @@ for study in studies:
 # its right.
 
 # %%
+THRESHOLD = 1.0
 if "ica" in studies:
     ica = df[df.study == "ica"]
     N_max = int(ica.N.max())
-    last = analysis.with_curve(ica[ica.N == N_max])
-    last = last.assign(log10_error=np.log10(last.error))
-    fig, ax = plotting.figure(1, width=7)
-    import seaborn as sns
-    sns.stripplot(data=last, x="log10_error", y="curve", hue="method", palette=plotting.METHOD_COLORS, ax=ax[0, 0], size=3, legend=False)
-    ax[0, 0].axvline(0.0, color="grey", linestyle=":")
-    ax[0, 0].set_xlabel(rf"$\log_{{10}}$ squared error at N = {N_max}")
-    ax[0, 0].set_ylabel("")
-    fig.tight_layout();
-
+    plotting.experiments.stuck_strip_plot(ica, THRESHOLD);
 else:
     print("ICA results are not available at this scale and seed.")
 
+# %% [markdown]
+# *Figure: not a figure of the paper. Each dot is one simulation's squared error at the
+# largest $N$, one row per curve; the dotted line is the threshold above which a fit counts
+# as stuck.*
+
 # %%
 if "ica" in studies:
-    THRESHOLD = 1.0
     stuck = analysis.with_curve(analysis.stuck_counts(ica, THRESHOLD))
     print(stuck.pivot_table(index="curve", columns="N", values="stuck", sort=False).to_string())
 
@@ -200,7 +197,7 @@ print(analysis.convergence_summary(df).pipe(analysis.format_table, 4))
 # below are computed from the tables above. Where the grids differ (the `quick` scale),
 # only the qualitative shape can be compared.
 
-# %%
+# %% tags=["hide-input"]
 for study in studies:
     s = slopes[(slopes.study == study) & (slopes.method == "cnce")]
     r = ratio.loc[study].mean(axis=1)

@@ -55,27 +55,25 @@ provenance_table(df)
 # %% [markdown]
 # ## Error against N at fixed κ (Fig. 2c-d)
 #
-# One panel per model and $\kappa$, two panels a row; CNCE in blue, NCE in orange, MLE in
-# black for reference. Solid: the median over simulations; dashed: the 0.1 and 0.9
+# One panel per $\kappa$, two panels a row, one figure per model; CNCE in blue, NCE in orange,
+# MLE in black for reference. Solid: the median over simulations; dashed: the 0.1 and 0.9
 # quantiles, as in the paper's Fig. 2.
 
-# %% tags=["hide-input"]
-names = {"gaussian": "Gaussian", "ica": "ICA"}
+# %%
 kappas = list(grid.kappa)
 vsN = df[df.N.isin(grid.N) & (df.kappa.isin(grid.kappa) | df.kappa.isna())]  # the sweep's extra kappas are for Fig. 2e-f
-for panel, study in zip("cd", ["gaussian", "ica"]):
-    fig, axes = plotting.figure(2, -(-len(kappas) // 2), width=4.2, height=3.4, sharey=True)
-    for ax, k in zip(axes.flat, kappas):
-        title = f"({panel}) {names[study]}, \u03ba = {k}"
-        if study not in studies:
-            plotting.not_computed(ax, title)
-            continue
-        sub = vsN[(vsN.study == study) & ((vsN.kappa == k) | vsN.kappa.isna())]
-        plotting.error_plot(ax, sub, bands="dashed", title=title, legend=True)
-    for ax in axes.flat[len(kappas):]:
-        ax.set_visible(False)
-    fig.suptitle(f"Paper Fig. 2{panel}: {names[study]} model, error against N")
-    fig.tight_layout()
+plotting.experiments.nce_vs_n_figure(vsN, "gaussian", kappas, panel="c");
+
+# %% [markdown]
+# *Figure: our reproduction of the paper's Fig. 2c, the Gaussian model: median squared error
+# over simulations (solid) and the 0.1 and 0.9 quantiles (dashed) of CNCE (blue) and NCE
+# (orange) at equal $\kappa$, with MLE (black) for reference.*
+
+# %%
+plotting.experiments.nce_vs_n_figure(vsN, "ica", kappas, panel="d");
+
+# %% [markdown]
+# *Figure: our reproduction of the paper's Fig. 2d, the same for the ICA model.*
 
 # %% [markdown]
 # The ratio of NCE's median squared error to CNCE's (below 1: NCE is more accurate):
@@ -97,21 +95,15 @@ for study in studies:
 # %% [markdown]
 # ## Error against κ at fixed N (Fig. 2e-f)
 
-# %% tags=["hide-input"]
+# %%
 N_fixed = grid.N_fixed[0]
 sweep = df[(df.N == N_fixed) & df.kappa.isin(grid.kappa_sweep)]
-fig, axes = plotting.figure(2, sharey=False)
-for ax, study in zip(axes[0], ["gaussian", "ica"]):
-    if study not in studies:
-        plotting.not_computed(ax, names[study])
-        continue
-    plotting.error_plot(ax, sweep[sweep.study == study], x="kappa", bands="dashed",
-                        title=f"({'e' if study == 'gaussian' else 'f'}) {names[study]}, N = {N_fixed}")
-    mle = df[(df.study == study) & (df.method == "mle") & (df.N == N_fixed)].error
-    ax.axhline(np.log10(mle.median()), color="black", linewidth=1, label="MLE (median)")
-    ax.legend(loc="upper right")
-fig.suptitle("Paper Fig. 2e-f: error against \u03ba at fixed N")
-fig.tight_layout();
+plotting.experiments.kappa_sweep_figure(df, N_fixed, grid.kappa_sweep);
+
+# %% [markdown]
+# *Figure: our reproduction of the paper's Fig. 2e-f: median squared error (solid) and 0.1 and
+# 0.9 quantiles (dashed) of CNCE and NCE against $\kappa$ at fixed $N$, Gaussian model (e)
+# and ICA model (f); the black line is MLE's median at that $N$.*
 
 # %%
 sr = analysis.method_ratio(sweep, "nce", "cnce", by=("study", "kappa"))
@@ -143,7 +135,7 @@ print(analysis.convergence_summary(df, by=("study", "method", "kappa")).pipe(ana
 # estimators rather than the optimisers. The verdicts below are computed from the tables
 # above; the paper's statements are paraphrased beside them.
 
-# %%
+# %% tags=["hide-input"]
 def verdict(cond, yes, no):
     return yes if cond else no
 
@@ -183,7 +175,7 @@ for study in studies:
 # $\log_{10}$ of NCE's median error over CNCE's and its standard error from a bootstrap over
 # simulations (both methods resampled together: they share each simulation's data and noise).
 
-# %%
+# %% tags=["hide-input"]
 from cnce.experiments import claims
 from cnce.report import glue
 

@@ -80,33 +80,17 @@ provenance_table(df)
 g = torch.Generator().manual_seed(seed)
 ring2 = cnce.models.Ring(dim=2, mu=5.0)
 theta2 = torch.tensor([[4.0]], dtype=torch.float64)
-x2 = ring2.sample(theta2, 5000, generator=g)                       # (1, 5000, 2), exact sampler
+x2 = ring2.sample(theta2, 5000, generator=g)  # (1, 5000, 2), exact sampler
 res2 = cnce.fit(ring2, x2, method="cnce", kappa=10, seed=seed, device="cpu")
 eps2 = float(res2.eps[0])
-y_cnce = (x2.unsqueeze(2) + eps2 * torch.randn(1, 5000, 10, 2, generator=g, dtype=torch.float64)).reshape(-1, 2)
-nce_noise = NCEGaussianNoise.fit(x2)
+xi2 = torch.randn(1, 5000, 10, 2, generator=g, dtype=torch.float64)
+y_cnce = (x2.unsqueeze(2) + eps2 * xi2).reshape(-1, 2)  # CNCE's noise, Eq. (13)
+nce_noise = NCEGaussianNoise.fit(x2)  # NCE's noise: a Gaussian with the data's mean and covariance
 y_nce = nce_noise.apply(torch.randn(1, 50000, 2, generator=g, dtype=torch.float64)).reshape(-1, 2)
 print(f"eps chosen by the heuristic: {eps2:.2f}; CNCE estimate of gamma: {float(res2.theta[0, 0]):.2f} (true 4.0)")
 
-lim = 9.0
-grid = torch.linspace(-lim, lim, 301, dtype=torch.float64)
-U = torch.stack(torch.meshgrid(grid, grid, indexing="xy"), -1).reshape(1, -1, 2)
-dens = ring2.log_prob(U, theta2).exp().reshape(301, 301)
-fig, axes = plotting.figure(3, width=3.4, height=3.4)
-a = axes[0]
-a[0].contourf(grid, grid, dens, levels=12, cmap="Blues")
-a[0].set_title("(a) model density")
-bins = np.linspace(-lim, lim, 90)
-a[1].hist2d(*y_nce.numpy().T, bins=bins, cmap="Oranges")
-a[1].set_title("(b) NCE noise")
-a[2].hist2d(*y_cnce.numpy().T, bins=bins, cmap="Blues")
-a[2].set_title(f"(c) CNCE noise, \u03b5 = {eps2:.2f}")
-for ax in a:
-    ax.set_aspect("equal")
-    ax.set_xlim(-lim, lim)
-    ax.set_ylim(-lim, lim)
-    ax.grid(False)
-fig.tight_layout();
+# %%
+plotting.experiments.ring_noise_figure(ring2, theta2, y_nce, y_cnce, eps2);
 
 # %% [markdown]
 # *Figure: our version of the paper's Fig. 1, the ring data in two dimensions with NCE's
@@ -135,28 +119,20 @@ print(f"5-D: share of NCE noise within 2 sigma of the ring {float(((r5 - 5).abs(
 # %%
 ring5 = cnce.models.Ring(dim=5, mu=5.0)
 theta5 = torch.tensor([[1 / 1.5**2]], dtype=torch.float64)
-fig, axes = plotting.figure(1, width=6, height=3.4)
-ax = axes[0, 0]
-rs = np.linspace(0.01, 12, 400)
-for radial, color in [("exact", "tab:blue"), ("authors", "tab:red")]:
-    r = torch.linalg.vector_norm(ring5.sample(theta5, 20000, generator=g, radial=radial), dim=-1).reshape(-1)
-    ax.hist(r.numpy(), bins=80, density=True, alpha=0.4, color=color, label=f"radial = {radial!r} (mean {float(r.mean()):.2f})")
-logp = 4 * np.log(rs) - 0.5 * theta5.item() * (rs - 5) ** 2
-ax.plot(rs, np.exp(logp - logp.max()) / np.trapezoid(np.exp(logp - logp.max()), rs), color="black", label="model: $r^4 e^{-\\gamma(r-\\mu)^2/2}$")
-ax.set_xlabel("radius r")
-ax.set_ylabel("density")
-ax.legend(loc="upper left", fontsize="x-small")
-fig.tight_layout();
+radii = {radial: torch.linalg.vector_norm(ring5.sample(theta5, 20000, generator=g, radial=radial), dim=-1).reshape(-1)
+         for radial in ("exact", "authors")}
+plotting.experiments.radii_figure(radii, mu=5.0, gamma=theta5.item(), dim=5);
+
+# %% [markdown]
+# *Figure: not a figure of the paper. Radii of the exact sampler and of the authors'
+# generator in five dimensions, against the model's radial density (black).*
 
 # %% [markdown]
 # ## Fig. 3: CNCE, NCE and MLE at κ = 10, under both generators
 
 # %%
 titles = {"ring-authors": "authors' generator (as in the paper)", "ring-exact": "exact sampler of the model"}
-fig, axes = plotting.figure(2, sharey=True)
-for ax, study in zip(axes[0], ["ring-authors", "ring-exact"]):
-    plotting.error_plot(ax, df[df.study == study], title=titles[study])
-fig.tight_layout();
+plotting.experiments.ring_figure(df, titles);
 
 # %% [markdown]
 # *Figure: our reproduction of the paper's Fig. 3 (ring model, $\kappa = 10$), once with the
@@ -214,7 +190,7 @@ print(f"NCE fits whose loss decreased: {int((nce_rows.loss < nce_rows.init_loss)
 # limits for the simulations of the experiment and compare them with the estimates at the
 # largest $N$ (relative bias $(\hat\gamma - \gamma)/\gamma$, median over simulations).
 
-# %%
+# %% tags=["hide-input"]
 prob = build_problem("ring-authors", config.n_sims, config.N_max, seed)
 mu = prob.model.mu
 gamma = prob.theta_true[:, 0]
@@ -250,11 +226,11 @@ print(pd.DataFrame(rows).round(3).to_string(index=False))
 # %% [markdown]
 # ## What is left of the paper's claim
 #
-# The tables above carry the answer; the code below states it. Under each generator we
+# The tables above carry the answer; the cell below states it. Under each generator we
 # compare the NCE/CNCE ratio with the paper's order of magnitude, and we check whether
 # the curves keep falling (slope of the medians over the three largest $N$).
 
-# %%
+# %% tags=["hide-input"]
 slopes = analysis.fit_slopes(df[df.N >= sorted(df.N.unique())[-3]], by=("study", "method"))
 print(slopes.pivot(index="method", columns="study", values="slope").round(2).to_string())
 for study in ["ring-authors", "ring-exact"]:
@@ -273,7 +249,7 @@ for study in ["ring-authors", "ring-exact"]:
 # same initial $\gamma$ as CNCE, drawn independently of the true one. A fit that never moved
 # would keep that starting point's error at every $N$:
 
-# %%
+# %% tags=["hide-input"]
 from cnce.report import glue
 
 init_err = prob.model.error(prob.theta0, prob.theta_true)            # shared by both generators

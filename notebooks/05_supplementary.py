@@ -122,7 +122,7 @@ print(eps.round(3).to_string())
 # paper-scale run was made with the new start (its provenance file names the commit). The
 # counts below check both on whichever run this page shows.
 
-# %%
+# %% tags=["hide-input"]
 big = df[(df.study == "lognormal") & (df.method == "cnce")]
 scale_eps = big.groupby("sim")["eps"].max()
 print(f"log-normal: simulations whose eps exceeded 10 in some cell: {int((scale_eps > 10).sum())} of {scale_eps.size}")
@@ -153,7 +153,7 @@ glue("bern_eps1_gap", bound)
 # domain and approach MLE as $\kappa$ grows. Below, the slopes and the CNCE/MLE ratios at the
 # smallest and largest $\kappa$, with 95 % intervals from a bootstrap over simulations.
 
-# %%
+# %% tags=["hide-input"]
 from cnce.experiments import claims
 
 boot = claims.log10_medians(df, n_boot=2000, seed=seed)

@@ -60,3 +60,26 @@ def test_bibliography_labels_are_author_year_with_links():
     assert not unlinked, f"bibliography entries without a DOI or URL: {unlinked}"
     html = next(e for e in entries if e.key == "ceylan2018").text.render_as("html")
     assert 'href="https://proceedings.mlr.press/v80/ceylan18a.html"' in html
+
+
+def test_book_build_times_come_from_the_results_file(tmp_path):
+    """The reproduce page's build times are a table from ``e2e_book.json``; without the file the
+    page names the command instead of showing numbers (none are typed by hand)."""
+    import json
+
+    ext = _ext()
+    assert ext.BOOK_MARK in (ROOT / "book" / "reproduce.md").read_text()
+    missing = ext.book_times_markdown(tmp_path / "absent.json")
+    assert ext.BOOK_COMMAND in missing and not re.search(r"\d+ s\b", missing)
+    f = tmp_path / "e2e_book.json"
+    f.write_text(json.dumps({
+        "machine": {"cpu": "Test CPU", "cores": 2, "memory_gib": 8, "date": "2026-01-02T03:04:05", "git_commit": "abcdef0123"},
+        "results": [{"experiment": "book (clean)", "seconds": 301.4, "returncode": 0, "load_average": [2.5, 2, 2]},
+                    {"experiment": "book (cached)", "seconds": 20.6, "returncode": 0, "load_average": [1.0, 1, 1]}]}))
+    table = ext.book_times_markdown(f)
+    assert "| 301 s | 2.5 | 0 |" in table and "| 21 s | 1.0 | 0 |" in table and "abcdef0" in table
+    deps = []
+    app = SimpleNamespace(env=SimpleNamespace(note_dependency=deps.append))
+    source = [(ROOT / "book" / "reproduce.md").read_text()]
+    ext._insert_book_times(app, "book/reproduce", source)
+    assert ext.BOOK_MARK not in source[0] and any(d.endswith("e2e_book.json") for d in deps)

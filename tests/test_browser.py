@@ -105,9 +105,9 @@ async () => {
   const clone = main.cloneNode(true);
   clone.querySelectorAll('pre, code, script, style, mjx-container, .MathJax, textarea').forEach(e => e.remove());
   const links = Array.from(document.querySelectorAll('a[href]')).map(a => a.href);
-  // Code and outputs that scroll sideways or run past the right edge of the page body.
+  // Code, outputs and tables that scroll sideways or run past the right edge of the page body.
   const mainRight = main.getBoundingClientRect().right;
-  const wide = Array.from(main.querySelectorAll('pre, div.highlight, div.cell_input, div.cell_output, div.output'))
+  const wide = Array.from(main.querySelectorAll('pre, div.highlight, div.cell_input, div.cell_output, div.output, .pst-scrollable-table-container'))
     .filter(e => e.scrollWidth > e.clientWidth + 1 || e.getBoundingClientRect().right > mainRight + 1)
     .map(e => `${e.tagName.toLowerCase()}.${e.className}: ${e.scrollWidth - e.clientWidth} px: ${(e.innerText || '').trim().split('\n')[0].slice(0, 80)}`);
   // Navigation (sidebars, table of contents, previous/next): TeX typeset in it or left raw.

@@ -65,3 +65,32 @@ def test_error_plot_draws_median_and_bands_and_validates():
         plotting.error_plot(axes[0, 0], df, bands="shaded")
     assert plotting.curve_style("mle")["color"] == "black"
     assert plotting.curve_style("cnce", 2)["color"] != plotting.curve_style("cnce", 60)["color"]
+    assert plotting.curve_style("cnce", 2, by_kappa=False)["color"] == plotting.METHOD_COLORS["cnce"]
+
+
+def test_page_figures_fit_the_page_and_tell_curves_apart():
+    """The moved figure functions: no figure is wider than the page body (so it is shown at its
+    natural size), panels come two a row, and several kappa of CNCE get distinct colours while
+    a single CNCE curve keeps the method's colour."""
+    import matplotlib.colors as mcolors
+    import matplotlib.pyplot as plt
+
+    df = synthetic()
+    three = pd.concat([df.assign(study=s) for s in ("a", "b", "c")])
+    fig = plotting.consistency_figure(three[three.method != "nce"], {"a": "A", "b": "B", "c": "C"})
+    assert fig.get_size_inches()[0] <= plotting.PAGE_WIDTH + 1e-9
+    visible = [ax for ax in fig.axes if ax.get_visible() and ax.lines]
+    assert len(visible) == 3 and fig.axes[3].get_legend() is not None  # the spare place holds the legend
+    medians = [ln for ln in visible[0].lines if ln.get_linestyle() == "-" and ln.get_marker() not in (None, "None", "")]
+    colours = {mcolors.to_hex(ln.get_color()) for ln in medians}
+    assert len(colours) == len(medians) == 3  # MLE and CNCE at two kappa: three distinct colours
+    plt.close(fig)
+    toy = df.assign(study="gaussian")
+    fig = plotting.experiments.nce_vs_n_figure(toy, "gaussian", [2, 10], panel="c")
+    assert fig.get_size_inches()[0] <= plotting.PAGE_WIDTH + 1e-9 and len(fig.legends) == 1
+    cn = [ln for ln in fig.axes[0].lines if ln.get_label().startswith("CNCE")]
+    assert cn and mcolors.to_hex(cn[0].get_color()) == mcolors.to_hex(plotting.METHOD_COLORS["cnce"])
+    plt.close(fig)
+    fig = plotting.experiments.kappa_sweep_figure(toy[toy.N == 1000], 1000, [2, 10])
+    assert len(fig.legends) == 1
+    plt.close(fig)

@@ -5,6 +5,9 @@ Numbers from data files, at build time. A page never types a benchmark's result 
 * the line ``<!-- generated: benchmarks -->`` in a page is replaced, when the page is read,
   by the tables that ``benchmarks/summarize.py`` renders from ``benchmarks/results/*.json``
   (the page is re-read whenever one of those files changes);
+* the line ``<!-- generated: book-times -->`` is replaced by a table of the book-build wall
+  times in ``benchmarks/results/e2e_book.json`` (written by ``benchmarks/run.py --e2e --book
+  --experiments --tag _book``), or, without that file, by a sentence that gives the command;
 * ``{{ e2e_... }}`` substitutions (MyST's ``substitution`` extension) carry the end-to-end
   run times of ``benchmarks/results/e2e.json``. A key that the file no longer provides is an
   undefined substitution, which fails the strict build.
@@ -34,6 +37,9 @@ from pybtex.style.labels import BaseLabelStyle
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks"
 MARK = "<!-- generated: benchmarks -->"
+BOOK_MARK = "<!-- generated: book-times -->"
+BOOK_TIMES = BENCH / "results" / "e2e_book.json"
+BOOK_COMMAND = ".venv/bin/python benchmarks/run.py --e2e --book --experiments --tag _book"
 
 
 def _summarize():
@@ -55,6 +61,39 @@ def _insert_benchmarks(app, docname, source):
     text = _summarize().render(include_notes=False)
     text = "\n".join("#" + line if line.startswith("## ") else line for line in text.splitlines())  # sections -> level 3
     source[0] = source[0].replace(MARK, text)
+
+
+def book_times_markdown(path: Path = BOOK_TIMES) -> str:
+    """The book-build wall times of ``e2e_book.json`` as a Markdown table with the machine and
+    its load, or a sentence naming the command that measures them when the file is absent."""
+    if not path.is_file():
+        return f"No build times are stored; `{BOOK_COMMAND}` measures them."
+    e = json.loads(path.read_text())
+    m = e["machine"]
+    rows = [r for r in e["results"] if str(r["experiment"]).startswith("book")]
+    if not rows:
+        raise RuntimeError(f"{path} holds no book-build timings")
+    what = {"book (clean)": "`python -m cnce book --clean` (as `scripts/book.sh --clean`): every notebook "
+                            "executed, stored quick-scale results reused",
+            "book (cached)": "`python -m cnce book` right after: cached executions, pages re-rendered"}
+    out = [f"Measured by `{BOOK_COMMAND}` on {m['cpu']} ({m['cores']} cores, {m['memory_gib']} GiB, no GPU used), "
+           f"{str(m['date'])[:10]}, commit {str(m['git_commit'])[:7]}:", "",
+           "| build | wall time | load average (1 min) at its end | exit code |", "|---|---|---|---|"]
+    note = (f"A load average above the {m['cores']} cores means that other jobs competed for the CPU "
+            "during the measurement; an otherwise idle machine of this kind would likely be faster.")
+    for r in rows:
+        out.append(f"| {what.get(r['experiment'], r['experiment'])} | {r['seconds']:.0f} s | "
+                   f"{r['load_average'][0]:.1f} | {r['returncode']} |")
+    if any(r["load_average"][0] > m["cores"] for r in rows):
+        out += ["", note]
+    return "\n".join(out)
+
+
+def _insert_book_times(app, docname, source):
+    if BOOK_MARK not in source[0]:
+        return
+    app.env.note_dependency(str(BOOK_TIMES))
+    source[0] = source[0].replace(BOOK_MARK, book_times_markdown())
 
 
 def _e2e_substitutions(app, config):
@@ -116,5 +155,6 @@ register_plugin("pybtex.style.formatting", "cnce", _CnceStyle)
 def setup(app):
     app.connect("html-page-context", _dedupe_scripts, priority=900)
     app.connect("source-read", _insert_benchmarks)
+    app.connect("source-read", _insert_book_times)
     app.connect("config-inited", _e2e_substitutions)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

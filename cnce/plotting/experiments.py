@@ -1,0 +1,142 @@
+"""Figures of the synthetic-experiment pages (notebooks 02-05): the paper's Figs. 1, 2 and 3
+and the figures that check them. Each function takes the tidy results table (or what the
+notebook computed) and returns the figure; :func:`cnce.plotting.consistency_figure` draws
+Fig. 2a-b and Supp. Fig. 1.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+import torch
+
+from ..experiments.analysis import with_curve
+from . import METHOD_COLORS, error_plot, figure, not_computed, shared_legend
+
+__all__ = ["stuck_strip_plot", "nce_vs_n_figure", "kappa_sweep_figure", "ring_noise_figure", "radii_figure",
+           "ring_figure"]
+
+_MODEL_NAMES = {"gaussian": "Gaussian", "ica": "ICA"}
+
+
+def stuck_strip_plot(ica: pd.DataFrame, threshold: float = 1.0):
+    """Every simulation's squared error at the largest N, one row of dots per curve, with the
+    threshold above which a fit counts as stuck in a local minimum (dotted)."""
+    N_max = int(ica.N.max())
+    last = with_curve(ica[ica.N == N_max])
+    last = last.assign(log10_error=np.log10(last.error))
+    fig, ax = figure(1)
+    sns.stripplot(data=last, x="log10_error", y="curve", hue="method", palette=METHOD_COLORS, ax=ax[0, 0], size=3,
+                  legend=False)
+    ax[0, 0].axvline(np.log10(threshold), color="grey", linestyle=":")
+    ax[0, 0].set_xlabel(rf"$\log_{{10}}$ squared error at N = {N_max}")
+    ax[0, 0].set_ylabel("")
+    fig.tight_layout()
+    return fig
+
+
+def _method_handles(ax):
+    """The first panel's legend entries with the kappa dropped from their labels."""
+    handles, labels = ax.get_legend_handles_labels()
+    return handles, [lab.split(",")[0] for lab in labels]
+
+
+def nce_vs_n_figure(df: pd.DataFrame, study: str, kappas, panel: str = "c"):
+    """Paper Fig. 2c (Gaussian) or 2d (ICA): CNCE, NCE and MLE against N, one panel per kappa,
+    two panels a row, one legend below. ``df`` holds the rows against N (no kappa sweep)."""
+    kappas = list(kappas)
+    fig, axes = figure(2, -(-len(kappas) // 2), sharey=True)
+    name = _MODEL_NAMES.get(study, study)
+    drawn = None
+    for ax, k in zip(axes.flat, kappas):
+        title = f"({panel}) {name}, \u03ba = {k}"
+        if not (df.study == study).any():
+            not_computed(ax, title)
+            continue
+        sub = df[(df.study == study) & ((df.kappa == k) | df.kappa.isna())]
+        error_plot(ax, sub, bands="dashed", title=title, legend=False)
+        drawn = drawn or ax
+    for ax in axes.flat[len(kappas):]:
+        ax.set_visible(False)
+    if drawn is not None:
+        shared_legend(fig, *_method_handles(drawn), quantiles=True, ncol=4)
+    else:
+        fig.tight_layout()
+    return fig
+
+
+def kappa_sweep_figure(df: pd.DataFrame, N_fixed: int, kappas, studies=("gaussian", "ica")):
+    """Paper Fig. 2e-f: CNCE and NCE against kappa at ``N = N_fixed``, with MLE's median at
+    that N as a horizontal line; one panel per model, one legend below."""
+    sweep = df[(df.N == N_fixed) & df.kappa.isin(list(kappas))]
+    fig, axes = figure(2)
+    drawn = None
+    for ax, study, panel in zip(axes[0], studies, "ef"):
+        title = f"({panel}) {_MODEL_NAMES.get(study, study)}, N = {N_fixed}"
+        if not (sweep.study == study).any():
+            not_computed(ax, title)
+            continue
+        error_plot(ax, sweep[sweep.study == study], x="kappa", bands="dashed", title=title, legend=False)
+        mle = df[(df.study == study) & (df.method == "mle") & (df.N == N_fixed)].error
+        ax.axhline(np.log10(mle.median()), color="black", linewidth=1, label="MLE (median)")
+        drawn = drawn or ax
+    if drawn is not None:
+        shared_legend(fig, *drawn.get_legend_handles_labels(), quantiles=True, ncol=4)
+    else:
+        fig.tight_layout()
+    return fig
+
+
+def ring_noise_figure(model, theta, y_nce, y_cnce, eps: float, lim: float = 9.0):
+    """Paper Fig. 1: the 2-D ring's normalised density (a), NCE's noise (b) and CNCE's noise
+    with scale ``eps`` (c), as 2-D histograms on ``[-lim, lim]^2``."""
+    grid = torch.linspace(-lim, lim, 301, dtype=torch.float64)
+    U = torch.stack(torch.meshgrid(grid, grid, indexing="xy"), -1).reshape(1, -1, 2)
+    dens = model.log_prob(U, theta).exp().reshape(301, 301)
+    fig, axes = figure(3, height=2.5)
+    a = axes[0]
+    a[0].contourf(grid, grid, dens, levels=12, cmap="Blues")
+    a[0].set_title("(a) model density")
+    bins = np.linspace(-lim, lim, 90)
+    a[1].hist2d(*y_nce.numpy().T, bins=bins, cmap="Oranges")
+    a[1].set_title("(b) NCE noise")
+    a[2].hist2d(*y_cnce.numpy().T, bins=bins, cmap="Blues")
+    a[2].set_title(f"(c) CNCE noise, \u03b5 = {eps:.2f}")
+    for ax in a:
+        ax.set_aspect("equal")
+        ax.set_xlim(-lim, lim)
+        ax.set_ylim(-lim, lim)
+        ax.grid(False)
+    fig.tight_layout()
+    return fig
+
+
+def radii_figure(radii: dict, mu: float, gamma: float, dim: int):
+    """Histograms of the radii of each data generator (``{radial: radii}``) against the radial
+    density of the ring model, ``r^(dim-1) exp(-gamma (r - mu)^2 / 2)``."""
+    fig, axes = figure(1)
+    ax = axes[0, 0]
+    colors = {"exact": "tab:blue", "authors": "tab:red"}
+    for radial, r in radii.items():
+        ax.hist(r.numpy(), bins=80, density=True, alpha=0.4, color=colors.get(radial),
+                label=f"radial = {radial!r} (mean {float(r.mean()):.2f})")
+    rs = np.linspace(0.01, 12, 400)
+    logp = (dim - 1) * np.log(rs) - 0.5 * gamma * (rs - mu) ** 2
+    p = np.exp(logp - logp.max())
+    ax.plot(rs, p / np.trapezoid(p, rs), color="black",
+            label=f"model: $r^{dim - 1} e^{{-\\gamma(r-\\mu)^2/2}}$")
+    ax.set_xlabel("radius r")
+    ax.set_ylabel("density")
+    ax.legend(loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
+def ring_figure(df: pd.DataFrame, titles: dict):
+    """Paper Fig. 3: CNCE, NCE and MLE against N, one panel per data generator (the keys of
+    ``titles``), one legend below."""
+    fig, axes = figure(2, sharey=True)
+    for ax, (study, title) in zip(axes[0], titles.items()):
+        error_plot(ax, df[df.study == study], title=title, legend=False)
+    shared_legend(fig, quantiles=True, ncol=4)
+    return fig
