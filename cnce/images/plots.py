@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from cnce.plotting import PAGE_WIDTH
+
 __all__ = [
     "caption",
     "mosaic",
@@ -42,6 +44,17 @@ def mosaic(tiles: np.ndarray, ncol: int | None = None, pad: int = 1, normalise: 
     return out
 
 
+def _pyplot():
+    """``matplotlib.pyplot`` with the book's figure style applied (:func:`cnce.plotting.use_style`:
+    fonts of at least 10.5 pt, figures sized for the page)."""
+    import matplotlib.pyplot as plt
+
+    from cnce.plotting import use_style
+
+    use_style()
+    return plt
+
+
 def caption(fig, text: str, fontsize: float | None = None):
     """Title ``fig`` with ``text`` (which paper figure it reproduces) above its panels.
 
@@ -49,7 +62,7 @@ def caption(fig, text: str, fontsize: float | None = None):
     layout of any figure (tight or hand-placed) is left as it was. The font follows the
     figure's width so that it reads alike on the page (12 pt at 7 inches)."""
     w, h = fig.get_size_inches()
-    fontsize = fontsize or max(12.0, 12.0 * w / 7.0)
+    fontsize = fontsize or max(12.0, 12.0 * w / PAGE_WIDTH)
     extra = 2.2 * fontsize / 72  # inches: one line with some air
     fig.set_size_inches(w, h + extra)
     for ax in fig.axes:
@@ -60,7 +73,7 @@ def caption(fig, text: str, fontsize: float | None = None):
 
 
 def _show(ax, img, title=None, fontsize: float = 9):
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     cmap = plt.get_cmap("gray").with_extremes(bad="white")
     lim = np.nanmax(np.abs(img)) if np.isfinite(img).any() else 1.0
@@ -73,11 +86,11 @@ def _show(ax, img, title=None, fontsize: float = 9):
 
 def plot_mosaic(panels: dict[str, np.ndarray], ncol: int | None = None, size: float = 4.0):
     """Side-by-side mosaics, one per entry of ``panels`` (title -> tiles ``(K, n, n)``)."""
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     fig, axes = plt.subplots(1, len(panels), figsize=(size * len(panels), size), squeeze=False)
     for ax, (title, tiles) in zip(axes[0], panels.items()):
-        _show(ax, mosaic(tiles, ncol), title, fontsize=max(9.0, 2.0 * size))
+        _show(ax, mosaic(tiles, ncol), title, fontsize=max(10.5, 2.0 * size))
     fig.tight_layout()
     return fig
 
@@ -94,14 +107,14 @@ def pooled_units(q: np.ndarray, max_units: int = 10, mass: float = 0.9) -> list[
 def plot_pooling(units: list[int], q: np.ndarray, features: np.ndarray, max_units: int = 10, mass: float = 0.9):
     """Fig. 5 (right): each selected second-layer unit (a row) with the first-layer features it pools
     and bars for their pooling weights ``q = w**2`` (normalised by the unit's largest weight)."""
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     sel = pooled_units(q[units], max_units, mass)
     fig = plt.figure(figsize=(max_units * 0.8 + 0.8, len(units) * 1.15))
     gs = fig.add_gridspec(2 * len(units), max_units + 1, height_ratios=[1, 0.35] * len(units), hspace=0.05, wspace=0.08)
     for r, (j, idx) in enumerate(zip(units, sel)):
         lab = fig.add_subplot(gs[2 * r: 2 * r + 2, 0])
-        lab.text(0.5, 0.5, f"unit {j}", ha="center", va="center", fontsize=8)
+        lab.text(0.5, 0.5, f"unit {j}", ha="center", va="center", fontsize=10)
         lab.axis("off")
         w = q[j, idx] / q[j].max()
         for c, (k, wk) in enumerate(zip(idx, w)):
@@ -161,7 +174,7 @@ def plot_space_orientation(resp: list[np.ndarray], probe, units=None, ncol: int 
 
     ``resp`` from :func:`cnce.images.probes.probe_layer`; ``units`` selects units (default all).
     """
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     norm = normalise_responses(resp)
     units = list(range(norm[0].shape[0])) if units is None else list(units)
@@ -172,7 +185,7 @@ def plot_space_orientation(resp: list[np.ndarray], probe, units=None, ncol: int 
     for ax, j in zip(axes.flat, units):
         ax.axis("on")
         _draw_so(ax, [r[j] for r in norm], probe, probe.size)
-        ax.set_title(str(j), fontsize=7, pad=1)
+        ax.set_title(str(j), fontsize=10, pad=1)
     fig.tight_layout(pad=0.2)
     return fig
 
@@ -182,7 +195,7 @@ def plot_layer4(units: list[int], q4: np.ndarray, resp3: list[np.ndarray], probe
     """Fig. 6 / Supp. D.4: per fourth-layer unit (a row): the third-layer units it pools (their
     space-orientation receptive fields, bars for the pooling weight) and, on the right, the
     image patches of a large batch that drive it most."""
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     norm = normalise_responses(resp3)
     sel = pooled_units(q4[units], max_units, mass)
@@ -201,7 +214,7 @@ def plot_layer4(units: list[int], q4: np.ndarray, resp3: list[np.ndarray], probe
             bx.set_xlim(-0.5, 0.5)
             bx.axis("off")
         lab = fig.add_subplot(gs[2 * r: 2 * r + 2, max_units])
-        lab.text(0.5, 0.5, f"L4 unit {j}", ha="center", va="center", fontsize=7)
+        lab.text(0.5, 0.5, f"L4 unit {j}", ha="center", va="center", fontsize=10)
         lab.axis("off")
         for c, pi in enumerate(top_idx[j][:n_patches]):
             ax = fig.add_subplot(gs[2 * r, max_units + 1 + c])
@@ -212,11 +225,11 @@ def plot_layer4(units: list[int], q4: np.ndarray, resp3: list[np.ndarray], probe
 def plot_training(history: dict, title: str = ""):
     """Loss on each fresh sample (before its updates) and eps, per meta-iteration, one line per
     layer (left: loss, with 2 log 2 dotted; right: eps)."""
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     from cnce.losses import LOG4
 
-    fig, axes = plt.subplots(1, 2, figsize=(7.0, 3.2))
+    fig, axes = plt.subplots(1, 2, figsize=(PAGE_WIDTH, 3.2))
     for c, L in enumerate(sorted(history, key=int)):
         h = history[L]
         m = [r["meta"] + 1 for r in h]
@@ -227,9 +240,9 @@ def plot_training(history: dict, title: str = ""):
     axes[1].set_ylabel("eps")
     for ax in axes:
         ax.set_xlabel("meta-iteration")
-    axes[1].legend(fontsize=9, frameon=False)
+    axes[1].legend(frameon=False)
     if title:
-        fig.suptitle(title, fontsize=11)
+        fig.suptitle(title)
     fig.tight_layout()
     return fig
 
@@ -238,7 +251,7 @@ def plot_generalisation(histories: dict[str, list[dict]], title: str = ""):
     """Per run (``{label: layer history}``), the training loss after each meta-iteration
     (dashed) and the loss of the same weights on the next meta-iteration's fresh sample
     (solid): where the two part, the optimiser fits its own sample rather than the data."""
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     from cnce.losses import LOG4
 
@@ -248,13 +261,13 @@ def plot_generalisation(histories: dict[str, list[dict]], title: str = ""):
         ax.plot(m, [r["loss"] for r in h[1:]], "-", color=f"C{c}", lw=1.5, label=f"{label}: next fresh sample")
         ax.plot(m, [r["train_loss"] for r in h[:-1]], "--", color=f"C{c}", lw=1.2, label=f"{label}: own sample (training)")
     ax.axhline(LOG4, color="gray", ls=":", lw=1)
-    ax.text(1, LOG4, " 2 log 2", va="bottom", fontsize=9, color="gray")
+    ax.text(1, LOG4, " 2 log 2", va="bottom", color="gray")
     ax.set_xlabel("meta-iteration m of layer 1")
     ax.set_ylabel("CNCE loss J")
     ax.set_ylim(bottom=0)
-    ax.legend(fontsize=8, loc="upper right", frameon=False)
+    ax.legend(loc="upper right", frameon=False)
     if title:
-        ax.set_title(title, fontsize=10)
+        ax.set_title(title)
     fig.tight_layout()
     return fig
 
@@ -262,7 +275,7 @@ def plot_generalisation(histories: dict[str, list[dict]], title: str = ""):
 def plot_comparison(snaps: dict[str, dict[int, np.ndarray]], iters: list[int], ncol: int | None = None, size: float = 2.2):
     """Supp. D.2: first-layer features (image space) of each method (rows) after each meta-iteration
     in ``iters`` (columns); ``snaps[method][m] (K, n, n)``, ``m = 0`` the common initialisation."""
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     methods = list(snaps)
     fig, axes = plt.subplots(len(methods), len(iters), figsize=(size * len(iters), size * len(methods) + 0.3), squeeze=False)
@@ -276,7 +289,7 @@ def plot_comparison(snaps: dict[str, dict[int, np.ndarray]], iters: list[int], n
 def plot_gabor_summary(fits: dict[str, np.ndarray], baseline_r2: np.ndarray | None = None, r2_min: float = 0.5):
     """Explained variance of the Gabor fits (against a baseline, e.g. the random initial features),
     and orientation and frequency of the well-fitted features (``r2 >= r2_min``)."""
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     fig = plt.figure(figsize=(11, 3.2))
     ax = fig.add_subplot(1, 3, 1)
@@ -286,12 +299,12 @@ def plot_gabor_summary(fits: dict[str, np.ndarray], baseline_r2: np.ndarray | No
         ax.hist(np.clip(baseline_r2, 0, 1), bins=bins, alpha=0.6, label="random init")
     ax.set_xlabel("explained variance of Gabor fit")
     ax.set_ylabel("features")
-    ax.legend(fontsize=8)
+    ax.legend()
     good = fits["r2"] >= r2_min
     axp = fig.add_subplot(1, 3, 2, projection="polar")
     th = np.concatenate([fits["theta"][good], fits["theta"][good] + np.pi])
     axp.hist(th, bins=24)
-    axp.set_title(f"orientation (r2 >= {r2_min})", fontsize=9)
+    axp.set_title(f"orientation (r2 >= {r2_min})")
     axp.set_yticklabels([])
     ax3 = fig.add_subplot(1, 3, 3)
     ax3.hist(fits["freq"][good], bins=np.linspace(0, 0.5, 21))
@@ -311,11 +324,11 @@ def plot_layer1_measures(props: dict, sets: list[str] | None = None, thresholds:
     preferred frequency (log scale), for receptive fields (top) and features (bottom), one line
     per set of units. ``thresholds[picture]`` draws the OSI above which a unit counts as
     oriented."""
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     pics = ("receptive fields", "features")
     sets = sets or list(dict.fromkeys(k[0] for k in props))
-    fig, axes = plt.subplots(2, 2, figsize=(7.0, 5.4))
+    fig, axes = plt.subplots(2, 2, figsize=(PAGE_WIDTH, 5.4))
     osi_bins = np.linspace(0, 1, 26)
     f_bins = np.geomspace(1 / 40, 0.55, 26)
     for r, pic in enumerate(pics):
@@ -334,7 +347,7 @@ def plot_layer1_measures(props: dict, sets: list[str] | None = None, thresholds:
         axes[r, 1].minorticks_off()
     axes[1, 0].set_xlabel("orientation-selectivity index")
     axes[1, 1].set_xlabel("preferred frequency (cycles / pixel)")
-    axes[0, 1].legend(fontsize=8.5, loc="upper left", frameon=False)
+    axes[0, 1].legend(loc="upper left", frameon=False)
     fig.tight_layout()
     return fig
 
@@ -344,12 +357,12 @@ def plot_pooling_coherence(tables: dict, units: str = "first-layer"):
     pooled units in orientation, frequency and position (y) against the mean spread of random
     sets of the same size (x); points below the diagonal pool units more alike than chance.
     ``tables``: ``{label: DataFrame}`` (e.g. layer 2 and layer 4), one row of panels each."""
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     from cnce.images.measures import SPREADS
 
     unit = {"orientation": "degrees", "frequency": "octaves", "position": "pixels"}
-    fig, grid = plt.subplots(2 * len(tables), 2, figsize=(7.0, 5.6 * len(tables)), squeeze=False)
+    fig, grid = plt.subplots(2 * len(tables), 2, figsize=(PAGE_WIDTH, 5.6 * len(tables)), squeeze=False)
     axes = grid.reshape(len(tables), 4)
     for r, (label, df) in enumerate(tables.items()):
         multi = df[df["n_pooled"] >= 2]
@@ -363,12 +376,12 @@ def plot_pooling_coherence(tables: dict, units: str = "first-layer"):
             ax.set_ylim(lim)
             ax.set_xlabel(f"random sets ({unit[name]})")
             ax.set_ylabel(f"pooled units ({unit[name]})")
-            ax.set_title(f"{label}: {name} spread", fontsize=10)
+            ax.set_title(f"{label}: {name} spread")
         ax = axes[r, 3]
         ax.hist(df["top_share"], bins=np.linspace(0, 1, 21))
         ax.set_xlabel("share of the largest pooling weight")
         ax.set_ylabel("units")
-        ax.set_title(f"{label}: top {units} unit", fontsize=10)
+        ax.set_title(f"{label}: top {units} unit")
     fig.tight_layout()
     return fig
 
@@ -376,9 +389,9 @@ def plot_pooling_coherence(tables: dict, units: str = "first-layer"):
 def plot_so_coherence(named: dict, measures=("orientation_coherence", "frequency_share")):
     """Distributions of :func:`cnce.images.measures.so_rf_properties` for several networks
     (``{label: properties}``, e.g. learned against random layer weights)."""
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
-    fig, axes = plt.subplots(1, len(measures), figsize=(3.5 * len(measures), 2.9), squeeze=False)
+    fig, axes = plt.subplots(1, len(measures), figsize=(PAGE_WIDTH / 2 * len(measures), 2.9), squeeze=False)
     for ax, m in zip(axes[0], measures):
         lo = 0.0 if m == "orientation_coherence" else 1.0 / 3
         bins = np.linspace(lo, 1, 21)
@@ -388,7 +401,7 @@ def plot_so_coherence(named: dict, measures=("orientation_coherence", "frequency
                     color=f"C{k}", ls="-" if k % 2 == 0 else "--")
         ax.set_xlabel(m.replace("_", " "))
         ax.set_ylabel("fraction of units")
-    axes[0, 0].legend(fontsize=8.5, frameon=False)
+    axes[0, 0].legend(frameon=False)
     fig.tight_layout()
     return fig
 
@@ -397,10 +410,10 @@ def plot_comparison_measures(table):
     """Supp. D.2 measured (:func:`cnce.images.measures.comparison_table`): per meta-iteration and
     method, the share of oriented units (receptive fields, features), and the first two
     methods' own losses on the next sample (CNCE and NCE losses are different functions)."""
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     methods = list(dict.fromkeys(table.index.get_level_values(0)))
-    fig, grid = plt.subplots(2, 2, figsize=(7.0, 5.6))
+    fig, grid = plt.subplots(2, 2, figsize=(PAGE_WIDTH, 5.6))
     axes = grid.ravel()
     for k, meth in enumerate(methods):
         t = table.xs(meth, level=0)
@@ -411,15 +424,15 @@ def plot_comparison_measures(table):
             ax = axes[2 + k]
             ax.plot(t.index, t["loss"], **st)
             ax.set_ylabel(f"{meth.upper()} loss")
-            ax.set_title(f"{meth.upper()}: loss on the next fresh sample", fontsize=10)
+            ax.set_title(f"{meth.upper()}: loss on the next fresh sample")
             ax.set_xlabel("meta-iteration")
-    axes[0].set_title("receptive fields", fontsize=10)
-    axes[1].set_title("features (dewhitened)", fontsize=10)
+    axes[0].set_title("receptive fields")
+    axes[1].set_title("features (dewhitened)")
     for ax in axes[:2]:
         ax.set_xlabel("meta-iteration")
         ax.set_ylabel("share of oriented units")
         ax.set_ylim(0, 1)
-    axes[0].legend(fontsize=8.5, frameon=False)
+    axes[0].legend(frameon=False)
     fig.tight_layout()
     return fig
 
@@ -429,7 +442,7 @@ def plot_top_patches(patches: np.ndarray, top_idx: np.ndarray, units=None, per_r
     """Supp. D.3: for each unit (in ``units``, default all), the patches of ``patches (n, side**2)``
     that drive it most (``top_idx (K, k)`` from :func:`cnce.images.probes.top_patches`), ``per_row``
     units side by side, each unit's patches in a block of ``k`` tiles labelled with its index."""
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     top_idx = np.asarray(top_idx)
     units = list(range(top_idx.shape[0])) if units is None else list(units)
@@ -443,8 +456,8 @@ def plot_top_patches(patches: np.ndarray, top_idx: np.ndarray, units=None, per_r
         tiles = patches[top_idx[j]].reshape(k, side, side)
         _show(ax, mosaic(tiles, ncol=k))
         ax.axis("on")
-        ax.set_ylabel(str(j), rotation=0, fontsize=7, labelpad=8, va="center")
+        ax.set_ylabel(str(j), rotation=0, fontsize=10, labelpad=8, va="center")
     if title:
-        fig.suptitle(title, fontsize=9)
+        fig.suptitle(title)
     fig.tight_layout(pad=0.2, h_pad=0.1, w_pad=0.6)
     return fig
