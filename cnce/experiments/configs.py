@@ -19,6 +19,12 @@ Scales
            ``N`` in {100, 500, 1000, 5000, 10000, 20000}, ``kappa`` in {2, 6, 10, 20}, and the
            noise-to-data sweep ``kappa`` in {2, 4, 6, 8, 10, 20, 40, 60} at ``N = 5000`` (the
            value in the paper's text; the authors' code defaults to 500).
+
+The experiment ``eps`` (beyond the paper) adds a third axis, the noise scale: a cell's
+``eps`` is ``"default"`` (the study's eps: the heuristic, or ``Study.cnce_eps``), a fixed
+multiple ``"x<f>"`` of the heuristic's eps of each simulation (the heuristic cell of the same
+``N`` and ``kappa`` is computed first and its eps read from the store), or ``"rule:<name>"``,
+an alternative rule of :data:`EPS_RULES`.
 """
 from __future__ import annotations
 
@@ -37,6 +43,8 @@ __all__ = [
     "KAPPA_METHODS",
     "get_config",
     "experiment_names",
+    "EPS_RULES",
+    "eps_factor",
 ]
 
 #: Methods whose fit takes a number of noise samples per data point.
@@ -54,11 +62,20 @@ class Scale:
     kappa_sweep: tuple[int, ...]
     N_fixed: tuple[int, ...]
     ring_kappa: tuple[int, ...] = (10,)
+    #: the eps experiment: sample sizes and multiples of the heuristic's eps (1 is the
+    #: heuristic's own cell, ``"default"``, and is not repeated here)
+    eps_N: tuple[int, ...] = ()
+    eps_factors: tuple[float, ...] = ()
 
     @property
     def N_max(self) -> int:
         """Data are drawn once per simulation at this size; smaller N take prefixes."""
-        return max(self.N + self.N_fixed)
+        return max(self.N + self.N_fixed + self.eps_N)
+
+    @property
+    def eps_settings(self) -> tuple[str, ...]:
+        """The eps axis of the eps experiment: the heuristic, the fixed multiples, the other rules."""
+        return ("default",) + tuple(f"x{f:g}" for f in self.eps_factors) + tuple(f"rule:{r}" for r in EPS_RULES)
 
     @property
     def kappa_max(self) -> int:
@@ -84,15 +101,24 @@ class Study:
     label: str = ""
     data_of: str = ""
     cnce_eps: float | None = None
+    #: largest multiple of the heuristic's eps in the eps experiment (flip noise: eps <= 1,
+    #: and the heuristic mostly picks 1, so the grid stops at 1)
+    eps_factor_max: float | None = None
 
 
 @dataclass(frozen=True)
 class Block:
-    """``methods x N x kappa``; ``N`` and ``kappa`` name grids of a :class:`Scale`."""
+    """``methods x N x kappa (x eps)``; ``N``, ``kappa`` and ``eps`` name grids of a :class:`Scale`.
+
+    ``eps`` (CNCE only) names a tuple of eps settings (see :class:`Cell`); ``None``: the
+    study's own eps. With ``if_supported`` the methods a study's model lacks are skipped
+    (e.g. score matching for a model that is not smooth)."""
 
     methods: tuple[str, ...]
     N: str = "N"
     kappa: str | None = "kappa"
+    eps: str | None = None
+    if_supported: bool = False
 
 
 @dataclass(frozen=True)
@@ -108,22 +134,52 @@ class Figure:
 
 @dataclass(frozen=True, order=True)
 class Cell:
-    """One batched fit. ``kappa`` is ``None`` for methods without noise (MLE)."""
+    """One batched fit. ``kappa`` is ``None`` for methods without noise (MLE).
+
+    ``eps`` (CNCE): ``"default"`` (the study's eps), ``"x<f>"`` (``f`` times the heuristic's
+    eps of each simulation at this ``N`` and ``kappa``) or ``"rule:<name>"`` (a rule of
+    :data:`EPS_RULES`)."""
 
     study: str
     method: str
     kappa: int | None
     N: int
+    eps: str = "default"
 
     def sort_key(self):
-        return (self.study, self.method, -1 if self.kappa is None else self.kappa, self.N)
+        # the heuristic's cell of an (N, kappa) runs before the fixed multiples that read its eps
+        order = 0 if self.eps == "default" else 2 if self.eps.startswith("rule:") else 1
+        f = eps_factor(self.eps) if order == 1 else 0.0
+        return (self.study, self.method, -1 if self.kappa is None else self.kappa, self.N, order, f, self.eps)
 
     def key(self) -> tuple:
-        return (self.method, self.N, self.kappa)
+        if self.eps == "default":
+            return (self.method, self.N, self.kappa)
+        return (self.method, self.N, self.kappa, self.eps)
 
     def __str__(self) -> str:
         k = "" if self.kappa is None else f" kappa={self.kappa}"
-        return f"{self.study} {self.method}{k} N={self.N}"
+        e = "" if self.eps == "default" else f" eps={self.eps}"
+        return f"{self.study} {self.method}{k} N={self.N}{e}"
+
+
+def eps_factor(setting: str) -> float:
+    """The multiple of the heuristic's eps in an eps setting: ``"x0.5"`` -> 0.5, ``"default"`` -> 1.0;
+    NaN for another rule. Raises ``ValueError`` naming a malformed setting."""
+    if setting == "default":
+        return 1.0
+    if isinstance(setting, str) and setting.startswith("rule:") and setting[5:] in EPS_RULES:
+        return float("nan")
+    try:
+        if not setting.startswith("x"):
+            raise ValueError
+        f = float(setting[1:])
+        if not f > 0:
+            raise ValueError
+        return f
+    except (ValueError, AttributeError):
+        raise ValueError(f"eps setting must be 'default', 'x<factor>' with factor > 0 or 'rule:<name>' with a name "
+                         f"in {sorted(EPS_RULES)}; got {setting!r}") from None
 
 
 @dataclass(frozen=True)
@@ -153,6 +209,8 @@ SCALES: dict[str, Scale] = {
         kappa=(2, 10),
         kappa_sweep=(2, 6, 10, 20),
         N_fixed=(500,),
+        eps_N=(250, 1000),
+        eps_factors=tuple(round(30 ** (k / 4), 4) for k in (-4, -3, -2, -1, 1, 2, 3, 4)),
     ),
     "paper": Scale(
         name="paper",
@@ -161,6 +219,8 @@ SCALES: dict[str, Scale] = {
         kappa=(2, 6, 10, 20),
         kappa_sweep=(2, 4, 6, 8, 10, 20, 40, 60),
         N_fixed=(5000,),
+        eps_N=(500, 5000),
+        eps_factors=tuple(round(30 ** (k / 7), 4) for k in range(-7, 8) if k != 0),
     ),
 }
 
@@ -176,7 +236,30 @@ STUDIES: dict[str, Study] = {
         # the same problems with a fixed flip probability: the heuristic picks eps = 1 on these
         # data (every bit flipped), where CNCE equals MLE at every kappa
         Study("bernoulli-eps0.2", "bernoulli", (), label="Bernoulli, fixed eps = 0.2", data_of="bernoulli", cnce_eps=0.2),
+        # the eps experiment: the same problems (truth, data, initialisation, noise) as the studies
+        # above, in tables of their own (their cells have an eps axis)
+        Study("eps-gaussian", "gaussian", (("dim", 5),), label="Gaussian (D = 5)", data_of="gaussian"),
+        Study("eps-ica", "ica", (("dim", 4),), label="ICA (D = 4)", data_of="ica"),
+        Study("eps-ring-exact", "ring", (("dim", 5),), (("radial", "exact"),), label="Ring, exact sampler", data_of="ring-exact"),
+        Study("eps-ring-authors", "ring", (("dim", 5),), (("radial", "authors"),), label="Ring, authors' generator",
+              data_of="ring-authors"),
+        Study("eps-lognormal", "lognormal", (), label="Log-normal", data_of="lognormal"),
+        Study("eps-bernoulli", "bernoulli", (), label="Bernoulli", data_of="bernoulli", eps_factor_max=1.0),
     )
+}
+
+#: Other eps rules that the eps experiment measures against the authors' heuristic; none
+#: uses the ground truth or a likelihood.
+#:
+#: * ``"scale"``: eps is the data's scale (the mean over dimensions of the per-dimension
+#:   standard deviation), with no search: twice the heuristic's starting point
+#:   (``EpsRule(start=1, max_steps=0)``; flip noise: clipped to 1).
+#: * ``"pilot"``: two-stage; fit once with the heuristic, then rerun the heuristic's search
+#:   with J evaluated at that estimate (instead of at the arbitrary initial parameters) and
+#:   refit from the estimate.
+EPS_RULES: dict[str, dict] = {
+    "scale": {"eps_rule": {"start": 1.0, "max_steps": 0, "limit": None}},
+    "pilot": {"pilot": True},
 }
 
 FIGURES: dict[str, Figure] = {
@@ -208,6 +291,13 @@ FIGURES: dict[str, Figure] = {
             (Block(("cnce", "nce"), "N", "ring_kappa"), Block(("mle",), "N", None)),
         ),
         Figure(
+            "eps",
+            "beyond",
+            "How much eps matters: CNCE at fixed multiples of the heuristic's eps, against MLE and score matching",
+            ("eps-gaussian", "eps-ica", "eps-ring-exact", "eps-ring-authors", "eps-lognormal", "eps-bernoulli"),
+            (Block(("cnce",), "eps_N", "ring_kappa", eps="eps_settings"), Block(("mle", "sm"), "eps_N", None, if_supported=True)),
+        ),
+        Figure(
             "supplementary",
             "Supp. Fig. 1",
             "Log-normal and Bernoulli consistency: CNCE at each kappa and MLE (Bernoulli also at a fixed eps = 0.2)",
@@ -216,6 +306,12 @@ FIGURES: dict[str, Figure] = {
         ),
     )
 }
+
+
+def _model_methods(study: Study) -> tuple[str, ...]:
+    from ..models import model_class
+
+    return model_class(study.family)(**dict(study.model_kwargs)).methods
 
 
 def experiment_names() -> tuple[str, ...]:
@@ -239,13 +335,20 @@ def get_config(name: str, scale: str = "quick", seed: int = 0) -> ExperimentConf
     fig, sc = FIGURES[name], SCALES[scale]
     cells = set()
     for study in fig.studies:
+        st = STUDIES[study] if study in STUDIES else None
         for b in fig.blocks:
             Ns = getattr(sc, b.N)
             for method in b.methods:
+                if b.if_supported and st is not None and method not in _model_methods(st):
+                    continue
                 kappas = getattr(sc, b.kappa) if (b.kappa is not None and method in KAPPA_METHODS) else (None,)
+                settings = getattr(sc, b.eps) if (b.eps is not None and method == "cnce") else ("default",)
+                if st is not None and st.eps_factor_max is not None:
+                    settings = tuple(e for e in settings if not eps_factor(e) > st.eps_factor_max)
                 for N in Ns:
                     for kappa in kappas:
-                        cells.add(Cell(study, method, kappa, int(N)))
+                        for e in settings:
+                            cells.add(Cell(study, method, kappa, int(N), e))
     cells = tuple(sorted(cells, key=Cell.sort_key))
     return ExperimentConfig(
         name=name,

@@ -20,7 +20,10 @@ whether it ran first, last, or after an interruption. The two ring studies share
 initialisation and noise and differ only in their data.
 
 Each cell is one call ``cnce.fit(model, x[:, :N], method, kappa, noise_base=...)`` with all
-``S`` simulations batched. After each cell the study's table is rewritten atomically
+``S`` simulations batched. A cell of the eps experiment at ``"x<f>"`` fits at the fixed eps
+``f * eps_h``, with ``eps_h`` the heuristic's eps of each simulation as stored by the
+heuristic's cell of the same ``N`` and ``kappa`` (computed first), and with the same noise
+base: the noise is ``x + eps * xi`` with the same ``xi`` at every eps. After each cell the study's table is rewritten atomically
 (:mod:`cnce.experiments.store`), so an interrupted run resumes where it stopped.
 """
 from __future__ import annotations
@@ -36,7 +39,7 @@ import pandas as pd
 import torch
 
 from ..provenance import derive_seed, environment_record, generator, package_source_hash  # noqa: F401 (re-exported)
-from .configs import FIGURES, KAPPA_METHODS, STUDIES, Cell, ExperimentConfig, Study, get_config
+from .configs import EPS_RULES, FIGURES, KAPPA_METHODS, STUDIES, Cell, ExperimentConfig, Study, eps_factor, get_config
 from .store import CorruptResultsError, ResultStore, default_results_dir
 
 __all__ = [
@@ -91,6 +94,25 @@ class StudyProblem:
     x: torch.Tensor
     _noise_cols: list = field(default_factory=list, repr=False)
     draw_base: object = field(default=None, repr=False)
+    #: ``{(N, kappa): (S,) tensor}``: the heuristic's eps of each simulation, as stored
+    heuristic_eps: dict = field(default_factory=dict, repr=False)
+
+    def heuristic(self, N: int, kappa: int) -> torch.Tensor:
+        try:
+            return self.heuristic_eps[(N, kappa)]
+        except KeyError:
+            raise ValueError(f"the heuristic's cell of study {self.study.name!r} at N = {N}, kappa = {kappa} must be "
+                             "stored before its fixed-eps cells (Cell.sort_key runs it first)") from None
+
+    def remember_eps(self, df: pd.DataFrame) -> None:
+        """Take the heuristic's eps per simulation from stored rows (CNCE, eps setting "default")."""
+        rows = df[(df["method"] == "cnce") & (df["eps_setting"] == "default")]
+        for (N, kappa), g in rows.groupby(["N", "kappa"]):
+            g = g.sort_values("sim")
+            if len(g) == self.n_sims:
+                # rounded as the store writes them (9 digits), so a resumed run reads the same numbers
+                eps = [float(f"{v:.9g}") for v in g["eps"].to_numpy(float)]
+                self.heuristic_eps[(int(N), int(kappa))] = torch.tensor(eps, dtype=torch.float64)
 
     def data(self, N: int) -> torch.Tensor:
         if N > self.N_max:
@@ -152,8 +174,17 @@ def run_cell(problem: StudyProblem, cell: Cell, *, fit=None, device="cpu") -> pd
         kw["noise_base"] = problem.noise_base(cell.N, cell.kappa)
     if cell.method == "cnce":
         kw["eps"] = "auto" if problem.study.cnce_eps is None else float(problem.study.cnce_eps)
+        if cell.eps.startswith("x"):
+            kw["eps"] = eps_factor(cell.eps) * problem.heuristic(cell.N, cell.kappa)
+        elif cell.eps != "default":
+            eps_factor(cell.eps)  # validates the name
+    elif cell.eps != "default":
+        raise ValueError(f"cell.eps must be 'default' for method {cell.method!r}; got {cell.eps!r}")
     t0 = time.perf_counter()
-    res = fit(problem.model, x, **kw)
+    if cell.eps.startswith("rule:"):
+        res = _fit_rule(fit, problem.model, x, kw, EPS_RULES[cell.eps[5:]])
+    else:
+        res = fit(problem.model, x, **kw)
     seconds = time.perf_counter() - t0
     theta_hat = res.theta.detach().to(problem.theta_true.device)
     err = _np(problem.model.error(theta_hat, problem.theta_true))
@@ -176,8 +207,30 @@ def run_cell(problem: StudyProblem, cell: Cell, *, fit=None, device="cpu") -> pd
             "theta_hat_0": _np(theta_hat[:, 0]),
             "seconds": seconds / S,
             "cell_seconds": seconds,
+            "eps_setting": cell.eps,
         }
     )
+
+
+def _fit_rule(fit, model, x, kw, rule: dict):
+    """A fit with eps from another rule of :data:`~cnce.experiments.configs.EPS_RULES`."""
+    kw = dict(kw)
+    if rule.get("pilot"):
+        # stage 1: the heuristic at the initial parameters (the default cell's fit); stage 2: the
+        # heuristic's search rerun with J at that estimate, and the fit restarted from it
+        pilot = fit(model, x, **kw)
+        kw["theta0"] = pilot.theta.detach()
+        kw["eps"] = "auto"
+        res = fit(model, x, **kw)
+        res.n_iter = res.n_iter + pilot.n_iter
+        return res
+    if "eps_rule" in rule:
+        from ..eps import EpsRule
+
+        kw["eps"] = "auto"
+        kw["eps_rule"] = EpsRule(**rule["eps_rule"])
+        return fit(model, x, **kw)
+    raise ValueError(f"rule must name a known kind of eps rule; got {rule!r}")
 
 
 # ---------------------------------------------------------------------------- provenance
@@ -302,12 +355,15 @@ def _run_study(config, store, study, cells, env, bar, fit, draw_base, device) ->
     if bar is not None:
         bar.set_postfix_str(f"{study}: drawing data")
     problem = build_problem(study, config.n_sims, config.N_max, config.seed, draw_base=draw_base)
+    problem.remember_eps(store.load(study, n_sims=config.n_sims))
     try:
         for cell in cells:
             if bar is not None:
                 bar.set_postfix_str(str(cell))
             rows = run_cell(problem, cell, fit=fit, device=device)
-            store.append(study, rows, n_sims=config.n_sims)
+            stored = store.append(study, rows, n_sims=config.n_sims)
+            if cell.method == "cnce" and cell.eps == "default" and cell.kappa is not None:
+                problem.remember_eps(stored)  # as stored (9 digits), whether or not the run is resumed
             n_run += 1
             entry["cells_computed"] += 1
             entry["compute_seconds"] = round(entry["compute_seconds"] + float(rows["cell_seconds"].iloc[0]), 3)
@@ -349,11 +405,12 @@ def load_results(
         _check_provenance(provs[study], config, study, store.provenance_path(study))
         frames.append(store.load(study, n_sims=config.n_sims))
     df = pd.concat(frames, ignore_index=True)
-    wanted = pd.DataFrame([{"study": c.study, "method": c.method, "N": c.N, "kappa": c.kappa} for c in config.cells])
+    wanted = pd.DataFrame([{"study": c.study, "method": c.method, "N": c.N, "kappa": c.kappa, "eps_setting": c.eps}
+                           for c in config.cells])
     wanted["kappa"] = wanted["kappa"].astype("Int64")
-    wanted["study"] = wanted["study"].astype("string")
-    wanted["method"] = wanted["method"].astype("string")
-    keys = ["study", "method", "N", "kappa"]
+    for c in ("study", "method", "eps_setting"):
+        wanted[c] = wanted[c].astype("string")
+    keys = ["study", "method", "N", "kappa", "eps_setting"]
     df = df.merge(wanted, on=keys, how="inner")
     have = df[keys].drop_duplicates()
     n_missing = len(wanted) - len(have)

@@ -46,7 +46,16 @@ COLUMNS: dict[str, str] = {
     "theta_hat_0": "float64",
     "seconds": "float64",
     "cell_seconds": "float64",
+    "eps_setting": "string",
 }
+
+#: Optional columns: a table written without one (every table before the eps experiment)
+#: reads with this value, and a table whose column holds only this value is written without
+#: it, so the tables of the other experiments keep their form.
+OPTIONAL = {"eps_setting": "default"}
+
+#: The columns that identify a cell.
+CELL_KEYS = ["study", "method", "N", "kappa", "eps_setting"]
 
 
 
@@ -116,6 +125,9 @@ class ResultStore:
     @staticmethod
     def coerce(df: pd.DataFrame, *, source: str = "rows") -> pd.DataFrame:
         """Order and type the columns of ``df``; raise ``CorruptResultsError`` if impossible."""
+        absent = {c: v for c, v in OPTIONAL.items() if c not in df.columns}
+        if absent:
+            df = df.assign(**absent)
         missing = [c for c in COLUMNS if c not in df.columns]
         if missing:
             raise CorruptResultsError(f"{source}: missing column(s) {missing}; expected {list(COLUMNS)}")
@@ -185,7 +197,7 @@ class ResultStore:
     def check_cells(df: pd.DataFrame, *, n_sims: int | None = None, source: str = "rows") -> None:
         if df.empty:
             return
-        keys = ["study", "method", "N", "kappa"]
+        keys = CELL_KEYS
         g = df.assign(kappa=df["kappa"].fillna(-1)).groupby(keys, sort=False)["sim"]
         sizes, uniq = g.size(), g.nunique()
         bad = sizes[(sizes != uniq) | ((sizes != n_sims) if n_sims is not None else False)]
@@ -197,11 +209,13 @@ class ResultStore:
             )
 
     def done_cells(self, study: str, *, n_sims: int | None = None) -> set[tuple]:
-        """``{(method, N, kappa)}`` of the cells already stored (kappa ``None`` for MLE)."""
+        """``{(method, N, kappa)}`` of the cells already stored (kappa ``None`` for MLE), with the eps
+        setting as a fourth entry where it is not ``"default"`` (:meth:`cnce.experiments.configs.Cell.key`)."""
         df = self.load(study, n_sims=n_sims)
         out = set()
-        for m, n, k in df[["method", "N", "kappa"]].drop_duplicates().itertuples(index=False):
-            out.add((str(m), int(n), None if pd.isna(k) else int(k)))
+        for m, n, k, e in df[["method", "N", "kappa", "eps_setting"]].drop_duplicates().itertuples(index=False):
+            key = (str(m), int(n), None if pd.isna(k) else int(k))
+            out.add(key if e == "default" else key + (str(e),))
         return out
 
     def append(self, study: str, rows: pd.DataFrame, *, n_sims: int | None = None) -> pd.DataFrame:
@@ -210,12 +224,15 @@ class ResultStore:
         old = self.load(study, n_sims=n_sims)
         df = new if old.empty else pd.concat([old, new], ignore_index=True)
         self.check_cells(df, n_sims=n_sims, source=f"results for {study}")
-        df = df.sort_values(["method", "kappa", "N", "sim"], na_position="first", kind="stable").reset_index(drop=True)
+        df = df.sort_values(["method", "kappa", "N", "eps_setting", "sim"], na_position="first", kind="stable").reset_index(drop=True)
         self.write(study, df)
         return df
 
     def write(self, study: str, df: pd.DataFrame) -> None:
         df = self.coerce(df, source="table")
+        for c, v in OPTIONAL.items():
+            if (df[c] == v).all():
+                df = df.drop(columns=c)
         self._cache.pop(study, None)
         atomic_write(self.path(study), lambda fh: df.to_csv(fh, index=False, float_format="%.9g"))
 
