@@ -54,7 +54,7 @@ table = claims.claims_table(results, n_boot=2000, seed=seed)
 print(f"{len(table)} claims from {len(results)} studies; runs by commit: " + "; ".join(runs))
 
 PAGES = {"02_consistency": "Consistency", "03_cnce_vs_nce": "CNCE against NCE", "04_ring": "The ring model",
-         "05_supplementary": "Supplementary models"}
+         "05_supplementary": "Supplementary models", "07_choosing_eps": "Choosing eps"}
 html_rows = "".join(
     f"<tr><td><b>{html.escape(r.claim)}</b></td><td>{html.escape(r.paper)}</td><td>{html.escape(r.measured)}</td>"
     f"<td><b>{html.escape(r.verdict)}</b></td><td><a href=\"../notebooks/{r.page}.html\">{PAGES[r.page]}</a></td></tr>"

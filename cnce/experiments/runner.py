@@ -238,6 +238,15 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
+def _load_average():
+    """The machine's 1, 5 and 15 minute load averages (None where the OS does not say): a wall time
+    on a shared machine means little without them."""
+    try:
+        return [round(v, 2) for v in os.getloadavg()]
+    except (AttributeError, OSError):  # pragma: no cover - Windows
+        return None
+
+
 def _check_provenance(prov: dict | None, config: ExperimentConfig, study: str, path: Path) -> None:
     if prov is None:
         return
@@ -349,7 +358,8 @@ def _run_study(config, store, study, cells, env, bar, fit, draw_base, device) ->
         "runs": [],
     }
     entry = {"experiment": config.name, "started": _now(), "finished": None, "status": "running",
-             "cells_computed": 0, "compute_seconds": 0.0, "wall_seconds": 0.0, **env}
+             "cells_computed": 0, "compute_seconds": 0.0, "wall_seconds": 0.0, **env,
+             "load_average_start": _load_average(), "load_average_end": None}
     prov["runs"].append(entry)
     t_study = time.perf_counter()
     if bar is not None:
@@ -377,6 +387,7 @@ def _run_study(config, store, study, cells, env, bar, fit, draw_base, device) ->
         raise
     finally:
         entry["finished"] = _now()
+        entry["load_average_end"] = _load_average()
         entry["wall_seconds"] = round(time.perf_counter() - t_study, 3)
         store.write_provenance(study, prov)
         del problem

@@ -11,10 +11,10 @@ import seaborn as sns
 import torch
 
 from ..experiments.analysis import with_curve
-from . import METHOD_COLORS, error_plot, figure, not_computed, shared_legend
+from . import METHOD_COLORS, QUANTILE_STYLE, error_plot, figure, not_computed, shared_legend
 
 __all__ = ["stuck_strip_plot", "nce_vs_n_figure", "kappa_sweep_figure", "ring_noise_figure", "radii_figure",
-           "ring_figure"]
+           "ring_figure", "eps_sweep_figure", "RULE_MARKERS"]
 
 _MODEL_NAMES = {"gaussian": "Gaussian", "ica": "ICA"}
 
@@ -140,3 +140,68 @@ def ring_figure(df: pd.DataFrame, titles: dict):
         error_plot(ax, df[df.study == study], title=title, legend=False)
     shared_legend(fig, quantiles=True, ncol=4)
     return fig
+
+
+#: Marker of each other eps rule in :func:`eps_sweep_figure`.
+RULE_MARKERS = {"scale": "s", "pilot": "^"}
+
+
+def eps_sweep_figure(df: pd.DataFrame, titles: dict, ncols: int = 2):
+    """The eps experiment (notebook 07): one panel per study (the keys of ``titles``, in order).
+
+    ``log10`` median squared error (solid, markers) and its 0.1/0.9 quantiles (dashed) of CNCE
+    against ``log10`` of eps over the heuristic's eps of each simulation, one colour per
+    ``N``; the heuristic's choice (0 on the x axis) is a star on a grey vertical line, MLE's
+    median a dotted and score matching's a dash-dotted horizontal line in the curve's colour
+    (where the model has them), and the other rules open markers at their median relative
+    eps. One legend below the panels. Returns the figure."""
+    import matplotlib as mpl
+
+    from ..experiments import eps_sweep
+
+    n = len(titles)
+    nrows = -(-n // ncols)
+    fig, axes = figure(ncols, nrows)
+    summary = eps_sweep.sweep_summary(df)
+    ref = eps_sweep.reference_levels(df)
+    Ns = sorted(summary["N"].unique())
+    colors = {N: mpl.colormaps["viridis"](0.15 + 0.6 * i / max(len(Ns) - 1, 1)) for i, N in enumerate(Ns)}
+    handles = {}
+    for ax, (study, title) in zip(axes.flat, titles.items()):
+        s_all = summary[summary.study == study]
+        if s_all.empty:
+            not_computed(ax, title)
+            continue
+        ax.axvline(0.0, color="grey", linewidth=1.0, zorder=1)
+        for N in Ns:
+            s = s_all[(s_all.N == N) & s_all.factor.notna()].sort_values("factor")
+            if s.empty:
+                continue
+            c = colors[N]
+            xs = np.log10(s["factor"].to_numpy(float))
+            handles.setdefault(f"CNCE, N = {N}", ax.plot(xs, s["log10_median"], color=c, marker=".", zorder=3)[0])
+            for q in ("log10_q10", "log10_q90"):
+                ax.plot(xs, s[q], color=c, zorder=2, **QUANTILE_STYLE)
+            h = s[s.eps_setting == "default"]
+            star = ax.plot([0.0], h["log10_median"], color=c, marker="*", markersize=12, markeredgecolor="black",
+                           linestyle="none", zorder=5)[0]
+            handles.setdefault("heuristic's eps", star)
+            for method, ls, name in (("mle", ":", "MLE"), ("sm", "-.", "score matching")):
+                r = ref[(ref.study == study) & (ref.method == method) & (ref.N == N)]
+                if not r.empty:
+                    line = ax.axhline(float(r["log10_median"].iloc[0]), color=c, linestyle=ls, linewidth=1.1, zorder=1)
+                    handles.setdefault(name, line)
+            for rule, marker in RULE_MARKERS.items():
+                r = s_all[(s_all.N == N) & (s_all.eps_setting == f"rule:{rule}")]
+                if not r.empty:
+                    pt = ax.plot(np.log10(r["rel_eps"].to_numpy(float)), r["log10_median"], color=c, marker=marker,
+                                 markerfacecolor="none", markersize=8, linestyle="none", zorder=4)[0]
+                    handles.setdefault(f"rule {rule!r}", pt)
+        ax.set_title(title)
+        ax.set_xlabel(r"$\log_{10}$ ($\varepsilon$ / heuristic's)")
+        ax.set_ylabel(r"$\log_{10}$ squared error")
+    for ax in list(axes.flat)[n:]:
+        ax.set_visible(False)
+    shared_legend(fig, list(handles.values()), list(handles.keys()), quantiles=True, ncol=3)
+    return fig
+
