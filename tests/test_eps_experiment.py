@@ -158,3 +158,13 @@ def test_claims_table_has_an_eps_row_and_keeps_eps_tables_out_of_the_figure_clai
     table = claims.claims_table({"eps-gaussian": pd.DataFrame(rows)}, n_boot=100)
     assert list(table.claim) == ["The eps heuristic (beyond the paper)"]
     assert table.page.iloc[0] == "07_choosing_eps" and table.verdict.iloc[0] in claims.VERDICTS
+
+
+def test_eps_is_listed_and_runnable_from_the_command_line(capsys, tmp_path):
+    from cnce.cli import build_parser, main
+
+    assert main(["list", "--scale", "quick", "--results-dir", str(tmp_path)]) == 0
+    line = [l for l in capsys.readouterr().out.splitlines() if l.startswith("eps ")]
+    assert len(line) == 1 and "eps-gaussian" in line[0] and "eps-bernoulli" in line[0]
+    args = build_parser().parse_args(["run", "eps", "--scale", "paper"])
+    assert args.experiment == "eps" and args.scale == "paper"
