@@ -188,8 +188,8 @@ for r in table.itertuples():
     key = f"{r.study.replace('eps-', '').replace('-', '_')}_{size}"
     glue(f"loss_{key}", f"{r.value:.2f} [{r.lo:.2f}, {r.hi:.2f}]")
     glue(f"best_{key}", f"{r.best_factor:.3g}")
-    glue(f"flat_{key}", (f"inside the flat part ({r.flat_lo:.3g} to {r.flat_hi:.3g} times its eps)" if r.heuristic_in
-                         else f"outside the flat part ({r.flat_lo:.3g} to {r.flat_hi:.3g} times its eps)"))
+    span = f"{r.flat_lo:.3g} to {r.flat_hi:.3g} times its eps" if r.flat_lo < r.flat_hi else f"only {r.flat_lo:.3g} times its eps"
+    glue(f"flat_{key}", f"{'inside' if r.heuristic_in else 'outside'} the flat part ({span})")
 n_in = int(table.heuristic_in.sum())
 worst = table.loc[table.value.idxmax()]
 miss = table[~table.heuristic_in]
