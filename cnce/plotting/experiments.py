@@ -156,6 +156,7 @@ def eps_sweep_figure(df: pd.DataFrame, titles: dict, ncols: int = 2):
     (where the model has them), and the other rules open markers at their median relative
     eps. One legend below the panels. Returns the figure."""
     import matplotlib as mpl
+    from matplotlib.lines import Line2D
 
     from ..experiments import eps_sweep
 
@@ -166,7 +167,8 @@ def eps_sweep_figure(df: pd.DataFrame, titles: dict, ncols: int = 2):
     ref = eps_sweep.reference_levels(df)
     Ns = sorted(summary["N"].unique())
     colors = {N: mpl.colormaps["viridis"](0.15 + 0.6 * i / max(len(Ns) - 1, 1)) for i, N in enumerate(Ns)}
-    handles = {}
+    handles = {"heuristic's eps": Line2D([], [], color="white", marker="*", markersize=12, markeredgecolor="black",
+                                         linestyle="none")}
     for ax, (study, title) in zip(axes.flat, titles.items()):
         s_all = summary[summary.study == study]
         if s_all.empty:
@@ -183,20 +185,20 @@ def eps_sweep_figure(df: pd.DataFrame, titles: dict, ncols: int = 2):
             for q in ("log10_q10", "log10_q90"):
                 ax.plot(xs, s[q], color=c, zorder=2, **QUANTILE_STYLE)
             h = s[s.eps_setting == "default"]
-            star = ax.plot([0.0], h["log10_median"], color=c, marker="*", markersize=12, markeredgecolor="black",
-                           linestyle="none", zorder=5)[0]
-            handles.setdefault("heuristic's eps", star)
+            ax.plot([0.0], h["log10_median"], color=c, marker="*", markersize=12, markeredgecolor="black",
+                    linestyle="none", zorder=5)
             for method, ls, name in (("mle", ":", "MLE"), ("sm", "-.", "score matching")):
                 r = ref[(ref.study == study) & (ref.method == method) & (ref.N == N)]
                 if not r.empty:
-                    line = ax.axhline(float(r["log10_median"].iloc[0]), color=c, linestyle=ls, linewidth=1.1, zorder=1)
-                    handles.setdefault(name, line)
+                    ax.axhline(float(r["log10_median"].iloc[0]), color=c, linestyle=ls, linewidth=1.1, zorder=1)
+                    handles.setdefault(name, Line2D([], [], color="black", linestyle=ls, linewidth=1.1))
             for rule, marker in RULE_MARKERS.items():
                 r = s_all[(s_all.N == N) & (s_all.eps_setting == f"rule:{rule}")]
                 if not r.empty:
-                    pt = ax.plot(np.log10(r["rel_eps"].to_numpy(float)), r["log10_median"], color=c, marker=marker,
-                                 markerfacecolor="none", markersize=8, linestyle="none", zorder=4)[0]
-                    handles.setdefault(f"rule {rule!r}", pt)
+                    ax.plot(np.log10(r["rel_eps"].to_numpy(float)), r["log10_median"], color=c, marker=marker,
+                            markerfacecolor="none", markersize=8, linestyle="none", zorder=4)
+                    handles.setdefault(f"rule {rule!r}", Line2D([], [], color="black", marker=marker, markerfacecolor="none",
+                                                                 markersize=8, linestyle="none"))
         ax.set_title(title)
         ax.set_xlabel(r"$\log_{10}$ ($\varepsilon$ / heuristic's)")
         ax.set_ylabel(r"$\log_{10}$ squared error")
