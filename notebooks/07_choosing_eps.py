@@ -73,7 +73,7 @@ for key, value in {"N_small": N_small, "N_large": N_large, "n_sims": config.n_si
 provenance_table(df)
 
 # %% [markdown]
-# ## The error against $\varepsilon$
+# ## The error against eps
 #
 # Solid lines: the median squared error over simulations; dashed: the 0.1 and 0.9
 # quantiles, as on the other pages. The x axis is $\log_{10}$ of $\varepsilon$ over the
@@ -118,7 +118,7 @@ if not same:
     print("the figures' runs at this scale and seed are not stored: nothing to compare")
 
 # %% [markdown]
-# ## How much $\varepsilon$ matters
+# ## How much eps matters
 #
 # Per model and $N$: $\log_{10}$ of the median error at the smallest and at the
 # largest multiple of the grid over the median error at the heuristic's choice (how many
