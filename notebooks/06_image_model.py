@@ -34,8 +34,9 @@
 #   Table 1 and the authors' batches of 100,000 to 150,000 patches per meta-iteration. It
 #   draws fresh patches every meta-iteration and takes one pass of Adam minibatches over them.
 #   The authors' own recipe (a main set of patches reused for many meta-iterations, ten
-#   full-batch line searches each) was run too, three times: on these photographs its first
-#   layer fits its own sample and does not become oriented ({ref}`image-recipe`).
+#   full-batch line searches each) was run too ({glue:text}`recipe_n_paper` seeds): on these
+#   photographs its first layer fits its own sample and does not become oriented
+#   ({ref}`image-recipe`).
 # * **PCA dimension** and further choices of the run: printed below with the configuration.
 #
 # The cell below holds the page's parameters: `scale` sets how much the measures analyse
@@ -554,37 +555,12 @@ shown = {name: load_state(d)["history"]["1"] for name, d in runs.items() if name
 fig = plots.plot_generalisation(shown, title="layer 1: the authors' recipe (paper) and the run shown (paper-adam)");
 
 # %% tags=["hide-input"]
-if {"paper", "paper-adam"} <= set(recipes.index):
-    lb = recipes[recipes.config == "paper"]
-    glue_text("recipe_n_paper", len(lb))
-    glue_text("recipe_paper_oriented", f"{100 * lb['oriented share'].min():.0f} to {100 * lb['oriented share'].max():.0f}"
-              if len(lb) > 1 else f"{100 * lb['oriented share'].iloc[0]:.0f}")
-    glue_text("recipe_paper_osi", lb["OSI"].median(), ".2f")
-    glue_text("recipe_paper_train", lb["train loss"].median(), ".2f")
-    glue_text("recipe_paper_fresh", lb["next fresh loss"].median(), ".2f")
-    glue_text("recipe_paper_seconds", lb["layer-1 seconds"].median(), ".0f")
-    pa = recipes.loc["paper-adam"]
-    glue_text("recipe_adam_oriented", 100 * pa["oriented share"], ".0f")
-    glue_text("recipe_adam_osi", pa["OSI"], ".2f")
-    glue_text("recipe_adam_train", pa["train loss"], ".2f")
-    glue_text("recipe_adam_fresh", pa["next fresh loss"], ".2f")
-    glue_text("recipe_adam_seconds", pa["layer-1 seconds"], ".0f")
-    glue_text("recipe_noise_osi", lb["OSI localised noise"].median(), ".2f")
-    glue_text("recipe_gpu", pa["device"])
-    glue_text("recipe_verdict", "On these photographs the authors' recipe does not reproduce the oriented first layer; "
-              "the same sizes and batches with fresh patches and Adam do." if lb["oriented share"].max() < 0.2
-              and pa["oriented share"] > 0.5 else "Both recipes give an oriented first layer." if
-              lb["oriented share"].min() > 0.5 else "The two recipes differ less clearly than the numbers above suggest; "
-              "see the table.")
-else:  # a checkout without the committed GPU runs
-    for key in ("recipe_n_paper", "recipe_paper_oriented", "recipe_paper_osi", "recipe_paper_train",
-                "recipe_paper_fresh", "recipe_paper_seconds", "recipe_adam_oriented", "recipe_adam_osi",
-                "recipe_adam_train", "recipe_adam_fresh", "recipe_adam_seconds", "recipe_noise_osi", "recipe_gpu"):
-        glue_text(key, "n/a")
-    glue_text("recipe_verdict", "The GPU runs are not committed in this checkout.")
+for key, value in measures.recipe_findings(recipes).items():
+    glue_text(f"recipe_{key}", value)
 
 # %% [markdown]
-# Measured: in the {glue:text}`recipe_n_paper` runs of the authors' recipe (seeds 0 to 2),
+# Measured: in the {glue:text}`recipe_n_paper` runs of the authors' recipe (seeds
+# {glue:text}`recipe_paper_seeds`),
 # {glue:text}`recipe_paper_oriented` % of the receptive fields are oriented and their median
 # OSI is {glue:text}`recipe_paper_osi`, below that of localised noise
 # ({glue:text}`recipe_noise_osi`). Their training loss falls to

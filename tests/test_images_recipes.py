@@ -50,6 +50,21 @@ def test_finished_runs_and_recipe_table(two_runs):
     assert torch.isfinite(torch.tensor(t[["train loss", "next fresh loss"]].to_numpy())).all()
 
 
+def test_recipe_findings_quote_the_table_and_say_when_runs_are_missing():
+    import pandas as pd
+
+    row = {"seed": 0, "oriented share": 0.02, "OSI": 0.1, "OSI localised noise": 0.2, "train loss": 0.13,
+           "next fresh loss": 0.7, "layer-1 seconds": 30.0, "device": "GPU X"}
+    t = pd.DataFrame([{**row, "config": "paper"}, {**row, "config": "paper", "seed": 1, "oriented share": 0.03},
+                      {**row, "config": "paper-adam", "oriented share": 0.92, "OSI": 0.67}],
+                     index=["paper", "paper-seed1", "paper-adam"])
+    f = measures.recipe_findings(t)
+    assert (f["n_paper"], f["paper_seeds"], f["paper_oriented"], f["adam_oriented"]) == ("2", "0, 1", "2 to 3", "92")
+    assert f["verdict"].startswith("On these photographs the authors' recipe does not")
+    missing = measures.recipe_findings(t.drop(index="paper-adam"))
+    assert set(missing) == set(f) and missing["adam_osi"] == "n/a" and "not committed" in missing["verdict"]
+
+
 def test_find_weights_prefers_the_finished_paper_adam_run(two_runs):
     # "paper" has only layer 1, so "auto" skips it; "paper-adam" finished every layer
     assert find_weights("auto", root=two_runs).name == "paper-adam"

@@ -12,7 +12,8 @@ choices stay available as options (``"orthonormal"``, ``"planted"``, ``"linear"`
   meta-iterations of 10 L-BFGS iterations (their 10 conjugate-gradient line searches); J of
   the eps rule on 100k points of the batch. Meant for one GPU
   (``python -m cnce image-train --config paper --device cuda --out DIR``); about 1.3 PFLOP
-  (:func:`cnce.images.train.estimate_flops`).
+  (:func:`cnce.images.train.estimate_flops`). On the bundled photographs its first layer fits
+  its own sample and does not become oriented (measured on the image page; ``paper-adam`` does).
 * ``demo``: the paper's layer widths (K1 = 600, K2 = 200, D3 = 196, K3 = 60, K4 = 30) on a
   CPU budget: fresh patches every meta-iteration (20,000 for layer 1, 5,000 above it; the
   authors' 40/20/20/20 meta-iterations), one pass of Adam minibatches per meta-iteration

@@ -53,6 +53,7 @@ __all__ = [
     "generalisation_gap",
     "recipe_table",
     "recipe_summary",
+    "recipe_findings",
     "layer1_summary",
     "analysis_sizes",
     "fourier_power",
@@ -603,6 +604,35 @@ def recipe_table(runs: dict[str, str | os.PathLike], *, seed: int = 0):
                      "OSI localised noise": rf.loc["localised noise", "osi_median"],
                      "train loss": train, "next fresh loss": fresh})
     return pd.DataFrame(rows).set_index("run")
+
+
+def recipe_findings(table, paper: str = "paper", shown: str = "paper-adam") -> dict[str, str]:
+    """The numbers the image page quotes from :func:`recipe_table`, formatted for the prose: the
+    runs of configuration ``paper`` (the authors' recipe; medians over its seeds) against the
+    run ``shown``, and a verdict. Every key is present; its value is ``"n/a"`` (and the verdict
+    says why) when those runs are not in ``table``."""
+    lb = table[table["config"] == paper]
+    keys = ("n_paper", "paper_seeds", "paper_oriented", "paper_osi", "paper_train", "paper_fresh", "paper_seconds",
+            "adam_oriented", "adam_osi", "adam_train", "adam_fresh", "adam_seconds", "noise_osi", "gpu")
+    if lb.empty or shown not in table.index:
+        return {**dict.fromkeys(keys, "n/a"), "verdict": "The GPU runs are not committed in this checkout."}
+    pa = table.loc[shown]
+    lo, hi = 100 * lb["oriented share"].min(), 100 * lb["oriented share"].max()
+    if lb["oriented share"].max() < 0.2 and pa["oriented share"] > 0.5:
+        verdict = ("On these photographs the authors' recipe does not reproduce the oriented first layer; "
+                   "the same sizes and batches with fresh patches and Adam do.")
+    elif lb["oriented share"].min() > 0.5:
+        verdict = "Both recipes give an oriented first layer."
+    else:
+        verdict = "The two recipes differ less clearly than the numbers above suggest; see the table."
+    return {"n_paper": str(len(lb)), "paper_seeds": ", ".join(str(v) for v in sorted(lb["seed"])),
+            "paper_oriented": f"{lo:.0f}" if round(lo) == round(hi) else f"{lo:.0f} to {hi:.0f}",
+            "paper_osi": f"{lb['OSI'].median():.2f}", "paper_train": f"{lb['train loss'].median():.2f}",
+            "paper_fresh": f"{lb['next fresh loss'].median():.2f}", "paper_seconds": f"{lb['layer-1 seconds'].median():.0f}",
+            "adam_oriented": f"{100 * pa['oriented share']:.0f}", "adam_osi": f"{pa['OSI']:.2f}",
+            "adam_train": f"{pa['train loss']:.2f}", "adam_fresh": f"{pa['next fresh loss']:.2f}",
+            "adam_seconds": f"{pa['layer-1 seconds']:.0f}", "noise_osi": f"{lb['OSI localised noise'].median():.2f}",
+            "gpu": str(pa["device"]), "verdict": verdict}
 
 
 def layer1_summary(table):

@@ -192,23 +192,25 @@ def _atomic_save(obj, path: Path) -> None:
     provenance.atomic_torch_save(obj, path)
 
 
+def _git_object(rev: str, path: str) -> str | None:
+    """``git rev-parse rev`` with ``+dirty`` when ``path`` has uncommitted changes; ``None`` without git."""
+    name = provenance.git("rev-parse", rev)
+    if not name:
+        return None
+    return name + ("+dirty" if provenance.git("status", "--porcelain", "--", path) else "")
+
+
 def _git_commit() -> str | None:
     """HEAD of the repository holding this package, with ``+dirty`` when ``cnce/`` has
     uncommitted changes (the run then used code that is not in that commit)."""
-    head = provenance.git("rev-parse", "HEAD")
-    if not head:
-        return None
-    return head + ("+dirty" if provenance.git("status", "--porcelain", "--", "cnce") else "")
+    return _git_object("HEAD", "cnce")
 
 
 def _cnce_tree(sub: str = "cnce") -> str | None:
     """The git tree hash of ``sub`` (``cnce`` or ``cnce/images``) at HEAD (``+dirty`` as in
     :func:`_git_commit`). Unlike a commit hash it survives a rebase onto a base that does not
     change ``sub``, so ``cnce/images`` names the image code of a run after a branch is merged."""
-    tree = provenance.git("rev-parse", f"HEAD:{sub}")
-    if not tree:
-        return None
-    return tree + ("+dirty" if provenance.git("status", "--porcelain", "--", sub) else "")
+    return _git_object(f"HEAD:{sub}", sub)
 
 
 def load_state(out: str | os.PathLike) -> dict:
