@@ -7,6 +7,9 @@
 * ``browser`` is a headless Chromium (Playwright) for the browser tests.
 * ``gen`` is a freshly seeded ``torch.Generator`` per test, so every test draws the same
   numbers whatever ran before it; ``make_gen(seed)`` builds more of them.
+* ``_seed_global_rngs`` (autouse) seeds torch's and numpy's global generators before every
+  test, so a test that draws from them unseeded still draws the same numbers whatever order
+  or subset of tests runs (an order-dependent draw failed CI once: stop 20).
 """
 from __future__ import annotations
 
@@ -26,6 +29,15 @@ def pytest_addoption(parser):
     parser.addoption("--golden-threads", type=int, default=None,
                      help="run the golden notebooks' kernels with this many CPU threads (default: 1, as the "
                           "goldens were made; tests/golden/conftest.py)")
+
+
+@pytest.fixture(autouse=True)
+def _seed_global_rngs():
+    import numpy as np
+
+    torch.manual_seed(SEED)
+    np.random.seed(SEED % 2**32)
+    yield
 
 
 @pytest.fixture
