@@ -1,7 +1,7 @@
 """Fused CPU kernels (numba) for CNCE with the additive noise of Eq. (13).
 
 Why: on a CPU the batched torch path (:class:`cnce.optim.LinearLogistic`,
-:class:`cnce.optim.BlockedAbsProjectionCNCE`) makes a dozen full passes over memory per
+:class:`cnce.backends.projection.BlockedAbsProjectionCNCE`) makes a dozen full passes over memory per
 Newton iteration (noise, features, margins, ``softplus``, ``sigmoid``, two products and
 the Gauss-Newton matrix are separate tensor operations over all simulations at once). Here
 one compiled pass per point pair does all of it: the noise ``y = x + eps xi`` and the
@@ -10,6 +10,14 @@ feature matrix is stored), and the margin, ``softplus``, ``sigmoid``, gradient a
 Gauss-Newton accumulation share one exponential. Each simulation is solved to the end
 before the next starts, so its data stay in cache across iterations, and simulations run in
 parallel threads (``prange``).
+
+Structure: a model's kernel is one *block kernel* (``_block_<name>``) that forms the margins
+and features of the rows of a block of data points; a single driver, :func:`_drive`, runs the
+block loop and accumulates loss, gradient and Gauss-Newton matrix for every kernel. numba
+compiles the driver once per kernel (``kind`` is a compile-time constant, so it is as tight as
+a hand-written pass); :func:`_pass` picks the compiled driver for a run-time ``kind``, and
+:func:`_newton_one` / :func:`_newton_all` solve with it. Adding a kernel: a block kernel, a
+branch in :func:`_block` and :func:`_pass`, and its name in :data:`KERNELS`.
 
 Algorithm (the same as :func:`cnce.optim.newton`): damped Gauss-Newton with a per-problem
 Armijo line search, the Gauss-Newton matrix from every ``stride``-th pair, the same stopping
@@ -24,7 +32,7 @@ decrement). Two differences that do not change the minimiser of a convex problem
   convex Gaussian problem; off for ICA, whose local optima depend on the path. For the
   Gaussian the last stage forms its Gauss-Newton matrix from all pairs (from a subsample the
   iterations converge only linearly), the noise steps are laid out once per simulation
-  (:func:`_pass_gauss_t`), and the earlier stages stop at a looser tolerance.
+  (:func:`_block_gauss_t`), and the earlier stages stop at a looser tolerance.
 
 Supported problems: ``kind = 0`` Gaussian (Eq. 15, features ``-u_a u_b`` and ``-u_a^2 / 2``),
 ``kind = 1`` ICA (Eq. 16, ``log phi = -a sum_j |b_j . u|``), and NCE (Gutmann & Hyvarinen
@@ -43,7 +51,7 @@ import numpy as np
 
 try:  # numba is a dependency, but keep the package importable without it (torch fallback)
     import numba
-    from numba import njit, prange
+    from numba import literally, njit, prange
 
     # numba's OpenMP threading layer shares libgomp with torch, and its spinning workers made
     # every later torch operation ~10x slower (measured); the workqueue layer does not spin.
@@ -145,15 +153,13 @@ if HAVE_NUMBA:
             loss += SP[t]
         return loss
 
-    @njit(inline="always", **_JIT_SUM)
-    def _block_grad_gn(W, F, SP, H, P, nt, gn, g):
-        """``g -= sum_t w_t f_t``; with ``gn`` also the Gauss-Newton sums (``SP`` is scratch).
-        Returns the rows added to the Gauss-Newton matrix."""
-        _grad_block(W, F, P, nt, g)
-        if gn:
-            _gn_block(W, F, SP, H, P, nt)
-            return nt
-        return 0
+    # ------------------------------------------------------------------ per-model block kernels
+    # Each fills, for the rows of data points ``i0 .. i1 - 1`` (``K`` pairs each for CNCE,
+    # ``K + 1`` points for NCE), the margins ``M`` and -- always where the margin needs them,
+    # else when ``want`` -- the rows' features ``F[q] = d m / d psi_q``. Everything else of a
+    # pass (block loop, logistic terms, loss, gradient, Gauss-Newton sums) is :func:`_pass`.
+    # ``prm`` holds the simulation's constants: ``[eps, ...]`` for CNCE, :func:`nce_params`
+    # for NCE, the model's own constants (the ring's radius) last.
 
     @njit(inline="always", **_JIT)
     def _fill_block(X, XI, eps, i0, i1, K, XB, Z, M):
@@ -171,103 +177,101 @@ if HAVE_NUMBA:
             M[u] = 0.0
 
     @njit(**_JIT_SUM)
-    def _pass_gauss(X, XI, eps, th, n_data, K, a_unused, want, hb, g, H, buf):
-        """One pass of the Gaussian CNCE problem over the first ``n_data`` data points, in blocks
-        of whole data points (``K`` pairs each). Returns the summed ``softplus(-m)`` and the
-        number of pairs in Gauss-Newton blocks (every ``hb``-th block); with ``want`` also
-        ``g = -sum w f`` and ``H = sum w (1 - w) f f^T`` (unscaled).
-
-        The pair's features ``f = T(x) - T(y)`` are formed as ``c (x_a z_b + z_a x_b + z_a z_b)``
-        with ``z = eps xi``: no cancellation between ``T(x)`` and ``T(y)`` (exactly 0 at eps = 0)."""
-        XB, Z, M, SP, W, F = buf[0], buf[1], buf[2], buf[3], buf[4], buf[5]
+    def _block_gauss(X, XI, prm, th, i0, i1, K, a_unused, want, buf):
+        """CNCE for the Gaussian (Eq. 15). The pair's features ``f = T(x) - T(y)`` are formed as
+        ``c (x_a z_b + z_a x_b + z_a z_b)`` with ``z = eps xi``: no cancellation between ``T(x)``
+        and ``T(y)`` (exactly 0 at eps = 0)."""
+        XB, Z, M, F = buf[0], buf[1], buf[2], buf[5]
         D = X.shape[1]
-        P = th.shape[0]
-        nb = M.shape[0] // K
-        loss = 0.0
-        n_h = 0
-        if want:
-            g[:] = 0.0
-            H[:, :] = 0.0
-        blk = 0
-        for i0 in range(0, n_data, nb):
-            i1 = min(n_data, i0 + nb)
-            nt = (i1 - i0) * K
-            _fill_block(X, XI, eps, i0, i1, K, XB, Z, M)
-            p = 0
-            for a in range(D):
-                for b in range(a, D):
-                    c = 0.5 if a == b else 1.0
-                    Fp = F[p]
-                    Xa, Xb, Za, Zb = XB[a], XB[b], Z[a], Z[b]
-                    for t in range(nt):
-                        Fp[t] = c * (Xa[t] * Zb[t] + Za[t] * Xb[t] + Za[t] * Zb[t])
-                    tp = th[p]
-                    for t in range(nt):
-                        M[t] += tp * Fp[t]
-                    p += 1
-            loss = _block_loss(M, SP, W, nt, loss)
-            if want:
-                n_h += _block_grad_gn(W, F, SP, H, P, nt, blk % hb == 0, g)
-            blk += 1
-        return loss, n_h
+        nt = (i1 - i0) * K
+        _fill_block(X, XI, prm[0], i0, i1, K, XB, Z, M)
+        p = 0
+        for u in range(D):
+            for v in range(u, D):
+                c = 0.5 if u == v else 1.0
+                Fp = F[p]
+                Xa, Xb, Za, Zb = XB[u], XB[v], Z[u], Z[v]
+                for t in range(nt):
+                    Fp[t] = c * (Xa[t] * Zb[t] + Za[t] * Xb[t] + Za[t] * Zb[t])
+                tp = th[p]
+                for t in range(nt):
+                    M[t] += tp * Fp[t]
+                p += 1
 
     @njit(**_JIT_SUM)
-    def _pass_ica(X, XI, eps, th, n_data, K, a, want, hb, g, H, buf):
-        """The ICA problem, ``m = a (sum_j |b_j . y| - sum_j |b_j . x|)``, as :func:`_pass_gauss`.
-        ``b_j . y = b_j . x + b_j . z`` with ``z = eps xi``, so that the margin is exactly 0 at eps = 0."""
-        XB, Z, M, SP, W, F, SG, SX = buf[0], buf[1], buf[2], buf[3], buf[4], buf[5], buf[6], buf[7]
+    def _block_gauss_t(X, ZT, th, i0, i1, K, buf):
+        """:func:`_block_gauss` on the noise steps laid out once per simulation, ``ZT[c, i K + k] =
+        eps xi[i, k, c]`` (:func:`_noise_t`), read in place (no per-pass transpose). With
+        ``v = x + z / 2`` the features are ``f_ab = z_a v_b + z_b v_a`` (``a < b``) and
+        ``f_aa = z_a v_a``: the same ``c (x_a z_b + z_a x_b + z_a z_b)``, fewer operations."""
+        V, M, F = buf[0], buf[2], buf[5]
         D = X.shape[1]
-        P = th.shape[0]
-        nb = M.shape[0] // K
-        loss = 0.0
-        n_h = 0
-        if want:
-            g[:] = 0.0
-            H[:, :] = 0.0
-        blk = 0
-        for i0 in range(0, n_data, nb):
-            i1 = min(n_data, i0 + nb)
-            nt = (i1 - i0) * K
-            _fill_block(X, XI, eps, i0, i1, K, XB, Z, M)
-            for r in range(D):
-                Sx = SX[r]
+        nt = (i1 - i0) * K
+        t0 = i0 * K
+        for c in range(D):
+            Vc = V[c]
+            Zc = ZT[c, t0:t0 + nt]
+            t = 0
+            for i in range(i0, i1):
+                xc = X[i, c]
+                for k in range(K):
+                    Vc[t + k] = xc + 0.5 * Zc[t + k]
+                t += K
+        p = 0
+        for u in range(D):
+            Za = ZT[u, t0:t0 + nt]
+            Va = V[u]
+            Fp = F[p]
+            tp = th[p]
+            if u == 0:
                 for t in range(nt):
-                    Sx[t] = 0.0
-                    SP[t] = 0.0
-                for c in range(D):
-                    brc = th[r * D + c]
-                    Xc, Zc = XB[c], Z[c]
-                    for t in range(nt):
-                        Sx[t] += brc * Xc[t]
-                        SP[t] += brc * Zc[t]
-                Sg = SG[r]
+                    f = Za[t] * Va[t]
+                    Fp[t] = f
+                    M[t] = tp * f
+            else:
                 for t in range(nt):
-                    sx = Sx[t]
-                    sy = sx + SP[t]
-                    M[t] += a * (abs(sy) - abs(sx))
-                    Sg[t] = 1.0 if sy > 0.0 else (-1.0 if sy < 0.0 else 0.0)
-                    Sx[t] = 1.0 if sx > 0.0 else (-1.0 if sx < 0.0 else 0.0)
-            loss = _block_loss(M, SP, W, nt, loss)
-            if want:
-                # f_(r, c) = a (sign(b_r . y) y_c - sign(b_r . x) x_c), y = x + z
-                gn = blk % hb == 0
-                for r in range(D):
-                    Sg, Sx = SG[r], SX[r]
-                    for c in range(D):
-                        q = r * D + c
-                        Fq = F[q]
-                        Xc, Zc = XB[c], Z[c]
-                        acc = 0.0
-                        for t in range(nt):
-                            fq = a * (Sg[t] * (Xc[t] + Zc[t]) - Sx[t] * Xc[t])
-                            Fq[t] = fq
-                            acc += W[t] * fq
-                        g[q] -= acc
-                if gn:
-                    n_h += nt
-                    _gn_block(W, F, SP, H, P, nt)
-            blk += 1
-        return loss, n_h
+                    f = Za[t] * Va[t]
+                    Fp[t] = f
+                    M[t] += tp * f
+            p += 1
+            for v in range(u + 1, D):
+                Zb = ZT[v, t0:t0 + nt]
+                Vb = V[v]
+                Fp = F[p]
+                tp = th[p]
+                for t in range(nt):
+                    f = Za[t] * Vb[t] + Zb[t] * Va[t]
+                    Fp[t] = f
+                    M[t] += tp * f
+                p += 1
+
+    @njit(**_JIT_SUM)
+    def _block_ica(X, XI, prm, th, i0, i1, K, a, want, buf):
+        """CNCE for ICA (Eq. 16), ``m = a (sum_j |b_j . y| - sum_j |b_j . x|)``. ``b_j . y = b_j . x
+        + b_j . z`` with ``z = eps xi``, so that the margin is exactly 0 at eps = 0; features
+        ``f_(r, c) = a (sign(b_r . y) y_c - sign(b_r . x) x_c)``."""
+        XB, Z, M, SP, F, SG, SX = buf[0], buf[1], buf[2], buf[3], buf[5], buf[6], buf[7]
+        D = X.shape[1]
+        nt = (i1 - i0) * K
+        _fill_block(X, XI, prm[0], i0, i1, K, XB, Z, M)
+        for r in range(D):
+            Sx = SX[r]
+            for t in range(nt):
+                Sx[t] = 0.0
+                SP[t] = 0.0
+            for c in range(D):
+                brc = th[r * D + c]
+                Xc, Zc = XB[c], Z[c]
+                for t in range(nt):
+                    Sx[t] += brc * Xc[t]
+                    SP[t] += brc * Zc[t]
+            Sg = SG[r]
+            for t in range(nt):
+                sx = Sx[t]
+                sy = sx + SP[t]
+                M[t] += a * (abs(sy) - abs(sx))
+                Sg[t] = 1.0 if sy > 0.0 else (-1.0 if sy < 0.0 else 0.0)
+                Sx[t] = 1.0 if sx > 0.0 else (-1.0 if sx < 0.0 else 0.0)
 
     @njit(inline="always", **_JIT)
     def _fill_nce(X, XI, prm, i0, i1, K, XB, Z, M, T):
@@ -321,154 +325,107 @@ if HAVE_NUMBA:
                     Xr[nd + j] += lrc * Tc[j]
 
     @njit(**_JIT_SUM)
-    def _pass_nce_gauss(X, XI, prm, th, n_data, K, a_unused, want, hb, g, H, buf):
+    def _block_nce_gauss(X, XI, prm, th, i0, i1, K, a_unused, want, buf):
         """NCE for the Gaussian model (Gutmann & Hyvarinen 2012): parameters ``(theta, c)``,
-        rows ``m = s (theta . T(u) + c) + offset`` (:func:`_fill_nce`), as :func:`_pass_gauss`."""
-        XB, Z, M, SP, W, F = buf[0], buf[1], buf[2], buf[3], buf[4], buf[5]
+        rows ``m = s (theta . T(u) + c) + offset`` (:func:`_fill_nce`)."""
+        XB, Z, M, F = buf[0], buf[1], buf[2], buf[5]
         D = X.shape[1]
         P = th.shape[0]
-        R = K + 1
-        nb = M.shape[0] // R
-        loss = 0.0
-        n_h = 0
-        if want:
-            g[:] = 0.0
-            H[:, :] = 0.0
-        blk = 0
+        nt = (i1 - i0) * (K + 1)
+        _fill_nce(X, XI, prm, i0, i1, K, XB, Z, M, buf[7])
         Sg, Of = Z[0], Z[1]
-        for i0 in range(0, n_data, nb):
-            i1 = min(n_data, i0 + nb)
-            nt = (i1 - i0) * R
-            _fill_nce(X, XI, prm, i0, i1, K, XB, Z, M, buf[7])
-            p = 0
-            for a in range(D):
-                for b in range(a, D):
-                    c = -0.5 if a == b else -1.0
-                    Fp = F[p]
-                    Xa, Xb = XB[a], XB[b]
-                    tp = th[p]
-                    for t in range(nt):
-                        fp = c * Sg[t] * Xa[t] * Xb[t]
-                        Fp[t] = fp
-                        M[t] += tp * fp
-                    p += 1
-            Fc = F[P - 1]
-            tc = th[P - 1]
-            for t in range(nt):
-                Fc[t] = Sg[t]
-                M[t] += tc * Sg[t] + Of[t]
-            loss = _block_loss(M, SP, W, nt, loss)
-            if want:
-                n_h += _block_grad_gn(W, F, SP, H, P, nt, blk % hb == 0, g)
-            blk += 1
-        return loss, n_h
+        p = 0
+        for u in range(D):
+            for v in range(u, D):
+                c = -0.5 if u == v else -1.0
+                Fp = F[p]
+                Xa, Xb = XB[u], XB[v]
+                tp = th[p]
+                for t in range(nt):
+                    fp = c * Sg[t] * Xa[t] * Xb[t]
+                    Fp[t] = fp
+                    M[t] += tp * fp
+                p += 1
+        Fc = F[P - 1]
+        tc = th[P - 1]
+        for t in range(nt):
+            Fc[t] = Sg[t]
+            M[t] += tc * Sg[t] + Of[t]
 
     @njit(**_JIT_SUM)
-    def _pass_nce_ica(X, XI, prm, th, n_data, K, a, want, hb, g, H, buf):
+    def _block_nce_ica(X, XI, prm, th, i0, i1, K, a, want, buf):
         """NCE for the ICA model: parameters ``(B, c)``, ``log phi(u) = -a sum_j |b_j . u|``, rows
-        ``m = s (log phi(u) + c) + offset`` (:func:`_fill_nce`), as :func:`_pass_ica`."""
-        XB, Z, M, SP, W, F, SG = buf[0], buf[1], buf[2], buf[3], buf[4], buf[5], buf[6]
+        ``m = s (log phi(u) + c) + offset`` (:func:`_fill_nce`); features ``f_(r, c) = -a s
+        sign(b_r . u) u_c`` and ``f_c = s``."""
+        XB, Z, M, F, SG = buf[0], buf[1], buf[2], buf[5], buf[6]
         D = X.shape[1]
         P = th.shape[0]
-        R = K + 1
-        nb = M.shape[0] // R
-        loss = 0.0
-        n_h = 0
-        if want:
-            g[:] = 0.0
-            H[:, :] = 0.0
-        blk = 0
+        nt = (i1 - i0) * (K + 1)
+        _fill_nce(X, XI, prm, i0, i1, K, XB, Z, M, buf[7])
         Sgn, Of = Z[0], Z[1]
-        for i0 in range(0, n_data, nb):
-            i1 = min(n_data, i0 + nb)
-            nt = (i1 - i0) * R
-            _fill_nce(X, XI, prm, i0, i1, K, XB, Z, M, buf[7])
+        for r in range(D):
+            Sr = SG[r]
+            for t in range(nt):
+                Sr[t] = 0.0
+            for c in range(D):
+                brc = th[r * D + c]
+                Xc = XB[c]
+                for t in range(nt):
+                    Sr[t] += brc * Xc[t]
+            for t in range(nt):
+                sr = Sr[t]
+                M[t] -= a * Sgn[t] * abs(sr)
+                Sr[t] = 1.0 if sr > 0.0 else (-1.0 if sr < 0.0 else 0.0)
+        tc = th[P - 1]
+        for t in range(nt):
+            M[t] += tc * Sgn[t] + Of[t]
+        if want:
             for r in range(D):
                 Sr = SG[r]
-                for t in range(nt):
-                    Sr[t] = 0.0
                 for c in range(D):
-                    brc = th[r * D + c]
+                    Fq = F[r * D + c]
                     Xc = XB[c]
                     for t in range(nt):
-                        Sr[t] += brc * Xc[t]
-                for t in range(nt):
-                    sr = Sr[t]
-                    M[t] -= a * Sgn[t] * abs(sr)
-                    Sr[t] = 1.0 if sr > 0.0 else (-1.0 if sr < 0.0 else 0.0)
-            tc = th[P - 1]
+                        Fq[t] = -a * Sgn[t] * Sr[t] * Xc[t]
+            Fc = F[P - 1]
             for t in range(nt):
-                M[t] += tc * Sgn[t] + Of[t]
-            loss = _block_loss(M, SP, W, nt, loss)
-            if want:
-                # f_(r, c) = -a s sign(b_r . u) u_c, f_c = s
-                for r in range(D):
-                    Sr = SG[r]
-                    for c in range(D):
-                        Fq = F[r * D + c]
-                        Xc = XB[c]
-                        for t in range(nt):
-                            Fq[t] = -a * Sgn[t] * Sr[t] * Xc[t]
-                Fc = F[P - 1]
-                for t in range(nt):
-                    Fc[t] = Sgn[t]
-                _grad_block(W, F, P, nt, g)
-                if blk % hb == 0:
-                    n_h += nt
-                    _gn_block(W, F, SP, H, P, nt)
-            blk += 1
-        return loss, n_h
+                Fc[t] = Sgn[t]
 
     @njit(**_JIT_SUM)
-    def _pass_lognormal(X, XI, eps, th, n_data, K, a_unused, want, hb, g, H, buf):
+    def _block_lognormal(X, XI, prm, th, i0, i1, K, a_unused, want, buf):
         """CNCE for the log-normal model (Supp. C, Eq. 62), ``log phi(u) = -theta/2 (log u)^2 - log u``
-        for ``u > 0`` and ``C`` otherwise, with the noise of Eq. (13), as :func:`_pass_gauss`.
-        Where ``x`` and ``y = x + z`` are both positive the pair's feature and offset are formed
-        from ``d = log y - log x = log1p(z / x)``: ``f_theta = d (2 log x + d) / 2``, offset ``d``
-        (no cancellation as eps -> 0)."""
-        M, SP, W, F = buf[2], buf[3], buf[4], buf[5]
+        for ``u > 0`` and ``C`` otherwise, with the noise of Eq. (13). Where ``x`` and ``y = x + z``
+        are both positive the pair's feature and offset are formed from ``d = log y - log x =
+        log1p(z / x)``: ``f_theta = d (2 log x + d) / 2``, offset ``d`` (no cancellation as eps -> 0)."""
+        M, F = buf[2], buf[5]
+        eps = prm[0]
         th0, th1 = th[0], th[1]
-        nb = M.shape[0] // K
-        loss = 0.0
-        n_h = 0
-        if want:
-            g[:] = 0.0
-            H[:, :] = 0.0
-        blk = 0
         F0, F1 = F[0], F[1]
-        for i0 in range(0, n_data, nb):
-            i1 = min(n_data, i0 + nb)
-            nt = (i1 - i0) * K
-            t = 0
-            for i in range(i0, i1):
-                x = X[i, 0]
-                lx = math.log(x) if x > 0.0 else 0.0
-                for k in range(K):
-                    z = eps * XI[i, k, 0]
-                    y = x + z
-                    if x > 0.0:
-                        if y > 0.0:
-                            d = math.log1p(z / x)
-                            f0, f1, b = 0.5 * d * (2.0 * lx + d), 0.0, d
-                        else:
-                            f0, f1, b = -0.5 * lx * lx, -1.0, -lx
-                    elif y > 0.0:
-                        ly = math.log(y)
-                        f0, f1, b = 0.5 * ly * ly, 1.0, ly
+        t = 0
+        for i in range(i0, i1):
+            x = X[i, 0]
+            lx = math.log(x) if x > 0.0 else 0.0
+            for k in range(K):
+                z = eps * XI[i, k, 0]
+                y = x + z
+                if x > 0.0:
+                    if y > 0.0:
+                        d = math.log1p(z / x)
+                        f0, f1, b = 0.5 * d * (2.0 * lx + d), 0.0, d
                     else:
-                        f0, f1, b = 0.0, 0.0, 0.0
-                    F0[t] = f0
-                    F1[t] = f1
-                    M[t] = th0 * f0 + th1 * f1 + b
-                    t += 1
-            loss = _block_loss(M, SP, W, nt, loss)
-            if want:
-                n_h += _block_grad_gn(W, F, SP, H, 2, nt, blk % hb == 0, g)
-            blk += 1
-        return loss, n_h
+                        f0, f1, b = -0.5 * lx * lx, -1.0, -lx
+                elif y > 0.0:
+                    ly = math.log(y)
+                    f0, f1, b = 0.5 * ly * ly, 1.0, ly
+                else:
+                    f0, f1, b = 0.0, 0.0, 0.0
+                F0[t] = f0
+                F1[t] = f1
+                M[t] = th0 * f0 + th1 * f1 + b
+                t += 1
 
     @njit(**_JIT_SUM)
-    def _pass_ring(X, XI, prm, th, n_data, K, a_unused, want, hb, g, H, buf):
+    def _block_ring(X, XI, prm, th, i0, i1, K, a_unused, want, buf):
         """CNCE for the ring model (Eq. 17) with known radius ``mu = prm[1]``, noise of Eq. (13)
         with ``eps = prm[0]``: one feature per pair, ``f = ((|y| - mu)^2 - (|x| - mu)^2) / 2``,
         formed as ``(|y| - |x|) (|y| + |x| - 2 mu) / 2`` with ``|y| - |x| = (2 x.z + z.z) / (|y| + |x|)``
@@ -476,81 +433,165 @@ if HAVE_NUMBA:
         XB, Z, M, SP, W, F, RX = buf[0], buf[1], buf[2], buf[3], buf[4], buf[5], buf[6]
         eps, mu = prm[0], prm[1]
         D = X.shape[1]
-        nb = M.shape[0] // K
-        loss = 0.0
-        n_h = 0
-        if want:
-            g[:] = 0.0
-            H[:, :] = 0.0
-        blk = 0
+        nt = (i1 - i0) * K
         F0 = F[0]
         XZ, ZZ, XX = RX[0], SP, W  # scratch rows (SP and W are overwritten by the logistic later)
         th0 = th[0]
-        for i0 in range(0, n_data, nb):
-            i1 = min(n_data, i0 + nb)
-            nt = (i1 - i0) * K
-            _fill_block(X, XI, eps, i0, i1, K, XB, Z, M)
+        _fill_block(X, XI, eps, i0, i1, K, XB, Z, M)
+        for t in range(nt):
+            XZ[t] = 0.0
+            ZZ[t] = 0.0
+            XX[t] = 0.0
+        for c in range(D):
+            Xc, Zc = XB[c], Z[c]
             for t in range(nt):
-                XZ[t] = 0.0
-                ZZ[t] = 0.0
-                XX[t] = 0.0
-            for c in range(D):
-                Xc, Zc = XB[c], Z[c]
-                for t in range(nt):
-                    XZ[t] += Xc[t] * Zc[t]
-                    ZZ[t] += Zc[t] * Zc[t]
-                    XX[t] += Xc[t] * Xc[t]
-            for t in range(nt):
-                rx = math.sqrt(XX[t])
-                ry = math.sqrt(XX[t] + 2.0 * XZ[t] + ZZ[t])
-                den = rx + ry
-                dr = (2.0 * XZ[t] + ZZ[t]) / den if den > 0.0 else 0.0
-                f = 0.5 * dr * (rx + ry - 2.0 * mu)
-                F0[t] = f
-                M[t] = th0 * f
-            loss = _block_loss(M, SP, W, nt, loss)
-            if want:
-                n_h += _block_grad_gn(W, F, SP, H, 1, nt, blk % hb == 0, g)
-            blk += 1
-        return loss, n_h
+                XZ[t] += Xc[t] * Zc[t]
+                ZZ[t] += Zc[t] * Zc[t]
+                XX[t] += Xc[t] * Xc[t]
+        for t in range(nt):
+            rx = math.sqrt(XX[t])
+            ry = math.sqrt(XX[t] + 2.0 * XZ[t] + ZZ[t])
+            den = rx + ry
+            dr = (2.0 * XZ[t] + ZZ[t]) / den if den > 0.0 else 0.0
+            f = 0.5 * dr * (rx + ry - 2.0 * mu)
+            F0[t] = f
+            M[t] = th0 * f
 
     @njit(**_JIT_SUM)
-    def _pass_nce_ring(X, XI, prm, th, n_data, K, a_unused, want, hb, g, H, buf):
+    def _block_nce_ring(X, XI, prm, th, i0, i1, K, a_unused, want, buf):
         """NCE for the ring model: parameters ``(gamma, c)``, ``mu`` the last entry of ``prm``
-        (after :func:`nce_params`), rows as :func:`_pass_nce_gauss`."""
-        XB, Z, M, SP, W, F = buf[0], buf[1], buf[2], buf[3], buf[4], buf[5]
+        (after :func:`nce_params`), rows as :func:`_block_nce_gauss`."""
+        XB, Z, M, F = buf[0], buf[1], buf[2], buf[5]
         D = X.shape[1]
         mu = prm[prm.shape[0] - 1]
-        R = K + 1
+        nt = (i1 - i0) * (K + 1)
+        _fill_nce(X, XI, prm, i0, i1, K, XB, Z, M, buf[7])
+        Sg, Of = Z[0], Z[1]
+        F0, F1 = F[0], F[1]
+        th0, th1 = th[0], th[1]
+        for c in range(D):
+            Xc = XB[c]
+            for t in range(nt):
+                M[t] += Xc[t] * Xc[t]
+        for t in range(nt):
+            dr = math.sqrt(M[t]) - mu
+            f = -0.5 * Sg[t] * dr * dr
+            F0[t] = f
+            F1[t] = Sg[t]
+            M[t] = th0 * f + th1 * Sg[t] + Of[t]
+
+    @njit(**_JIT_SUM)
+    def _grad_ica(D, nt, a, W, g, buf):
+        """ICA's features ``f_(r, c) = a (sign(b_r . y) y_c - sign(b_r . x) x_c)`` formed together
+        with the gradient sums (one sweep; the block kernel left the signs in ``SG``, ``SX``)."""
+        XB, Z, F, SG, SX = buf[0], buf[1], buf[5], buf[6], buf[7]
+        for r in range(D):
+            Sg, Sx = SG[r], SX[r]
+            for c in range(D):
+                q = r * D + c
+                Fq = F[q]
+                Xc, Zc = XB[c], Z[c]
+                acc = 0.0
+                for t in range(nt):
+                    fq = a * (Sg[t] * (Xc[t] + Zc[t]) - Sx[t] * Xc[t])
+                    Fq[t] = fq
+                    acc += W[t] * fq
+                g[q] -= acc
+
+    @njit(inline="always", **_JIT)
+    def _block(kind, X, XI, prm, th, i0, i1, K, a, want, buf):
+        """The block kernel of problem ``kind``."""
+        if kind == GAUSSIAN:
+            _block_gauss(X, XI, prm, th, i0, i1, K, a, want, buf)
+        elif kind == ICA:
+            _block_ica(X, XI, prm, th, i0, i1, K, a, want, buf)
+        elif kind == NCE_GAUSSIAN:
+            _block_nce_gauss(X, XI, prm, th, i0, i1, K, a, want, buf)
+        elif kind == NCE_ICA:
+            _block_nce_ica(X, XI, prm, th, i0, i1, K, a, want, buf)
+        elif kind == LOGNORMAL:
+            _block_lognormal(X, XI, prm, th, i0, i1, K, a, want, buf)
+        elif kind == RING:
+            _block_ring(X, XI, prm, th, i0, i1, K, a, want, buf)
+        else:
+            _block_nce_ring(X, XI, prm, th, i0, i1, K, a, want, buf)
+
+    # ------------------------------------------------------------------ the one pass driver
+    @njit(**_JIT_SUM)
+    def _drive(kind, X, XI, prm, th, n_data, K, a, want, hb, g, H, buf, zt):
+        """One pass of problem ``kind`` over the first ``n_data`` data points, in blocks of whole
+        data points: the block kernel (:func:`_block`) forms margins and features, then the
+        block's logistic terms add to the loss and (``want``) ``g = -sum w f`` and, in every
+        ``hb``-th block, ``H = sum w (1 - w) f f^T`` (unscaled, upper triangle). Returns the
+        summed ``softplus(-m)`` and the number of rows in Gauss-Newton blocks. ``zt (D, >= N K)``
+        holds the Gaussian's noise steps laid out once (:func:`_noise_t`); 0 columns: not laid out.
+
+        ``kind`` is a compile-time constant (``literally``): numba compiles this driver once per
+        problem with the other problems' branches folded away, so each compiled pass is as
+        tight as a hand-written one (with a run-time ``kind`` the ICA pass ran 1.7x slower,
+        measured). :func:`_pass` calls it with ``kind`` a constant."""
+        literally(kind)
+        M, SP, W, F = buf[2], buf[3], buf[4], buf[5]
+        P = th.shape[0]
+        R = _rows(kind, K)
         nb = M.shape[0] // R
+        tiled = kind == GAUSSIAN and zt.shape[1] >= n_data * K
         loss = 0.0
         n_h = 0
         if want:
             g[:] = 0.0
             H[:, :] = 0.0
         blk = 0
-        Sg, Of = Z[0], Z[1]
-        F0, F1 = F[0], F[1]
-        th0, th1 = th[0], th[1]
         for i0 in range(0, n_data, nb):
             i1 = min(n_data, i0 + nb)
             nt = (i1 - i0) * R
-            _fill_nce(X, XI, prm, i0, i1, K, XB, Z, M, buf[7])
-            for c in range(D):
-                Xc = XB[c]
-                for t in range(nt):
-                    M[t] += Xc[t] * Xc[t]
-            for t in range(nt):
-                dr = math.sqrt(M[t]) - mu
-                f = -0.5 * Sg[t] * dr * dr
-                F0[t] = f
-                F1[t] = Sg[t]
-                M[t] = th0 * f + th1 * Sg[t] + Of[t]
+            if tiled:
+                _block_gauss_t(X, zt, th, i0, i1, K, buf)
+            else:
+                _block(kind, X, XI, prm, th, i0, i1, K, a, want, buf)
             loss = _block_loss(M, SP, W, nt, loss)
             if want:
-                n_h += _block_grad_gn(W, F, SP, H, 2, nt, blk % hb == 0, g)
+                if kind == ICA:  # features and gradient in one sweep
+                    _grad_ica(X.shape[1], nt, a, W, g, buf)
+                else:
+                    _grad_block(W, F, P, nt, g)
+                if blk % hb == 0:
+                    n_h += nt
+                    if tiled:
+                        _gn_block_v(W, F, SP, buf[1], H, P, nt)
+                    else:
+                        _gn_block(W, F, SP, H, P, nt)
             blk += 1
         return loss, n_h
+
+    @njit(**_JIT)
+    def _pass(kind, X, XI, prm, th, n_data, K, a, want, hb, g, H, buf, zt):
+        """:func:`_drive` for a run-time ``kind``: one compiled driver per problem, so that the
+        solver around it (:func:`_newton_one`) is compiled once for all problems."""
+        if kind == GAUSSIAN:
+            return _drive(GAUSSIAN, X, XI, prm, th, n_data, K, a, want, hb, g, H, buf, zt)
+        if kind == ICA:
+            return _drive(ICA, X, XI, prm, th, n_data, K, a, want, hb, g, H, buf, zt)
+        if kind == NCE_GAUSSIAN:
+            return _drive(NCE_GAUSSIAN, X, XI, prm, th, n_data, K, a, want, hb, g, H, buf, zt)
+        if kind == NCE_ICA:
+            return _drive(NCE_ICA, X, XI, prm, th, n_data, K, a, want, hb, g, H, buf, zt)
+        if kind == LOGNORMAL:
+            return _drive(LOGNORMAL, X, XI, prm, th, n_data, K, a, want, hb, g, H, buf, zt)
+        if kind == RING:
+            return _drive(RING, X, XI, prm, th, n_data, K, a, want, hb, g, H, buf, zt)
+        return _drive(NCE_RING, X, XI, prm, th, n_data, K, a, want, hb, g, H, buf, zt)
+
+    @njit(**_JIT)
+    def _noise_t(XI, eps, n_data, ZT):
+        """``ZT[c, i K + k] = eps XI[i, k, c]`` for the first ``n_data`` points (see :func:`_block_gauss_t`)."""
+        K = XI.shape[1]
+        D = XI.shape[2]
+        for i in range(n_data):
+            for k in range(K):
+                t = i * K + k
+                for c in range(D):
+                    ZT[c, t] = eps * XI[i, k, c]
 
     @njit(cache=True, parallel=True, error_model="numpy")
     def _nce_c0_all(kind, X, XI, prm, theta, a, n0, block_pairs, out):
@@ -649,108 +690,6 @@ if HAVE_NUMBA:
                     H[q0 + 2, r0] += s20
                     H[q0 + 2, r0 + 1] += s21
 
-    @njit(**_JIT_SUM)
-    def _pass_gauss_t(X, ZT, th, n_data, K, want, hb, g, H, buf):
-        """:func:`_pass_gauss` on the noise steps laid out once per simulation, ``ZT[c, i K + k] =
-        eps xi[i, k, c]`` (:func:`_noise_t`), so that a pass reads them in place (no per-pass
-        transpose). With ``v = x + z / 2`` the features are ``f_ab = z_a v_b + z_b v_a`` (``a < b``)
-        and ``f_aa = z_a v_a``: the same ``c (x_a z_b + z_a x_b + z_a z_b)``, fewer operations."""
-        V, VF, M, SP, W, F = buf[0], buf[1], buf[2], buf[3], buf[4], buf[5]
-        D = X.shape[1]
-        P = th.shape[0]
-        nb = M.shape[0] // K
-        loss = 0.0
-        n_h = 0
-        if want:
-            g[:] = 0.0
-            H[:, :] = 0.0
-        blk = 0
-        for i0 in range(0, n_data, nb):
-            i1 = min(n_data, i0 + nb)
-            nt = (i1 - i0) * K
-            t0 = i0 * K
-            for c in range(D):
-                Vc = V[c]
-                Zc = ZT[c, t0:t0 + nt]
-                t = 0
-                for i in range(i0, i1):
-                    xc = X[i, c]
-                    for k in range(K):
-                        Vc[t + k] = xc + 0.5 * Zc[t + k]
-                    t += K
-            p = 0
-            for a in range(D):
-                Za = ZT[a, t0:t0 + nt]
-                Va = V[a]
-                Fp = F[p]
-                tp = th[p]
-                if a == 0:
-                    for t in range(nt):
-                        f = Za[t] * Va[t]
-                        Fp[t] = f
-                        M[t] = tp * f
-                else:
-                    for t in range(nt):
-                        f = Za[t] * Va[t]
-                        Fp[t] = f
-                        M[t] += tp * f
-                p += 1
-                for b in range(a + 1, D):
-                    Zb = ZT[b, t0:t0 + nt]
-                    Vb = V[b]
-                    Fp = F[p]
-                    tp = th[p]
-                    for t in range(nt):
-                        f = Za[t] * Vb[t] + Zb[t] * Va[t]
-                        Fp[t] = f
-                        M[t] += tp * f
-                    p += 1
-            loss = _block_loss(M, SP, W, nt, loss)
-            if want:
-                _grad_block(W, F, P, nt, g)
-                if blk % hb == 0:
-                    n_h += nt
-                    _gn_block_v(W, F, SP, VF, H, P, nt)
-            blk += 1
-        return loss, n_h
-
-    @njit(**_JIT)
-    def _noise_t(XI, eps, n_data, ZT):
-        """``ZT[c, i K + k] = eps XI[i, k, c]`` for the first ``n_data`` points (see :func:`_pass_gauss_t`)."""
-        K = XI.shape[1]
-        D = XI.shape[2]
-        for i in range(n_data):
-            for k in range(K):
-                t = i * K + k
-                for c in range(D):
-                    ZT[c, t] = eps * XI[i, k, c]
-
-    @njit(**_JIT)
-    def _pass_z(kind, X, XI, prm, th, n_data, K, a, want, hb, g, H, buf, zt):
-        """:func:`_pass`, or :func:`_pass_gauss_t` where the Gaussian's noise is laid out in ``zt``."""
-        if zt is not None:
-            if kind == GAUSSIAN and zt.shape[1] >= n_data * K:
-                return _pass_gauss_t(X, zt, th, n_data, K, want, hb, g, H, buf)
-        return _pass(kind, X, XI, prm, th, n_data, K, a, want, hb, g, H, buf)
-
-    @njit(**_JIT)
-    def _pass(kind, X, XI, prm, th, n_data, K, a, want, hb, g, H, buf):
-        """One pass of problem ``kind``; ``prm`` holds the simulation's constants: ``[eps]`` for
-        CNCE, the noise Gaussian (:func:`nce_params`) for NCE."""
-        if kind == GAUSSIAN:
-            return _pass_gauss(X, XI, prm[0], th, n_data, K, a, want, hb, g, H, buf)
-        if kind == ICA:
-            return _pass_ica(X, XI, prm[0], th, n_data, K, a, want, hb, g, H, buf)
-        if kind == NCE_GAUSSIAN:
-            return _pass_nce_gauss(X, XI, prm, th, n_data, K, a, want, hb, g, H, buf)
-        if kind == NCE_ICA:
-            return _pass_nce_ica(X, XI, prm, th, n_data, K, a, want, hb, g, H, buf)
-        if kind == LOGNORMAL:
-            return _pass_lognormal(X, XI, prm[0], th, n_data, K, a, want, hb, g, H, buf)
-        if kind == RING:
-            return _pass_ring(X, XI, prm, th, n_data, K, a, want, hb, g, H, buf)
-        return _pass_nce_ring(X, XI, prm, th, n_data, K, a, want, hb, g, H, buf)
-
     @njit(**_JIT)
     def _is_nce(kind):
         return kind == NCE_GAUSSIAN or kind == NCE_ICA or kind == NCE_RING
@@ -786,7 +725,7 @@ if HAVE_NUMBA:
             hb = 1 << 62
         P = th.shape[0]
         Hw = H if want_h else np.empty((P, P))
-        loss, n_h = _pass_z(kind, X, XI, prm, th, n_data, K, a, True, hb, g, Hw, buf, zt)
+        loss, n_h = _pass(kind, X, XI, prm, th, n_data, K, a, True, hb, g, Hw, buf, zt)
         scale = _scale(kind, n_data, K)
         for q in range(P):
             g[q] *= scale
@@ -920,7 +859,7 @@ if HAVE_NUMBA:
                     loss_new = _full(kind, X, XI, prm, th_new, n_data, K, a, hess_points, g2, H2, buf, want_h, zt)
                     have_full = True
                 else:
-                    loss_new = scale * _pass_z(kind, X, XI, prm, th_new, n_data, K, a, False, 1, g2, H2, buf, zt)[0]
+                    loss_new = scale * _pass(kind, X, XI, prm, th_new, n_data, K, a, False, 1, g2, H2, buf, zt)[0]
                     have_full = False
                 if np.isfinite(loss_new) and loss_new <= loss + c1 * alpha * slope:
                     accepted = True
@@ -992,7 +931,7 @@ if HAVE_NUMBA:
             zt = np.empty((D, N * K if noise_t and kind == 0 else 0))
             if zt.shape[1] > 0:
                 _noise_t(XI[s], prm[s, 0], N, zt)
-            init_loss[s] = _scale(kind, N, K) * _pass_z(kind, X[s], XI[s], prm[s], th, N, K, a, False, 1, g0, H0, buf, zt)[0]
+            init_loss[s] = _scale(kind, N, K) * _pass(kind, X[s], XI[s], prm[s], th, N, K, a, False, 1, g0, H0, buf, zt)[0]
             for st in range(stages.shape[0]):
                 last = st == stages.shape[0] - 1
                 hp = hess_last if last and hess_last >= 0 else hess_points
@@ -1014,7 +953,7 @@ if HAVE_NUMBA:
         for s in prange(S):
             buf = _buffers(_rows(kind, K), D, P, block_pairs)
             out[s] = _scale(kind, N, K) * _pass(kind, X[s], XI[s], prm[s], theta[s].copy(), N, K, a, False, 1, np.empty(P),
-                                           np.empty((P, P)), buf)[0]
+                                                np.empty((P, P)), buf, np.empty((D, 0)))[0]
 
 
     @njit(**_JIT)

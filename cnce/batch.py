@@ -188,18 +188,16 @@ def parse_parameter(text: str) -> Any:
 
 @contextlib.contextmanager
 def deterministic_env(extra: Mapping[str, str] | None = None) -> Iterator[None]:
-    """Temporarily set environment variables (inherited by kernels started inside)."""
-    changes = dict(extra or {})
-    old = {k: os.environ.get(k) for k in changes}
-    os.environ.update(changes)
-    try:
+    """Temporarily set environment variables, inherited by the processes started inside.
+
+    This is the one place where ``cnce`` touches the process environment: notebook kernels
+    (papermill, nbval, jupyter-book) run in child processes, and thread counts and hash
+    seeds (:data:`GOLDEN_ENV`) reach them only through their environment. The library itself
+    reads no environment variable; its settings are :class:`cnce.FitOptions`."""
+    from unittest import mock
+
+    with mock.patch.dict(os.environ, dict(extra or {})):
         yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 # --------------------------------------------------------------------------- batch
@@ -497,10 +495,10 @@ def build_book(
     cmd = [str(jb) if jb.exists() else "jupyter-book", "build", "--all", "."]
     if strict:
         cmd += ["-W", "-n", "--keep-going"]
-    env = {**os.environ, **GOLDEN_ENV,
-           **{k: str(threads) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}}
+    env = {**GOLDEN_ENV, **{k: str(threads) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}}
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=root, env=env)
+    with deterministic_env(env):
+        proc = subprocess.run(cmd, cwd=root)
     wall = time.perf_counter() - t0
     reports = sorted((root / "_build/html/reports").glob("*.err.log")) if (root / "_build/html/reports").is_dir() else []
     if proc.returncode != 0 or reports:
@@ -605,6 +603,6 @@ def register(subparsers) -> None:
     )
     b.add_argument("--clean", action="store_true", help="delete _build and the execution cache first")
     b.add_argument("--no-strict", action="store_true", help="do not turn warnings into errors")
-    b.add_argument("--threads", type=int, default=int(os.environ.get("CNCE_THREADS", "1")),
-                   help="CPU threads per notebook kernel (default 1, or $CNCE_THREADS)")
+    b.add_argument("--threads", type=int, default=1,
+                   help="CPU threads per notebook kernel (default 1)")
     b.set_defaults(func=_cmd_book)
