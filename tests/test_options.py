@@ -18,8 +18,12 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_no_environment_reads_in_the_package():
     hits = subprocess.run(["grep", "-rn", "os.environ", "cnce/", "--include=*.py"], cwd=ROOT, capture_output=True,
                           text=True).stdout.splitlines()
-    # batch.py sets the environment of the notebook kernels it starts (OMP threads, ...): it writes, never reads a switch
-    assert [h for h in hits if not h.startswith("cnce/batch.py")] == []
+    # one documented place: batch.deterministic_env sets the environment of the notebook kernels
+    # it starts (OMP threads, ...); it writes, never reads a switch
+    assert len(hits) == 1 and hits[0].startswith("cnce/batch.py"), hits
+    getenv = subprocess.run(["grep", "-rn", "getenv", "cnce/", "--include=*.py"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.splitlines()
+    assert getenv == []
 
 
 @pytest.mark.parametrize("kw", [dict(feature_dtype="float16"), dict(hess_points=-1), dict(hess_points=1.5),
