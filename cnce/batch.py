@@ -42,6 +42,7 @@ __all__ = [
     "parse_parameter",
     "code_cells",
     "deterministic_env",
+    "thread_env",
     "BatchResult",
     "run_batch",
     "regenerate_goldens",
@@ -54,14 +55,18 @@ __all__ = [
 #: The scales every notebook understands through its ``scale`` parameter.
 SCALES = ("quick", "paper")
 
+
+def thread_env(threads: int) -> dict[str, str]:
+    """The environment that gives a notebook kernel ``threads`` BLAS/OpenMP threads."""
+    return {k: str(int(threads)) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+
+
 #: Environment the golden notebooks are generated and checked under, and the book is built
 #: under (kernel processes inherit it): one CPU thread for reproducible floating point, no
 #: GPU (device="auto" resolves to the CPU everywhere), fixed hashing, and no progress bars
 #: (their timings differ between runs).
 GOLDEN_ENV: dict[str, str] = {
-    "OMP_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
-    "OPENBLAS_NUM_THREADS": "1",
+    **thread_env(1),
     "PYTHONHASHSEED": "0",
     "TQDM_DISABLE": "1",
     "CUDA_VISIBLE_DEVICES": "",
@@ -278,7 +283,7 @@ def run_batch(
 
     env = {}
     if threads is not None:
-        env.update({k: str(threads) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")})
+        env.update(thread_env(threads))
     env.setdefault("PYTHONHASHSEED", "0")
 
     from tqdm.auto import tqdm
@@ -495,7 +500,7 @@ def build_book(
     cmd = [str(jb) if jb.exists() else "jupyter-book", "build", "--all", "."]
     if strict:
         cmd += ["-W", "-n", "--keep-going"]
-    env = {**GOLDEN_ENV, **{k: str(threads) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}}
+    env = {**GOLDEN_ENV, **thread_env(threads)}
     t0 = time.perf_counter()
     with deterministic_env(env):
         proc = subprocess.run(cmd, cwd=root)
