@@ -946,13 +946,15 @@ if HAVE_NUMBA:
             theta[s, :] = th
 
     @njit(cache=True, parallel=True, error_model="numpy")
-    def _loss_all(kind, X, XI, prm, theta, a, block_pairs, out):
+    def _loss_all(kind, X, XI, prm, theta, a, block_pairs, sims, out):
+        """``out[j]`` = the loss of simulation ``sims[j]``."""
         S, N, D = X.shape
         K = XI.shape[2]
         P = theta.shape[1]
-        for s in prange(S):
+        for j in prange(sims.shape[0]):
+            s = sims[j]
             buf = _buffers(_rows(kind, K), D, P, block_pairs)
-            out[s] = _scale(kind, N, K) * _pass(kind, X[s], XI[s], prm[s], theta[s].copy(), N, K, a, False, 1, np.empty(P),
+            out[j] = _scale(kind, N, K) * _pass(kind, X[s], XI[s], prm[s], theta[s].copy(), N, K, a, False, 1, np.empty(P),
                                                 np.empty((P, P)), buf, np.empty((D, 0)))[0]
 
 
@@ -1265,11 +1267,14 @@ def newton_all(kind, X, XI, prm, theta0, *, a=0.0, progressive=False, hess_point
     return out
 
 
-def loss_all(kind, X, XI, prm, theta, *, a=0.0, threads=None, block_pairs=BLOCK_PAIRS):
+def loss_all(kind, X, XI, prm, theta, *, a=0.0, threads=None, block_pairs=BLOCK_PAIRS, sims=None):
     """The loss of every simulation at ``theta (S, P)`` (for CNCE ``J`` of Eq. 8, what the
-    epsilon heuristic evaluates at each candidate eps; ``prm`` as in :func:`newton_all`)."""
+    epsilon heuristic evaluates at each candidate eps; ``prm`` as in :func:`newton_all`).
+    ``sims``: only these simulations (indices; the result has one entry per index), e.g. those
+    the heuristic is still searching for."""
     _threads(threads)
-    out = np.empty(X.shape[0])
+    sims = np.arange(X.shape[0]) if sims is None else np.ascontiguousarray(sims, dtype=np.int64)
+    out = np.empty(sims.shape[0])
     _loss_all(kind, X, XI, _prm(prm), np.ascontiguousarray(theta, dtype=np.float64),
-              float(a), int(block_pairs), out)
+              float(a), int(block_pairs), sims, out)
     return out

@@ -72,18 +72,35 @@ class EpsTrace:
         return torch.stack(self.eps), torch.stack(self.J)
 
 
-def choose_eps(J_of_eps, x: torch.Tensor, rule: EpsRule = AUTHORS_RULE, *, return_trace: bool = False):
+def choose_eps(J_of_eps, x: torch.Tensor, rule: EpsRule = AUTHORS_RULE, *, return_trace: bool = False,
+               active_only: bool = False):
     """Run the heuristic for all simulations at once (the authors' loop, see the module docstring).
 
     Args:
         J_of_eps: callable ``eps (S,) -> J (S,)``, the CNCE loss at the initial parameters
-            with a fixed noise base.
+            with a fixed noise base; with ``active_only``, ``(eps (n,), sims (n,)) -> J (n,)``
+            for the simulations ``sims`` (indices) only.
         x: data ``(S, N, D)`` (for the data scale).
         rule: an :class:`EpsRule`.
+        active_only: evaluate J only for the simulations still searching. The chosen eps is
+            the same (each simulation's J depends on its own eps only); the work is not: the
+            loop runs until the slowest simulation stops, and most stop after one or two
+            evaluations (Gaussian, S = 100: 71 % of the evaluations were for simulations
+            that had already stopped).
 
     Returns:
         ``eps (S,)``, and the :class:`EpsTrace` if ``return_trace``.
     """
+
+    def J_where(mask, J):
+        """J with the entries of ``mask`` evaluated at the current ``eps``."""
+        if not active_only:
+            return torch.where(mask, J_of_eps(eps), J)
+        idx = mask.nonzero().squeeze(1)
+        J = J.clone()
+        J[idx] = J_of_eps(eps[idx], idx).to(J)
+        return J
+
     S = x.shape[0]
     unit = data_scale(x) if rule.relative else torch.ones(S, dtype=x.dtype, device=x.device)
     unit = torch.where(unit > 0, unit, torch.ones_like(unit))
@@ -98,7 +115,7 @@ def choose_eps(J_of_eps, x: torch.Tensor, rule: EpsRule = AUTHORS_RULE, *, retur
         active = active & (eps < cap)  # the multiplier is tested before each step
         if not active.any():
             break
-        J = torch.where(active, J_of_eps(eps), J)
+        J = J_where(active, J)
         if return_trace:
             trace.eps.append(eps.clone())
             trace.J.append(J.clone())
@@ -112,7 +129,7 @@ def choose_eps(J_of_eps, x: torch.Tensor, rule: EpsRule = AUTHORS_RULE, *, retur
     if return_trace:
         missing = torch.isnan(J)  # stopped at the cap or the step limit: J at the final eps, for the trace
         if missing.any():
-            J = torch.where(missing, J_of_eps(eps), J)
+            J = J_where(missing, J)
         if not trace.eps or not torch.equal(eps, trace.eps[-1]):
             trace.eps.append(eps.clone())
             trace.J.append(J.clone())

@@ -272,3 +272,47 @@ def test_choose_eps_changes_direction_on_a_real_problem():
     assert (1 - J[4, 0] / LOG4).abs() >= 0.1 and J[4, 0] >= 0.5 * LOG4
     res = cnce.fit(m, x, "cnce", kappa=10, eps="auto", theta0=theta0, noise_base=xi, max_iter=1)
     torch.testing.assert_close(res.eps, eps, rtol=1e-12, atol=0)
+
+
+def test_choose_eps_active_only_same_eps_less_work(gen):
+    """``active_only``: J is evaluated only for the simulations still searching. Same eps and
+    trace as the full loop (simulations at different scales stop after different numbers of
+    steps, one of them at the cap), and fewer evaluations."""
+    scales = torch.tensor([0.01, 0.1, 0.3, 1.0, 5.0], dtype=torch.float64)
+    x = scales[:, None, None] * torch.randn(5, 40, 2, generator=gen, dtype=torch.float64)
+    J_toy = lambda e: torch.where(e < 1e3, _toy_J(e), torch.full_like(e, LOG4))  # noqa: E731
+    seen = []
+
+    def J_sub(e, sims):
+        seen.append(sims.numel())
+        return J_toy(e)
+
+    eps, trace = choose_eps(J_toy, x, return_trace=True)
+    eps2, trace2 = choose_eps(J_sub, x, return_trace=True, active_only=True)
+    assert torch.equal(eps, eps2)
+    for a, b in zip(trace.as_tensors(), trace2.as_tensors()):
+        assert torch.equal(a, b)
+    assert sum(seen) < len(seen) * 5 and max(seen) == 5 and min(seen) >= 1
+
+
+def test_compiled_heuristic_evaluates_only_active_simulations(gen):
+    """The compiled backend's heuristic (``active_only``) picks the same eps as the full loop
+    over the compiled loss."""
+    import cnce
+    from cnce import _fused
+    from cnce.models import Gaussian
+
+    if not _fused.available():
+        pytest.skip("numba missing")
+    m = Gaussian()
+    th = m.random_params(6, gen)
+    x = m.sample(th, 300, generator=gen) * torch.tensor([0.2, 1.0, 3.0, 0.5, 1.5, 8.0], dtype=torch.float64)[:, None, None]
+    base = draw_base(m, 6, 300, 5, generator=gen)
+    psi0 = m.to_free(m.init_params(6, gen))
+    fit = cnce.fit(m, x, method="cnce", kappa=5, eps="auto", noise_base=base, theta0=m.from_free(psi0), backend="fused")
+    J_all = lambda e: torch.from_numpy(_fused.loss_all(_fused.GAUSSIAN, x.numpy(), base.numpy(), e.numpy()[:, None],  # noqa: E731
+                                                       psi0.numpy()))
+    assert torch.equal(fit.eps, choose_eps(J_all, x))
+    sub = _fused.loss_all(_fused.GAUSSIAN, x.numpy(), base.numpy(), np.full((6, 1), 0.3), psi0.numpy(), sims=[4, 1])
+    full = _fused.loss_all(_fused.GAUSSIAN, x.numpy(), base.numpy(), np.full((6, 1), 0.3), psi0.numpy())
+    assert np.array_equal(sub, full[[4, 1]])

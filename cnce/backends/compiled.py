@@ -129,10 +129,13 @@ def _cnce(problem, model, kind, X, XI, psi0, consts, a, threads, newton):
     if isinstance(eps, str):  # "auto": the heuristic's J(eps) at the initial parameters, compiled too
         P0 = psi0.contiguous().numpy()
 
-        def J_of_eps(e):
-            return torch.from_numpy(_fused.loss_all(kind, X, XI, _with(e.numpy(), consts), P0, a=a, threads=threads))
+        def J_of_eps(e, sims):
+            e_all = np.zeros(X.shape[0])
+            e_all[sims.numpy()] = e.numpy()
+            return torch.from_numpy(_fused.loss_all(kind, X, XI, _with(e_all, consts), P0, a=a, threads=threads,
+                                                    sims=sims.numpy()))
 
-        eps = choose_eps(J_of_eps, problem.x, problem.eps_rule)
+        eps = choose_eps(J_of_eps, problem.x, problem.eps_rule, active_only=True)
     out = _fused.newton_all(kind, X, XI, _with(eps.numpy(), consts), psi0.numpy(), **newton)
     return _result(model, out, "cnce", problem.kappa, eps=eps)
 
