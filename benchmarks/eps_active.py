@@ -6,8 +6,6 @@ heuristic's cost as a fraction of the fit's.
     python benchmarks/eps_active.py [REPEATS] [OUT_JSON]
 """
 import json
-import os
-import platform
 import statistics
 import sys
 import time
@@ -20,9 +18,11 @@ from cnce import _fused
 from cnce.eps import choose_eps
 from cnce.models import ICA, Gaussian
 from cnce.noise import draw_base
+from run import machine_info  # benchmarks/run.py
 
 REP = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 OUT = sys.argv[2] if len(sys.argv) > 2 else "benchmarks/results/eps-active.json"
+machine = machine_info(1)
 rows = []
 for model, kind, S, N, K in ((Gaussian(), _fused.GAUSSIAN, 100, 5000, 10), (ICA(), _fused.ICA, 20, 5000, 10)):
     g = torch.Generator().manual_seed(0)
@@ -61,5 +61,4 @@ for model, kind, S, N, K in ((Gaussian(), _fused.GAUSSIAN, 100, 5000, 10), (ICA(
                fit_ms_per_sim=mfit / S * 1e3, heuristic_over_fit_full=mf / mfit, heuristic_over_fit_active_only=ms / mfit)
     rows.append(row)
     print(json.dumps(row), flush=True)
-json.dump(dict(machine=platform.processor() or platform.machine(), load_average=os.getloadavg(), repeats=REP, rows=rows),
-          open(OUT, "w"), indent=1)
+json.dump(dict(machine=machine, repeats=REP, rows=rows), open(OUT, "w"), indent=1)

@@ -5,7 +5,7 @@ thread. Per kernel: one pass (loss; loss + gradient; + Gauss-Newton) at N = 2000
 and ``newton_all`` end to end (4 simulations, N = 5000), with whether the outputs are bitwise
 equal. ``CASES`` / ``E2E`` (comma lists) pick kernels; ``NO_E2E=1`` skips the end-to-end part.
 
-    python benchmarks/old_vs_new_passes.py /tmp/old_fused.py 9 benchmarks/results/redesign-passes.json
+    OLD_LABEL="cnce/_fused.py at b72c667" python benchmarks/old_vs_new_passes.py /tmp/old_fused.py 9 benchmarks/results/redesign-passes.json
 """
 import importlib.util, sys, time, statistics, json
 import numpy as np, torch
@@ -14,13 +14,15 @@ import os
 from cnce import _fused as new
 if os.environ.get("NEW_PATH"):
     _s = importlib.util.spec_from_file_location("new_fused", os.environ["NEW_PATH"])
-    new = importlib.util.module_from_spec(_s); _s.loader.exec_module(new)
+    new = importlib.util.module_from_spec(_s); sys.modules["new_fused"] = new
+    _s.loader.exec_module(new)
 from cnce.backends.compiled import KERNEL_SETTINGS
 from cnce.models import Gaussian, ICA, Ring, LogNormal
 from cnce.noise import draw_base, NCEGaussianNoise
 
 spec = importlib.util.spec_from_file_location("old_fused", sys.argv[1])
-old = importlib.util.module_from_spec(spec); spec.loader.exec_module(old)
+old = importlib.util.module_from_spec(spec); sys.modules["old_fused"] = old  # numba's cache re-imports it by name
+spec.loader.exec_module(old)
 import numba
 numba.set_num_threads(1)
 REP = int(sys.argv[2]) if len(sys.argv) > 2 else 7
@@ -110,4 +112,8 @@ for name, model in [c for c in (("gaussian", Gaussian()), ("ica", ICA()), ("nce_
                bitwise_equal=bool(same), psi_max_rel_diff=maxrel, iters_old=oo["n_iter"].tolist(), iters_new=on["n_iter"].tolist())
     rows.append(row)
     print(json.dumps(row), flush=True)
-json.dump(rows, open(sys.argv[3] if len(sys.argv) > 3 else "benchmarks/results/redesign-passes.json", "w"), indent=1)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run import machine_info  # noqa: E402  (benchmarks/run.py)
+
+json.dump(dict(machine=machine_info(1), old=os.environ.get("OLD_LABEL", sys.argv[1]), repeats=REP, rows=rows),
+          open(sys.argv[3] if len(sys.argv) > 3 else "benchmarks/results/redesign-passes.json", "w"), indent=1)

@@ -102,6 +102,36 @@ def render(include_notes: bool = True) -> str:
     notes = Path(__file__).resolve().parent / "notes.md"
     if include_notes and notes.is_file():
         out += [notes.read_text()]
+    ea = _load("eps-active")
+    if ea:
+        out += ["## The eps heuristic, evaluating only the simulations still searching", "", _machine(ea["machine"]), "",
+                "The authors' rule steps until the slowest simulation stops; most stop after one or two evaluations of J. "
+                "With `active_only` (what the compiled backend uses) J is evaluated only for the simulations still "
+                "searching. The chosen eps is the same; times per simulation on the compiled loss, one thread, "
+                "both variants side by side in one process.", "",
+                "| model | S | N | kappa | same eps | J evaluations, all / active only | heuristic ms/sim, all / active only | speed-up | heuristic / fit, all / active only |",
+                "|---|---|---|---|---|---|---|---|---|"]
+        for r in ea["rows"]:
+            out.append(f"| {r['model']} | {r['S']} | {r['N']} | {r['kappa']} | {'yes' if r['same_eps'] else 'no'} | "
+                       f"{r['evaluations_full']} / {r['evaluations_active_only']} | {r['heuristic_full_ms_per_sim']:.1f} / "
+                       f"{r['heuristic_active_only_ms_per_sim']:.1f} | **{r['speedup']:.1f}x** | "
+                       f"{r['heuristic_over_fit_full']:.2f} / {r['heuristic_over_fit_active_only']:.2f} |")
+        out.append("")
+    rp = _load("redesign-passes")
+    if rp:
+        out += ["## Compiled kernels: one pass driver against the hand-written passes", "", _machine(rp["machine"]), "",
+                "The redesign of `cnce/_fused.py` (one driver over per-model block kernels) against the module before it "
+                f"({rp['old']}), alternating in one process, one thread; one pass at N = 20000, and `newton_all` end to "
+                "end. Below 1: the new code is faster. The passes sum with reassociation, so their last bit depends on how "
+                "the compiler vectorised them; \"bitwise equal\" compares loss, gradient and Gauss-Newton matrix (passes) or "
+                "the estimates (`newton_all`), and the last column gives the loss's or the estimates' largest relative "
+                "difference.", "",
+                "| kernel | what | old ms | new ms | new / old | bitwise equal | rel. difference |", "|---|---|---|---|---|---|---|"]
+        for r in rp["rows"]:
+            diff = r.get("loss_rel_diff", r.get("psi_max_rel_diff", 0.0))
+            out.append(f"| {r['kernel']} | {r['what']} | {r['old_ms']:.2f} | {r['new_ms']:.2f} | {r['new_over_old']:.2f} | "
+                       f"{'yes' if r['bitwise_equal'] else 'no'} | {diff:.1e} |")
+        out.append("")
     return "\n".join(out) + "\n"
 
 
