@@ -40,7 +40,7 @@ import torch
 
 from ..provenance import derive_seed, environment_record, generator, package_source_hash  # noqa: F401 (re-exported)
 from .configs import EPS_RULES, FIGURES, KAPPA_METHODS, STUDIES, Cell, ExperimentConfig, Study, eps_factor, get_config
-from .store import CorruptResultsError, ResultStore, default_results_dir
+from .store import CELL_KEYS, CorruptResultsError, ResultStore, default_results_dir
 
 __all__ = [
     "DRAW_SCHEME",
@@ -421,7 +421,7 @@ def load_results(
     wanted["kappa"] = wanted["kappa"].astype("Int64")
     for c in ("study", "method", "eps_setting"):
         wanted[c] = wanted[c].astype("string")
-    keys = ["study", "method", "N", "kappa", "eps_setting"]
+    keys = CELL_KEYS
     df = df.merge(wanted, on=keys, how="inner")
     have = df[keys].drop_duplicates()
     n_missing = len(wanted) - len(have)
