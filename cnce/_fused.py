@@ -946,16 +946,16 @@ if HAVE_NUMBA:
             theta[s, :] = th
 
     @njit(cache=True, parallel=True, error_model="numpy")
-    def _loss_all(kind, X, XI, prm, theta, a, block_pairs, sims, out):
-        """``out[j]`` = the loss of simulation ``sims[j]``."""
+    def _loss_all(kind, X, XI, prm, theta, a, block_pairs, sims, n_data, out):
+        """``out[j]`` = the loss of simulation ``sims[j]`` on its first ``n_data`` data points."""
         S, N, D = X.shape
         K = XI.shape[2]
         P = theta.shape[1]
         for j in prange(sims.shape[0]):
             s = sims[j]
             buf = _buffers(_rows(kind, K), D, P, block_pairs)
-            out[j] = _scale(kind, N, K) * _pass(kind, X[s], XI[s], prm[s], theta[s].copy(), N, K, a, False, 1, np.empty(P),
-                                                np.empty((P, P)), buf, np.empty((D, 0)))[0]
+            out[j] = _scale(kind, n_data, K) * _pass(kind, X[s], XI[s], prm[s], theta[s].copy(), n_data, K, a, False, 1,
+                                                     np.empty(P), np.empty((P, P)), buf, np.empty((D, 0)))[0]
 
 
     @njit(**_JIT)
@@ -1267,14 +1267,19 @@ def newton_all(kind, X, XI, prm, theta0, *, a=0.0, progressive=False, hess_point
     return out
 
 
-def loss_all(kind, X, XI, prm, theta, *, a=0.0, threads=None, block_pairs=BLOCK_PAIRS, sims=None):
+def loss_all(kind, X, XI, prm, theta, *, a=0.0, threads=None, block_pairs=BLOCK_PAIRS, sims=None, n_data=None):
     """The loss of every simulation at ``theta (S, P)`` (for CNCE ``J`` of Eq. 8, what the
     epsilon heuristic evaluates at each candidate eps; ``prm`` as in :func:`newton_all`).
     ``sims``: only these simulations (indices; the result has one entry per index), e.g. those
-    the heuristic is still searching for."""
+    the heuristic is still searching for. ``n_data``: the loss of the first ``n_data`` data
+    points (with their noise) only, normalised by that number; default all."""
     _threads(threads)
+    N = X.shape[1]
+    n_data = N if n_data is None else int(n_data)
+    if not 1 <= n_data <= N:
+        raise ValueError(f"n_data must be in [1, {N}]; got {n_data}")
     sims = np.arange(X.shape[0]) if sims is None else np.ascontiguousarray(sims, dtype=np.int64)
     out = np.empty(sims.shape[0])
     _loss_all(kind, X, XI, _prm(prm), np.ascontiguousarray(theta, dtype=np.float64),
-              float(a), int(block_pairs), sims, out)
+              float(a), int(block_pairs), sims, n_data, out)
     return out

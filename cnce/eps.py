@@ -73,13 +73,14 @@ class EpsTrace:
 
 
 def choose_eps(J_of_eps, x: torch.Tensor, rule: EpsRule = AUTHORS_RULE, *, return_trace: bool = False,
-               active_only: bool = False):
+               active_only: bool = False, prefix: int | None = None, margin: float = 0.0):
     """Run the heuristic for all simulations at once (the authors' loop, see the module docstring).
 
     Args:
         J_of_eps: callable ``eps (S,) -> J (S,)``, the CNCE loss at the initial parameters
             with a fixed noise base; with ``active_only``, ``(eps (n,), sims (n,)) -> J (n,)``
-            for the simulations ``sims`` (indices) only.
+            for the simulations ``sims`` (indices) only; with ``prefix``, it also takes the
+            keyword ``n_data`` (``None``: all data points), see below.
         x: data ``(S, N, D)`` (for the data scale).
         rule: an :class:`EpsRule`.
         active_only: evaluate J only for the simulations still searching. The chosen eps is
@@ -87,49 +88,86 @@ def choose_eps(J_of_eps, x: torch.Tensor, rule: EpsRule = AUTHORS_RULE, *, retur
             loop runs until the slowest simulation stops, and most stop after one or two
             evaluations (Gaussian, S = 100, N = 5000: 186 evaluations instead of 500;
             ``benchmarks/eps_active.py``).
+        prefix: decide the steps on J of the first ``prefix`` data points (and their noise),
+            as the fit's progressive sampling does, then evaluate J on all points at the eps
+            reached: where the rule stops there too, that eps is the result; elsewhere the
+            loop goes on from there on all points. The result satisfies the rule on all the
+            data; it equals the full-data rule's eps wherever the prefix takes the same
+            decisions, which ``scripts/check_eps_prefix.py`` checked on the committed
+            paper-scale problems. ``None`` (default) or ``prefix >= N``: all points throughout.
+        margin: with ``prefix``, a step whose prefix J lies within ``margin`` of one of the
+            rule's thresholds (``(1 -+ near) 2 log 2``, ``far 2 log 2``) is decided on all
+            points instead, so that sampling noise of the prefix rarely flips a decision.
 
     Returns:
         ``eps (S,)``, and the :class:`EpsTrace` if ``return_trace``.
     """
+    S, N = x.shape[0], x.shape[-2]
+    if prefix is not None:
+        prefix = int(prefix)
+        if prefix < 1:
+            raise ValueError(f"prefix must be a positive number of data points; got {prefix}")
+        if prefix >= N:
+            prefix = None
+    if not margin >= 0:
+        raise ValueError(f"margin must be >= 0; got {margin}")
 
-    def J_where(mask, J):
-        """J with the entries of ``mask`` evaluated at the current ``eps``."""
+    def J_where(mask, J, eps, n_data):
+        """J with the entries of ``mask`` evaluated at the current ``eps`` (on ``n_data`` points)."""
+        kw = {} if prefix is None else {"n_data": n_data}
         if not active_only:
-            return torch.where(mask, J_of_eps(eps), J)
+            return torch.where(mask, J_of_eps(eps, **kw), J)
         idx = mask.nonzero().squeeze(1)
         J = J.clone()
-        J[idx] = J_of_eps(eps[idx], idx).to(J)
+        J[idx] = J_of_eps(eps[idx], idx, **kw).to(J)
         return J
 
-    S = x.shape[0]
     unit = data_scale(x) if rule.relative else torch.ones(S, dtype=x.dtype, device=x.device)
     unit = torch.where(unit > 0, unit, torch.ones_like(unit))
     cap = rule.cap * unit
-    eps = rule.start * unit
-    grow = torch.full_like(eps, rule.grow)
-    shrink = torch.full_like(eps, rule.shrink)
+    grow = torch.full_like(unit, rule.grow)
+    shrink = torch.full_like(unit, rule.shrink)
     trace = EpsTrace()
-    J = torch.full_like(eps, float("nan"))  # J at the current eps (NaN: not evaluated)
-    active = torch.ones(S, dtype=torch.bool, device=eps.device)
-    for _ in range(rule.max_steps):
-        active = active & (eps < cap)  # the multiplier is tested before each step
-        if not active.any():
-            break
-        J = J_where(active, J)
-        if return_trace:
-            trace.eps.append(eps.clone())
-            trace.J.append(J.clone())
-        too_close = (1.0 - J / LOG4).abs() < rule.near  # both conditions re-tested at every step
-        too_far = J < rule.far * LOG4
-        up = active & too_close
-        down = active & ~too_close & too_far
-        active = up | down
-        eps = torch.where(up, eps * grow, torch.where(down, eps * shrink, eps))
-        J = torch.where(active, torch.full_like(J, float("nan")), J)
+    thresholds = [(1.0 - rule.near) * LOG4, (1.0 + rule.near) * LOG4, rule.far * LOG4]
+
+    def run(eps, active, steps, n_data):
+        """The authors' loop from ``eps`` for the ``active`` simulations, at most ``steps``
+        evaluations; returns eps, J at it (NaN where not evaluated) and the steps taken."""
+        J = torch.full_like(eps, float("nan"))  # J at the current eps (NaN: not evaluated)
+        taken = 0
+        for _ in range(steps):
+            active = active & (eps < cap)  # the multiplier is tested before each step
+            if not active.any():
+                break
+            J = J_where(active, J, eps, n_data)
+            if n_data is not None and margin > 0:  # too near a threshold to decide on the prefix: all points
+                near = active & (torch.stack([(J - t).abs() for t in thresholds]).amin(0) < margin)
+                if near.any():
+                    J = J_where(near, J, eps, None)
+            taken += 1
+            if return_trace and n_data is None:
+                trace.eps.append(eps.clone())
+                trace.J.append(J.clone())
+            too_close = (1.0 - J / LOG4).abs() < rule.near  # both conditions re-tested at every step
+            too_far = J < rule.far * LOG4
+            up = active & too_close
+            down = active & ~too_close & too_far
+            active = up | down
+            eps = torch.where(up, eps * grow, torch.where(down, eps * shrink, eps))
+            J = torch.where(active, torch.full_like(J, float("nan")), J)
+        return eps, J, taken
+
+    eps = rule.start * unit
+    everyone = torch.ones(S, dtype=torch.bool, device=eps.device)
+    steps = rule.max_steps
+    if prefix is not None:  # decide on the prefix, then go on from there on all points
+        eps, _, taken = run(eps, everyone, steps, prefix)
+        steps = max(steps - taken + 1, 1)
+    eps, J, _ = run(eps, everyone, steps, None)
     if return_trace:
         missing = torch.isnan(J)  # stopped at the cap or the step limit: J at the final eps, for the trace
         if missing.any():
-            J = J_where(missing, J)
+            J = J_where(missing, J, eps, None)
         if not trace.eps or not torch.equal(eps, trace.eps[-1]):
             trace.eps.append(eps.clone())
             trace.J.append(J.clone())

@@ -316,3 +316,72 @@ def test_compiled_heuristic_evaluates_only_active_simulations(gen):
     sub = _fused.loss_all(_fused.GAUSSIAN, x.numpy(), base.numpy(), np.full((6, 1), 0.3), psi0.numpy(), sims=[4, 1])
     full = _fused.loss_all(_fused.GAUSSIAN, x.numpy(), base.numpy(), np.full((6, 1), 0.3), psi0.numpy())
     assert np.array_equal(sub, full[[4, 1]])
+
+
+def test_choose_eps_prefix_decides_on_prefix_and_confirms_on_all(gen):
+    """``prefix``: the steps are decided on J of the first points, the result is confirmed on
+    all points. An exact prefix (J independent of ``n_data``) gives the all-points eps; a
+    biased prefix that would stop too early is corrected by the confirmation, so the result
+    satisfies the rule on all points; ``margin`` sends near-threshold steps to all points."""
+    scales = torch.tensor([0.01, 0.1, 0.3, 1.0, 5.0], dtype=torch.float64)
+    x = scales[:, None, None] * torch.randn(5, 400, 2, generator=gen, dtype=torch.float64)
+    seen = {"prefix": 0, "all": 0}
+
+    def J(e, sims, n_data=None, bias=0.0):
+        seen["all" if n_data is None else "prefix"] += sims.numel()
+        return _toy_J(e) - (bias if n_data is not None else 0.0)
+
+    ref = choose_eps(lambda e: _toy_J(e), x)
+    assert torch.equal(choose_eps(J, x, active_only=True, prefix=25), ref)
+    assert seen["prefix"] > 0 and seen["all"] >= 5  # every simulation confirmed on all points
+    # prefix J too low by 0.3: the prefix path shrinks too far; the confirmation resumes on all points
+    biased = choose_eps(lambda e, s, n_data=None: J(e, s, n_data, bias=0.3), x, active_only=True, prefix=25)
+    Jb = _toy_J(biased)
+    assert not ((1 - Jb / LOG4).abs() < 0.1).any() and not (Jb < 0.5 * LOG4).any()
+    # prefix >= N: the all-points loop
+    seen.update(prefix=0, all=0)
+    assert torch.equal(choose_eps(J, x, active_only=True, prefix=400), ref) and seen["prefix"] == 0
+    # an infinite margin decides every step on all points: the all-points eps
+    assert torch.equal(choose_eps(lambda e, s, n_data=None: J(e, s, n_data, bias=0.3), x, active_only=True,
+                                  prefix=25, margin=1e9), ref)
+    for bad in (dict(prefix=0), dict(prefix=10, margin=-1.0)):
+        with pytest.raises(ValueError, match=next(iter(bad)) if "margin" not in bad else "margin"):
+            choose_eps(J, x, active_only=True, **bad)
+
+
+def test_loss_all_on_a_prefix_equals_the_loss_of_the_first_points(gen):
+    """``loss_all(n_data=n)`` is the loss of the first ``n`` points and their noise, normalised by n."""
+    from cnce import _fused
+    from cnce.models import Gaussian
+
+    if not _fused.available():
+        pytest.skip("numba missing")
+    m = Gaussian()
+    x = m.sample(m.random_params(3, gen), 200, generator=gen)
+    base = draw_base(m, 3, 200, 4, generator=gen)
+    psi0 = m.to_free(m.init_params(3, gen)).numpy()
+    prm = np.full((3, 1), 0.4)
+    pre = _fused.loss_all(_fused.GAUSSIAN, x.numpy(), base.numpy(), prm, psi0, n_data=50)
+    cut = _fused.loss_all(_fused.GAUSSIAN, np.ascontiguousarray(x.numpy()[:, :50]),
+                          np.ascontiguousarray(base.numpy()[:, :50]), prm, psi0)
+    np.testing.assert_allclose(pre, cut, rtol=1e-13)
+    with pytest.raises(ValueError, match="n_data"):
+        _fused.loss_all(_fused.GAUSSIAN, x.numpy(), base.numpy(), prm, psi0, n_data=201)
+
+
+def test_fit_eps_prefix_option_keeps_eps_on_an_easy_problem(gen):
+    """``FitOptions(eps_prefix=...)`` reaches the heuristic of both backends; validated."""
+    import cnce
+    from cnce.models import Gaussian
+
+    m = Gaussian()
+    x = m.sample(m.random_params(2, gen), 2048, generator=gen)
+    base = draw_base(m, 2, 2048, 4, generator=gen)
+    th0 = m.init_params(2, gen)
+    kw = dict(method="cnce", kappa=4, noise_base=base, theta0=th0, max_iter=1)
+    for backend in ("torch",) + (("fused",) if cnce._fused.available() else ()):
+        full = cnce.fit(m, x, backend=backend, **kw).eps
+        pre = cnce.fit(m, x, backend=backend, options=cnce.FitOptions(eps_prefix=8, eps_margin=1e9), **kw).eps
+        torch.testing.assert_close(pre, full, rtol=1e-12, atol=0)
+    with pytest.raises(ValueError, match="eps_prefix"):
+        cnce.FitOptions(eps_prefix=0)

@@ -111,7 +111,7 @@ def solve(problem, options) -> FitResult:
         if problem.method == "nce":
             res = _nce(problem, model, kind, X, XI, psi0, consts, a, threads, newton)
         else:
-            res = _cnce(problem, model, kind, X, XI, psi0, consts, a, threads, newton)
+            res = _cnce(problem, model, kind, X, XI, psi0, consts, a, threads, newton, options)
     res.seconds = time.perf_counter() - t0
     res.info = {"chunks": 1, "sim_batch": S, "device": str(problem.device), "backend": NAME, "kernel": name}
     return res
@@ -123,19 +123,20 @@ def _with(prm, consts):
     return prm if consts is None else np.concatenate([prm, consts], 1)
 
 
-def _cnce(problem, model, kind, X, XI, psi0, consts, a, threads, newton):
+def _cnce(problem, model, kind, X, XI, psi0, consts, a, threads, newton, options):
     """CNCE (Eq. 8) with the noise of Eq. (13): same problem, same Newton method as the torch path."""
     eps = problem.eps
     if isinstance(eps, str):  # "auto": the heuristic's J(eps) at the initial parameters, compiled too
         P0 = psi0.contiguous().numpy()
 
-        def J_of_eps(e, sims):
+        def J_of_eps(e, sims, n_data=None):
             e_all = np.zeros(X.shape[0])
             e_all[sims.numpy()] = e.numpy()
             return torch.from_numpy(_fused.loss_all(kind, X, XI, _with(e_all, consts), P0, a=a, threads=threads,
-                                                    sims=sims.numpy()))
+                                                    sims=sims.numpy(), n_data=n_data))
 
-        eps = choose_eps(J_of_eps, problem.x, problem.eps_rule, active_only=True)
+        prefix, margin = options.eps_prefix_settings(X.shape[1], problem.kappa)
+        eps = choose_eps(J_of_eps, problem.x, problem.eps_rule, active_only=True, prefix=prefix, margin=margin)
     out = _fused.newton_all(kind, X, XI, _with(eps.numpy(), consts), psi0.numpy(), **newton)
     return _result(model, out, "cnce", problem.kappa, eps=eps)
 

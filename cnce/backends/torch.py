@@ -207,12 +207,15 @@ def _fit_cnce(model, x, theta0, kappa, eps, noise, base, rule, max_iter, tol, op
     if isinstance(eps, str):  # "auto"
         lp_x0 = model._log_phi_free(x, psi0)
 
-        def J_of_eps(e):
-            y = noise.apply(x, base, e)
-            lp_y = model._log_phi_free(y.reshape(S, N * kappa, D), psi0).reshape(S, N, kappa)
-            return cnce_loss(lp_x0, lp_y, noise.log_ratio(x, y, e))
+        def J_of_eps(e, n_data=None):
+            n = N if n_data is None else n_data
+            xn = x[:, :n]
+            y = noise.apply(xn, base[:, :n], e)
+            lp_y = model._log_phi_free(y.reshape(S, n * kappa, D), psi0).reshape(S, n, kappa)
+            return cnce_loss(lp_x0[:, :n], lp_y, noise.log_ratio(xn, y, e))
 
-        eps = choose_eps(J_of_eps, x, rule)
+        prefix, margin = opts.eps_prefix_settings(N, kappa)
+        eps = choose_eps(J_of_eps, x, rule, prefix=prefix, margin=margin)
         if noise.eps_max is not None:
             eps = eps.clamp(max=noise.eps_max)
     y = noise.apply(x, base, eps)
