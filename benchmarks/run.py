@@ -3,6 +3,7 @@ gradient throughput against the machine's memory bandwidth, end-to-end experimen
 timings, and the image model's seconds per meta-iteration.
 
     .venv/bin/python benchmarks/run.py --all            # everything (tens of minutes)
+    .venv/bin/python benchmarks/run.py --allin            # what a user pays: noise, eps heuristic, fit
     .venv/bin/python benchmarks/run.py --batched --throughput
     .venv/bin/python benchmarks/run.py --e2e --scale paper
 
@@ -230,6 +231,169 @@ def bench_batched(args):
     return rows
 
 
+# --------------------------------------------------------------------------- all in
+def _gauss_features(u, iu, coef):
+    return u[..., iu[0]] * u[..., iu[1]] * coef
+
+
+def strong_gaussian(x, theta0, kappa, seed, ftol):
+    """The strong per-simulation scipy loop, all in: numpy noise, the authors' heuristic
+    (:func:`cnce.eps.choose_eps` on a numpy J at theta0), the features of all pairs built
+    once, L-BFGS-B with the analytic gradient. Returns estimates, eps and the seconds spent in
+    each part."""
+    from scipy.optimize import minimize
+
+    from cnce.eps import choose_eps
+
+    S, N, D = x.shape
+    iu = np.triu_indices(D)
+    coef = np.where(iu[0] == iu[1], -0.5, -1.0)
+    est, eps_out, t = [], [], dict(noise=0.0, heuristic=0.0, fit=0.0)
+    for s in range(S):
+        t0 = time.perf_counter()
+        xi = np.random.default_rng([seed, s]).standard_normal((N, kappa, D))
+        t1 = time.perf_counter()
+        xs, th0 = x[s], theta0[s]
+        mx = _gauss_features(xs, iu, coef) @ th0
+
+        def J(e, xs=xs, xi=xi, mx=mx, th0=th0):
+            y = xs[:, None, :] + float(e[0]) * xi
+            m = mx[:, None] - _gauss_features(y, iu, coef) @ th0
+            return torch.tensor([2.0 * _softplus(-m).mean()])
+
+        e = float(choose_eps(J, torch.from_numpy(xs[None]))[0])
+        t2 = time.perf_counter()
+        F = (_gauss_features(xs, iu, coef)[:, None, :] - _gauss_features(xs[:, None, :] + e * xi, iu, coef)).reshape(-1, len(coef))
+        n = F.shape[0]
+
+        def fg(th, F=F, n=n):
+            m = F @ th
+            return 2.0 / n * _softplus(-m).sum(), -2.0 / n * (F.T @ _sigmoid(-m))
+
+        r = minimize(fg, th0, jac=True, method="L-BFGS-B", options=dict(maxiter=15000, maxfun=30000, ftol=ftol, gtol=1e-10))
+        t3 = time.perf_counter()
+        est.append(r.x)
+        eps_out.append(e)
+        t["noise"] += t1 - t0
+        t["heuristic"] += t2 - t1
+        t["fit"] += t3 - t2
+    return np.stack(est), np.array(eps_out), t
+
+
+def strong_ica(x, theta0, kappa, seed, ftol):
+    """As :func:`strong_gaussian` for ICA (projections ``B x``, the same loss as ``naive_ica``)."""
+    from scipy.optimize import minimize
+
+    from cnce.eps import choose_eps
+
+    a = np.sqrt(2.0)
+    S, N, D = x.shape
+    est, eps_out, t = [], [], dict(noise=0.0, heuristic=0.0, fit=0.0)
+    for s in range(S):
+        t0 = time.perf_counter()
+        xi = np.random.default_rng([seed, s]).standard_normal((N, kappa, D))
+        t1 = time.perf_counter()
+        xs, th0 = x[s], theta0[s]
+        B0 = th0.reshape(D, D)
+        lx0 = -a * np.abs(xs @ B0.T).sum(1)
+
+        def J(e, xs=xs, xi=xi, B0=B0, lx0=lx0):
+            y = (xs[:, None, :] + float(e[0]) * xi).reshape(-1, D)
+            m = lx0[:, None] - (-a * np.abs(y @ B0.T).sum(1)).reshape(N, kappa)
+            return torch.tensor([2.0 * _softplus(-m).mean()])
+
+        e = float(choose_eps(J, torch.from_numpy(xs[None]))[0])
+        t2 = time.perf_counter()
+        ys = (xs[:, None, :] + e * xi).reshape(-1, D)
+        n = ys.shape[0]
+
+        def fg(th, xs=xs, ys=ys, n=n):
+            B = th.reshape(D, D)
+            sx, sy = xs @ B.T, ys @ B.T
+            m = (-a * np.abs(sx).sum(1))[:, None] - (-a * np.abs(sy).sum(1)).reshape(N, kappa)
+            w = _sigmoid(-m)
+            gB = -a * ((np.sign(sx) * w.sum(1)[:, None]).T @ xs) + a * ((np.sign(sy) * w.reshape(-1, 1)).T @ ys)
+            return 2.0 / n * _softplus(-m).sum(), -2.0 / n * gB.ravel()
+
+        r = minimize(fg, th0, jac=True, method="L-BFGS-B", options=dict(maxiter=15000, maxfun=30000, ftol=ftol, gtol=1e-10))
+        t3 = time.perf_counter()
+        est.append(r.x)
+        eps_out.append(e)
+        t["noise"] += t1 - t0
+        t["heuristic"] += t2 - t1
+        t["fit"] += t3 - t2
+    return np.stack(est), np.array(eps_out), t
+
+
+def bench_allin(args):
+    """What a user pays: ``cnce.fit(model, x, "cnce", kappa)`` with ``eps="auto"`` and no
+    noise base (noise, heuristic and fit), one thread, against the strong scipy loop doing
+    the same per simulation; each side also split into its parts (cnce's "heuristic" is the
+    all-in time less the noise draw and the fit with the chosen eps: the heuristic and the
+    rest of the call). Side by side in one process, alternating, the load average recorded
+    per case."""
+    from cnce.noise import GaussianNoise, default_base
+
+    rows = []
+    cases = [("gaussian", n) for n in args.allin_N] + [("ica", n) for n in args.allin_N_ica]
+    for name, N in cases:
+        model = Gaussian() if name == "gaussian" else ICA()
+        kappa, S = args.kappa, (args.sims if name == "gaussian" else args.allin_sims_ica)
+        g = torch.Generator().manual_seed(1)
+        th = model.random_params(S, g)
+        th0 = model.init_params(S, g)
+        x = model.sample(th, N, g)
+        S_loop = min(S, args.naive_sims)
+        xn, t0n = x[:S_loop].numpy(), th0[:S_loop].numpy()
+        loop = strong_gaussian if name == "gaussian" else strong_ica
+        D = x.shape[-1]
+        cnce.fit(model, x[:2], "cnce", kappa, theta0=th0[:2], seed=5, threads=1)  # warm-up (compiled kernels)
+        t_all, t_noise, t_heur, t_fit, t_loop, parts = [], [], [], [], [], []
+        load = [list(os.getloadavg())]
+        res = est = eps_loop = None
+        for rep in range(args.repeats):
+            t0 = time.perf_counter()
+            res = cnce.fit(model, x, "cnce", kappa, theta0=th0, seed=5, threads=1)
+            t_all.append(time.perf_counter() - t0)
+            g5 = torch.Generator().manual_seed(0)
+            t0 = time.perf_counter()
+            base = default_base(GaussianNoise(), S, N, kappa, D, g5, threads=1)
+            t_noise.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            cnce.fit(model, x, "cnce", kappa, eps=res.eps, theta0=th0, noise_base=base, threads=1)
+            t_fit.append(time.perf_counter() - t0)
+            t_heur.append(t_all[-1] - t_noise[-1] - t_fit[-1])  # the heuristic and everything else
+            t0 = time.perf_counter()
+            est, eps_loop, part = loop(xn, t0n, kappa, 7, args.allin_ftol)
+            t_loop.append(time.perf_counter() - t0)
+            parts.append(part)
+            load.append(list(os.getloadavg()))
+        e_c = model.error(res.theta, th)
+        e_l = model.error(torch.as_tensor(est), th[:S_loop])
+        per = lambda ts, n: median(ts) / n * 1e3  # noqa: E731 (ms per simulation)
+        row = dict(model=name, N=N, kappa=kappa, S=S, S_loop=S_loop, threads=1,
+                   cnce_all_in_ms=per(t_all, S), cnce_noise_ms=per(t_noise, S), cnce_heuristic_ms=per(t_heur, S),
+                   cnce_fit_ms=per(t_fit, S),
+                   loop_all_in_ms=per(t_loop, S_loop),
+                   loop_noise_ms=median([p["noise"] for p in parts]) / S_loop * 1e3,
+                   loop_heuristic_ms=median([p["heuristic"] for p in parts]) / S_loop * 1e3,
+                   loop_fit_ms=median([p["fit"] for p in parts]) / S_loop * 1e3,
+                   log10_median_err_cnce=float(torch.log10(e_c.median())),
+                   log10_median_err_cnce_first=float(torch.log10(e_c[:S_loop].median())),
+                   log10_median_err_loop=float(torch.log10(e_l.median())),
+                   cnce_iters_median=float(res.n_iter.double().median()), cnce_converged=int(res.converged.sum()),
+                   load_average=load, times=dict(cnce_all_in=t_all, loop_all_in=t_loop))
+        row["speedup_all_in"] = row["loop_all_in_ms"] / row["cnce_all_in_ms"]
+        row["speedup_fit_only"] = row["loop_fit_ms"] / row["cnce_fit_ms"]
+        rows.append(row)
+        print(f"all-in {name} N={N}: cnce.fit {row['cnce_all_in_ms']:.2f} ms/sim (noise {row['cnce_noise_ms']:.2f}, heuristic "
+              f"{row['cnce_heuristic_ms']:.2f}, fit {row['cnce_fit_ms']:.2f}); strong scipy loop {row['loop_all_in_ms']:.2f} "
+              f"(noise {row['loop_noise_ms']:.2f}, heuristic {row['loop_heuristic_ms']:.2f}, fit {row['loop_fit_ms']:.2f}): "
+              f"{row['speedup_all_in']:.1f}x all in, {row['speedup_fit_only']:.1f}x fit only; log10 median error "
+              f"{row['log10_median_err_cnce']:.2f} (loop {row['log10_median_err_loop']:.2f}); load {load[-1][0]:.1f}", flush=True)
+    return rows
+
+
 # --------------------------------------------------------------------------- throughput
 def bandwidth(repeats, nbytes=1 << 29):
     """Streaming bandwidth: copy between two preallocated buffers (read + write) and a sum (read)."""
@@ -450,6 +614,11 @@ def main(argv=None):
     p.add_argument("--throughput", action="store_true", help="loss + gradient throughput vs memory bandwidth")
     p.add_argument("--e2e", action="store_true", help="wall time of every synthetic experiment (and the book with --book)")
     p.add_argument("--images", action="store_true", help="image model: seconds per first-layer meta-iteration")
+    p.add_argument("--allin", action="store_true", help="cnce.fit with eps='auto' and its own noise (all a user pays) vs the strong scipy loop doing the same")
+    p.add_argument("--allin-N", type=int, nargs="*", default=[1000, 5000, 20000])
+    p.add_argument("--allin-N-ica", type=int, nargs="*", default=[5000])
+    p.add_argument("--allin-sims-ica", type=int, default=20)
+    p.add_argument("--allin-ftol", type=float, default=1e-14, help="L-BFGS-B ftol of the strong loop")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--sims", type=int, default=100)
@@ -476,9 +645,9 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
     info = machine_info(args.threads)
     print("machine:", json.dumps(info), flush=True)
-    todo = [k for k in ("batched", "throughput", "e2e", "images") if getattr(args, k) or args.all]
+    todo = [k for k in ("allin", "batched", "throughput", "e2e", "images") if getattr(args, k) or args.all]
     if not todo:
-        p.error("choose at least one of --batched --throughput --e2e --images (or --all)")
+        p.error("choose at least one of --allin --batched --throughput --e2e --images (or --all)")
     for k in todo:
         t0 = time.perf_counter()
         res = globals()[f"bench_{k}"](args)

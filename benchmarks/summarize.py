@@ -24,6 +24,28 @@ def _machine(m):
 def render(include_notes: bool = True) -> str:
     """The summary as Markdown (level-2 sections), from the JSON files in ``results/``."""
     out = []
+    ai = _load("allin")
+    if ai:
+        out += ["## All in: what a user pays for `cnce.fit(model, x, \"cnce\", kappa=10)`", "", _machine(ai["machine"]), "",
+                "**cnce**: one call with `eps=\"auto\"` and no noise base, one thread: it draws the noise "
+                "(`cnce.noise.default_base`: one numpy SFC64 stream per simulation), runs the authors' eps heuristic on the "
+                "compiled loss and fits all simulations in one batch. Its parts: the noise draw timed alone, the fit with "
+                "the chosen eps and that noise timed alone, and the heuristic as the rest of the call. "
+                "**Strong scipy loop**, per simulation: numpy noise (`default_rng().standard_normal`), the same heuristic "
+                "(`cnce.eps.choose_eps` on a numpy J at the initial parameters), the features (Gaussian) or the noise points "
+                "(ICA) built once, and `scipy.optimize.minimize(method=\"L-BFGS-B\")` with analytic gradients "
+                f"(ftol {ai['settings']['allin_ftol']:g}, gtol 1e-10). Both start from the same initial parameters; they draw "
+                "different noise, so the errors are compared as medians. Times in ms per simulation, medians over "
+                f"{ai['settings']['repeats']} alternating repeats; the load average is the highest seen during the case.", "",
+                "| model | N | S (cnce / loop) | cnce all in | noise | heuristic | fit | loop all in | noise | heuristic | fit | speed-up all in | fit only | log10 median sq. error, cnce / loop | load |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in ai["results"]:
+            load = max(x[0] for x in r["load_average"])
+            out.append(f"| {r['model']} | {r['N']} | {r['S']} / {r['S_loop']} | {r['cnce_all_in_ms']:.1f} | {r['cnce_noise_ms']:.1f} | "
+                       f"{r['cnce_heuristic_ms']:.1f} | {r['cnce_fit_ms']:.1f} | {r['loop_all_in_ms']:.1f} | {r['loop_noise_ms']:.1f} | "
+                       f"{r['loop_heuristic_ms']:.1f} | {r['loop_fit_ms']:.1f} | **{r['speedup_all_in']:.1f}x** | {r['speedup_fit_only']:.1f}x | "
+                       f"{r['log10_median_err_cnce']:.2f} / {r['log10_median_err_loop']:.2f} | {load:.1f} |")
+        out.append("")
     b = _load("batched")
     if b:
         out += ["## Batched `cnce.fit` against a per-simulation scipy loop", "", _machine(b["machine"]), "",
@@ -116,6 +138,22 @@ def render(include_notes: bool = True) -> str:
                        f"{r['evaluations_full']} / {r['evaluations_active_only']} | {r['heuristic_full_ms_per_sim']:.1f} / "
                        f"{r['heuristic_active_only_ms_per_sim']:.1f} | **{r['speedup']:.1f}x** | "
                        f"{r['heuristic_over_fit_full']:.2f} / {r['heuristic_over_fit_active_only']:.2f} |")
+        out.append("")
+    ep = _load("eps-prefix")
+    if ep:
+        out += ["## The eps heuristic decided on a prefix of the data (off by default)", "", _machine(ep["machine"]), "",
+                "`FitOptions(eps_prefix=k, eps_margin=c)`: the steps of the authors' rule are decided on J of the first "
+                "N / k points; a step whose prefix J is within c / sqrt(prefix pairs) of a threshold is decided on all "
+                "points; the eps reached is confirmed on all points (and the rule resumes there where it does not stop). "
+                "Against the rule on all points (`eps_prefix=1`, the default), compiled loss, one thread, "
+                "alternating in one process. *differ*: simulations whose eps is not the all-points rule's. "
+                "Below 64 prefix points the prefix is not used.", "",
+                "| model | S | N | eps_prefix | eps_margin | differ | J evaluations, all points / prefix | heuristic ms/sim | speed-up |",
+                "|---|---|---|---|---|---|---|---|---|"]
+        for r in ep["rows"]:
+            for v in r["variants"]:
+                out.append(f"| {r['model']} | {r['S']} | {r['N']} | {v['eps_prefix']} | {v['eps_margin']:g} | {v['differ']} | "
+                           f"{v['evaluations_all']} / {v['evaluations_prefix']} | {v['ms_per_sim']:.2f} | {v['speedup_vs_all_points']:.2f}x |")
         out.append("")
     rp = _load("redesign-passes")
     if rp:

@@ -75,7 +75,9 @@ def fit(
         noise: a :class:`~cnce.noise.ConditionalNoise`; default Eq. (13) or Eq. (64).
         noise_base: pre-drawn base ``(S, >=N, >=kappa, D)`` (see :func:`cnce.noise.draw_base`);
             its prefix is used, so one base serves all N and kappa. NCE maps the same
-            standard-normal numbers through its Gaussian.
+            standard-normal numbers through its Gaussian. Default: drawn from ``seed`` with
+            :func:`cnce.noise.default_base` (one numpy stream per simulation, in parallel
+            threads; the same numbers for any thread count).
         eps_rule: an :class:`~cnce.eps.EpsRule` for ``eps="auto"``.
         max_iter: iteration cap (default 100 for Newton, 2000 for L-BFGS).
         tol: Newton-decrement tolerance (relative to the loss).
@@ -139,7 +141,7 @@ def fit(
     theta0 = check_theta(theta0, model.n_params, S, name="theta0", dtype=dtype, device=dev)
     if uses_noise:
         if noise_base is None:
-            noise_base = noise.draw_base(x.new_zeros(S, N, D, device="cpu"), kappa, generator=gen)
+            noise_base = noise_mod.default_base(noise, S, N, kappa, D, gen, threads=threads or torch.get_num_threads())
         noise_base = _check_base(noise_base, S, N, kappa, D).to(device=dev, dtype=dtype)
     if eps_rule is None:
         eps_rule = BERNOULLI_RULE if isinstance(noise, noise_mod.BernoulliFlipNoise) else AUTHORS_RULE

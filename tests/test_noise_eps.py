@@ -385,3 +385,44 @@ def test_fit_eps_prefix_option_keeps_eps_on_an_easy_problem(gen):
         torch.testing.assert_close(pre, full, rtol=1e-12, atol=0)
     with pytest.raises(ValueError, match="eps_prefix"):
         cnce.FitOptions(eps_prefix=0)
+
+
+def test_draw_streams_same_numbers_for_any_threads_batch_and_prefix():
+    """One stream per simulation: the base does not depend on the thread count or on which
+    other simulations are drawn, and N points are a prefix of a longer draw."""
+    from cnce.noise import draw_streams
+
+    a = draw_streams(6, 300, 4, 3, key=7, threads=1)
+    assert torch.equal(a, draw_streams(6, 300, 4, 3, key=7, threads=3))
+    assert torch.equal(a[:2], draw_streams(2, 300, 4, 3, key=7))
+    assert torch.equal(a[:, :100], draw_streams(6, 100, 4, 3, key=7))
+    assert not torch.equal(a, draw_streams(6, 300, 4, 3, key=8))
+    assert not torch.equal(a[0], a[1])
+    # standard normal: mean 0 and variance 1 within 5 standard errors (n = 21600)
+    n = a.numel()
+    assert abs(float(a.mean())) < 5 / n**0.5 and abs(float(a.var()) - 1) < 5 * (2 / n) ** 0.5
+    u = draw_streams(2, 500, 2, 2, key=1, kind="uniform")
+    assert float(u.min()) >= 0 and float(u.max()) < 1 and abs(float(u.mean()) - 0.5) < 5 * (1 / 12 / u.numel()) ** 0.5
+    for bad, match in ((dict(kind="gamma"), "kind"), (dict(key=-1), "key"), (dict(threads=0), "threads")):
+        kw = dict(key=1) | bad
+        with pytest.raises(ValueError, match=match):
+            draw_streams(2, 10, 2, 2, **kw)
+
+
+def test_fit_default_base_is_the_seeded_streams_whatever_the_threads(gen):
+    """Without ``noise_base`` a fit draws :func:`draw_streams` keyed from its seed: the same
+    estimate for any thread count, and the same as passing that base explicitly."""
+    import cnce
+    from cnce.models import Gaussian
+    from cnce.noise import GaussianNoise, default_base
+
+    m = Gaussian()
+    x = m.sample(m.random_params(3, gen), 400, generator=gen)
+    r1 = cnce.fit(m, x, "cnce", 5, seed=3, threads=1)
+    r2 = cnce.fit(m, x, "cnce", 5, seed=3, threads=2)
+    assert torch.equal(r1.theta, r2.theta) and torch.equal(r1.eps, r2.eps)
+    g = torch.Generator().manual_seed(3)
+    th0 = m.init_params(3, generator=g)
+    base = default_base(GaussianNoise(), 3, 400, 5, 5, g)
+    r3 = cnce.fit(m, x, "cnce", 5, theta0=th0, noise_base=base, threads=1)
+    assert torch.equal(r1.theta, r3.theta)
