@@ -97,7 +97,8 @@ def _insert_book_times(app, docname, source):
 
 
 def _e2e_substitutions(app, config):
-    """``e2e_all_s``, ``e2e_<experiment>_s`` (seconds), ``e2e_threads`` from ``e2e.json``."""
+    """``e2e_all_s``, ``e2e_<experiment>_s`` (seconds), ``e2e_threads``, ``e2e_commit`` and
+    ``e2e_cores`` (the machine's CPU cores) from ``e2e.json``."""
     path = BENCH / "results" / "e2e.json"
     if not path.is_file():
         return
@@ -109,6 +110,7 @@ def _e2e_substitutions(app, config):
         for q in r.get("parts") or []:
             subs[f"e2e_{q['experiment']}_s"] = f"{q['wall_seconds']:.0f}"
     subs["e2e_commit"] = str(e["machine"]["git_commit"])[:7]
+    subs["e2e_cores"] = str(e["machine"]["cores"])
     config.myst_substitutions = subs
 
 
