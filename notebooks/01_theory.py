@@ -292,9 +292,9 @@ plotting.theory.sm_limit_figure(eps_sm, ratio, limit, half_sm);
 # log-log panel: the $A_N/\varepsilon$ term). With antithetic pairs it settles on $B_N$ with
 # an error that falls like $\varepsilon^2$ (slope 2), and with moment-matched pairs that
 # limit is half the score-matching objective itself: at $\varepsilon =$
-# {glue:text}`sm_eps_min` the moment-matched ratio is {glue:text}`sm_ratio_mm` against
-# $J_{SM}/2 =$ {glue:text}`sm_half` (relative difference {glue:text}`sm_rel_dev_mm`), and its
-# distance to its limit falls with slope {glue:text}`sm_slope_mm`. The plain antithetic limit $B_N$
+# {glue:text}`sm_eps_min:.0e` the moment-matched ratio is {glue:text}`sm_ratio_mm:.6f` against
+# $J_{SM}/2 =$ {glue:text}`sm_half:.6f` (relative difference {glue:text}`sm_rel_dev_mm:.0e`), and its
+# distance to its limit falls with slope {glue:text}`sm_slope_mm:.2f`. The plain antithetic limit $B_N$
 # misses $J_{SM}/2$ by {glue:text}`sm_rel_dev_anti` (relative), the Monte Carlo error of five
 # random directions per data point.
 #

@@ -286,7 +286,7 @@ for study in ["ring-authors", "ring-exact"]:
 #   $N$ is a difference between squared biases under a misspecified model, not a
 #   difference in how well the estimators use the data. A converged NCE keeps only part of
 #   the paper's gap: its median error is {glue:text}`authors_nce_gm` times CNCE's
-#   (geometric mean over $N$, {glue:text}`authors_nce_log` decades), against the paper's
+#   (geometric mean over $N$, {glue:text}`authors_nce_log:.2f` decades), against the paper's
 #   one decade. An NCE frozen at its independent starting value would sit
 #   {glue:text}`authors_frozen` decades above CNCE ({glue:text}`authors_frozen_cmp`). The
 #   paper's starting values need not be ours, so this neither confirms nor rules out that
