@@ -93,6 +93,15 @@ def test_fixed_eps_noise_is_x_plus_eps_xi_with_the_given_base():
     for eps in (0.05, 0.5, 5.0):
         res = cnce.fit(m, x, "cnce", kappa=kappa, eps=eps, noise_base=xi, theta0=th0, device="cpu", max_iter=1)
         torch.testing.assert_close(res.init_loss, theory.cnce_objective(m, x, th0, eps, xi), rtol=1e-10, atol=1e-12)
+    # as the runner calls it: one eps per simulation (f times the heuristic's), the same xi; the
+    # reference builds y = x + eps * xi by hand (symmetric noise: J_N = 2 mean log(1 + exp(-G)),
+    # G = log phi(x) - log phi(y), Eq. 8)
+    eps = torch.tensor([0.03, 0.3, 1.0, 3.0], dtype=torch.float64)
+    res = cnce.fit(m, x, "cnce", kappa=kappa, eps=eps, noise_base=xi, theta0=th0, device="cpu", max_iter=1)
+    torch.testing.assert_close(res.eps, eps, rtol=0, atol=0)
+    y = x.unsqueeze(2) + eps.view(-1, 1, 1, 1) * xi
+    G = m.log_phi(x, th0).unsqueeze(2) - m.log_phi(y.reshape(S, N * kappa, 3), th0).reshape(S, N, kappa)
+    torch.testing.assert_close(res.init_loss, 2 * torch.nn.functional.softplus(-G).mean(dim=(1, 2)), rtol=1e-10, atol=1e-12)
 
 
 def test_eps_config_grid_and_errors():
