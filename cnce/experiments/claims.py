@@ -284,14 +284,18 @@ def claims_table(results: dict, n_boot: int = 2000, seed: int = 0, stuck_thresho
 
     # 6. beyond the paper: the eps heuristic gives an eps near the best one
     if eps_tables:
-        from .eps_sweep import FLAT_WITHIN as EPS_FLAT, efficiency_loss
+        from .eps_sweep import FLAT_WITHIN as EPS_FLAT, efficiency_loss, with_factor
 
-        loss = efficiency_loss(pd.concat(eps_tables, ignore_index=True), n_boot=n_boot, seed=seed)
+        eps_df = pd.concat(eps_tables, ignore_index=True)
+        loss = efficiency_loss(eps_df, n_boot=n_boot, seed=seed)
         flat = loss["value"] <= EPS_FLAT
         verdict = "reproduced" if flat.all() else "partly reproduced" if flat.mean() >= 0.5 else "not reproduced"
+        f = with_factor(eps_df)["factor"].dropna()
+        kappas = ", ".join(f"{k:g}" for k in sorted(eps_df.loc[eps_df["method"] == "cnce", "kappa"].dropna().unique()))
         row("The eps heuristic (beyond the paper)",
             "a simple heuristic that moves the loss at the initial parameters away from 2 log 2 gives a workable eps",
-            f"the heuristic's median error over the best on a grid of fixed multiples of its eps (1/30 to 30), kappa = 10 "
+            f"the heuristic's median error over the best on a grid of fixed multiples of its eps "
+            f"(1/{1 / f.min():.0f} to {f.max():g}), kappa = {kappas} "
             f"(in the flat part, within a factor {EPS_FLAT:g} of the best, in {int(flat.sum())} of {len(loss)} cases): "
             + "; ".join(f"{r.study[4:]} N = {r.N}: {r.value:.2f} [{r.lo:.2f}, {r.hi:.2f}]" for r in loss.itertuples()),
             verdict, "07_choosing_eps")
