@@ -399,7 +399,7 @@ for r in ("scale", "pilot"):
     glue(f"{r}_verdict", "wins on every model" if win.all() else "does not win on every model")
     if win.all():
         winners.append(r)
-glue("winners", " and ".join(winners) if winners else "none")
+glue("winners", " and ".join(winners) if winners else "none");
 
 # %% [markdown]
 # **Verdict.** The rule `scale` {glue:text}`scale_verdict`: it is more accurate than the
