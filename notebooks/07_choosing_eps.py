@@ -60,11 +60,13 @@ pd.set_option("display.width", 120)
 # quick: computed (what CI runs), then a complete committed paper-scale run is shown if there is one
 df, shown, config = page_results("eps", scale, seed)
 studies = [s for s in config.studies if (df.study == s).any()]
-short = {s: s.replace("eps-", "") for s in studies}  # short names for the tables
 N_small, N_large = sorted(df.N.unique().tolist())
-factors = sorted(eps_sweep.with_factor(df).factor.dropna().unique())
 kappa = int(df.kappa.dropna().unique().item())
 print(f"scale = {shown!r}, seed = {seed}, {config.n_sims} simulations per point, kappa = {kappa}, N in {[N_small, N_large]}")
+
+# %% tags=["hide-input"]
+short = {s: s.replace("eps-", "") for s in studies}  # short names for the tables
+factors = sorted(eps_sweep.with_factor(df).factor.dropna().unique())
 heur = df[(df.method == "cnce") & (df.eps_setting == "default")]
 bern = heur[heur.study == "eps-bernoulli"].eps
 bern_at_one = f"{100 * (bern > 1 - 1e-9).mean():.0f}" if len(bern) else "n/a"  # eps = 1: the admissible limit
@@ -348,6 +350,8 @@ for e in (1e-1, 1e-2, 1e-3):
     ind = cnce.fit(gm, xg, "cnce", kappa=kappa_sm, eps=e, noise_base=xi, theta0=theta0, device="cpu")
     rows.append((e, (gm.error(anti.theta, theta) / e_sm - 1).abs().median().item(),
                  torch.log10((gm.error(ind.theta, theta) / e_sm).median()).item()))
+
+# %% tags=["hide-input"]
 for e, a, i in rows:
     print(f"eps = {e:.0e}: antithetic, median |error / SM error - 1| = {a:.1e}; "
           f"independent, median log10(error / SM error) = {i:.1f}")
