@@ -164,12 +164,12 @@ for key, value in {"cost_small_lo": f"{cont['at smallest f'].min():.1f}", "cost_
 
 # %% [markdown]
 # On the continuous models, a multiple of {glue:text}`f_lo` of the heuristic's $\varepsilon$ costs
-# {glue:text}`cost_small_lo` to {glue:text}`cost_small_hi` decades of median squared error, and
-# {glue:text}`f_hi` times costs {glue:text}`cost_large_lo` to {glue:text}`cost_large_hi` decades: $\varepsilon$
+# {glue:text}`cost_small_lo:.1f` to {glue:text}`cost_small_hi:.1f` decades of median squared error, and
+# {glue:text}`f_hi` times costs {glue:text}`cost_large_lo:.1f` to {glue:text}`cost_large_hi:.1f` decades: $\varepsilon$
 # matters, by orders of magnitude, once it is off by more than a factor of a few. Between the
 # two ends lies a valley, and the heuristic lands in it. The best multiple on the grid is
-# above 1 in {glue:text}`n_best_above` model-and-$N$ cases (from {glue:text}`best_f_lo` to
-# {glue:text}`best_f_hi`): where the heuristic misses, it tends to pick an $\varepsilon$ a
+# above 1 in {glue:text}`n_best_above` model-and-$N$ cases (from {glue:text}`best_f_lo:.3g` to
+# {glue:text}`best_f_hi:.3g`): where the heuristic misses, it tends to pick an $\varepsilon$ a
 # little too small.
 
 # %% [markdown]
@@ -183,7 +183,7 @@ for key, value in {"cost_small_lo": f"{cont['at smallest f'].min():.1f}", "cost_
 # {glue:text}`n_factors` noisy values, so the ratio sits above 1 even for a choice that is as
 # good as the best. The column `noise` shows how far: the ratio, on the odd simulations, of the
 # fixed multiple that is best on the even ones. The flat part of a curve is the range of
-# multiples whose median error is within a factor {glue:text}`flat_within` of the best
+# multiples whose median error is within a factor {glue:text}`flat_within:g` of the best
 # (`eps_sweep.FLAT_WITHIN`); the heuristic is in it when its loss is at most that factor.
 
 # %%
@@ -227,21 +227,21 @@ for key, value in {"flat_within": f"{eps_sweep.FLAT_WITHIN:g}", "n_flat_in": n_i
 # grid, and where the heuristic falls):
 #
 # * **Gaussian**: {glue:text}`loss_gaussian_large` at $N =$ {glue:text}`N_large` (best
-#   multiple {glue:text}`best_gaussian_large`; {glue:text}`flat_gaussian_large`) and
+#   multiple {glue:text}`best_gaussian_large:.3g`; {glue:text}`flat_gaussian_large`) and
 #   {glue:text}`loss_gaussian_small` at $N =$ {glue:text}`N_small` ({glue:text}`flat_gaussian_small`).
-# * **ICA**: {glue:text}`loss_ica_large` at the larger $N$ (best {glue:text}`best_ica_large`;
+# * **ICA**: {glue:text}`loss_ica_large` at the larger $N$ (best {glue:text}`best_ica_large:.3g`;
 #   {glue:text}`flat_ica_large`) and {glue:text}`loss_ica_small` at the smaller
 #   ({glue:text}`flat_ica_small`).
 # * **Ring, exact sampler**: {glue:text}`loss_ring_exact_large` (best
-#   {glue:text}`best_ring_exact_large`; {glue:text}`flat_ring_exact_large`) and
+#   {glue:text}`best_ring_exact_large:.3g`; {glue:text}`flat_ring_exact_large`) and
 #   {glue:text}`loss_ring_exact_small` ({glue:text}`flat_ring_exact_small`).
 # * **Ring, authors' generator**: {glue:text}`loss_ring_authors_large` (best
-#   {glue:text}`best_ring_authors_large`; {glue:text}`flat_ring_authors_large`) and
+#   {glue:text}`best_ring_authors_large:.3g`; {glue:text}`flat_ring_authors_large`) and
 #   {glue:text}`loss_ring_authors_small` ({glue:text}`flat_ring_authors_small`).
-# * **Log-normal**: {glue:text}`loss_lognormal_large` (best {glue:text}`best_lognormal_large`;
+# * **Log-normal**: {glue:text}`loss_lognormal_large` (best {glue:text}`best_lognormal_large:.3g`;
 #   {glue:text}`flat_lognormal_large`) and {glue:text}`loss_lognormal_small`
 #   ({glue:text}`flat_lognormal_small`).
-# * **Bernoulli**: {glue:text}`loss_bernoulli_large` (best {glue:text}`best_bernoulli_large`;
+# * **Bernoulli**: {glue:text}`loss_bernoulli_large` (best {glue:text}`best_bernoulli_large:.3g`;
 #   {glue:text}`flat_bernoulli_large`) and {glue:text}`loss_bernoulli_small`
 #   ({glue:text}`flat_bernoulli_small`). Here the grid stops at the heuristic's choice: a flip
 #   probability cannot exceed 1, and the heuristic picks $\varepsilon = 1$, where CNCE gives
@@ -249,7 +249,7 @@ for key, value in {"flat_within": f"{eps_sweep.FLAT_WITHIN:g}", "n_flat_in": n_i
 #   {glue:text}`bern_at_one` % of the simulations.
 #
 # The heuristic lies in the flat part in {glue:text}`n_flat_in` of the
-# {glue:text}`n_cases` cases; its largest loss is {glue:text}`loss_max`
+# {glue:text}`n_cases` cases; its largest loss is {glue:text}`loss_max:.2f`
 # ({glue:text}`loss_worst`). Of the {glue:text}`n_miss` cases outside the flat part,
 # {glue:text}`n_miss_sig` have an interval that excludes 1, and in {glue:text}`n_miss_noise`
 # the loss is no larger than the column `noise`, what picking the grid's best among noisy
@@ -279,12 +279,12 @@ for key, value in {"drop_authors": f"{drop['eps-ring-authors']:+.2f}", "drop_exa
     glue(key, value)
 
 # %% [markdown]
-# A drop of {glue:text}`drop_1_over_N` is the $1/N$ rate. Under the authors' generator the
-# heuristic's error falls by {glue:text}`drop_authors` decades, against
-# {glue:text}`drop_exact` with the exact sampler: the error there is mostly a bias, and the
+# A drop of {glue:text}`drop_1_over_N:+.2f` is the $1/N$ rate. Under the authors' generator the
+# heuristic's error falls by {glue:text}`drop_authors:+.2f` decades, against
+# {glue:text}`drop_exact:+.2f` with the exact sampler: the error there is mostly a bias, and the
 # sharp dip of that panel's curve is where the $\varepsilon$-dependent bias passes close to
-# zero. The median relative bias of the ring's precision $\gamma$ is {glue:text}`bias_h` at
-# the heuristic's $\varepsilon$ and {glue:text}`bias_best` at {glue:text}`bias_best_f` times
+# zero. The median relative bias of the ring's precision $\gamma$ is {glue:text}`bias_h:+.3f` at
+# the heuristic's $\varepsilon$ and {glue:text}`bias_best:+.3f` at {glue:text}`bias_best_f:.3g` times
 # it. That is a property of this misspecified problem, not a better rule for choosing
 # $\varepsilon$.
 
@@ -362,10 +362,10 @@ for key, value in {"sm_S": S_sm, "sm_N": N_sm, "sm_kappa": kappa_sm, "sm_pairs":
     glue(key, value)
 
 # %% [markdown]
-# At $\varepsilon =$ {glue:text}`sm_eps_min` the antithetic fits are within a relative
-# {glue:text}`sm_anti_gap` of score matching's error, and the distance shrinks like
-# $\varepsilon^{p}$ with $p =$ {glue:text}`sm_anti_rate` (fitted on a log-log scale; 2 is
-# expected for antithetic noise); the independent draws are {glue:text}`sm_indep_gap` decades worse. So the
+# At $\varepsilon =$ {glue:text}`sm_eps_min:.0e` the antithetic fits are within a relative
+# {glue:text}`sm_anti_gap:.0e` of score matching's error, and the distance shrinks like
+# $\varepsilon^{p}$ with $p =$ {glue:text}`sm_anti_rate:.1f` (fitted on a log-log scale; 2 is
+# expected for antithetic noise); the independent draws are {glue:text}`sm_indep_gap:.1f` decades worse. So the
 # score-matching level in the figure is where a small $\varepsilon$ leads only with such noise;
 # with the noise of Eq. (13), a small $\varepsilon$ is simply a bad choice.
 
@@ -447,12 +447,12 @@ for key, value in {"run_minutes": f"{wall / 60:.0f}", "run_cells": cells, "run_c
 #
 # ## In short
 #
-# * $\varepsilon$ matters: at the ends of the grid CNCE loses {glue:text}`cost_small_lo` to
-#   {glue:text}`cost_small_hi` decades of median squared error on the small side and
-#   {glue:text}`cost_large_lo` to {glue:text}`cost_large_hi` on the large side. Around the
+# * $\varepsilon$ matters: at the ends of the grid CNCE loses {glue:text}`cost_small_lo:.1f` to
+#   {glue:text}`cost_small_hi:.1f` decades of median squared error on the small side and
+#   {glue:text}`cost_large_lo:.1f` to {glue:text}`cost_large_hi:.1f` on the large side. Around the
 #   heuristic's choice lies a valley whose flat part is given per model in the table above.
 # * The heuristic lands in the flat part in {glue:text}`n_flat_in` of {glue:text}`n_cases`
-#   cases. Where it misses, {glue:text}`miss_side`. Its largest loss is {glue:text}`loss_max`
+#   cases. Where it misses, {glue:text}`miss_side`. Its largest loss is {glue:text}`loss_max:.2f`
 #   ({glue:text}`loss_worst`). On the ring under the authors' generator the loss comes from a
 #   bias that happens to cancel near one $\varepsilon$, not from a flaw of the rule.
 # * Of the other rules, `scale` {glue:text}`scale_verdict` and `pilot`
