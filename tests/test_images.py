@@ -13,6 +13,7 @@ from cnce.images import data as D
 from cnce.images.configs import get_config
 from cnce.images.network import ImageNetwork, f_th, gain_control
 from cnce.images.train import choose_eps, load_state, network_from_state, train
+from cnce.plotting import PAGE_WIDTH
 
 torch.set_num_threads(2)
 
@@ -310,7 +311,9 @@ def test_probe_top_patches_and_plots():
         plots.plot_space_orientation(resp, probe, ncol=5),
         plots.plot_layer4([0], (net.W4.detach() ** 2).numpy(), resp, probe, X, idx, n_patches=3),
         plots.plot_comparison({"cnce": {0: feats[:4], 1: feats[:4]}, "nce": {0: feats[:4], 1: feats[:4]}}, [0, 1]),
+        plots.plot_photos([rng.random((30, 40)), rng.random((20, 20)), rng.random((10, 30))], ["a", "b", "c"], ncol=2),
     ]
+    assert figs[-1].get_figwidth() == pytest.approx(PAGE_WIDTH)
     for f in figs:
         plt.close(f)
     assert [len(s) for s in plots.pooled_units(np.array([[1.0, 0, 0, 0], [1, 1, 1, 1]]))] == [1, 4]
@@ -348,3 +351,12 @@ def test_start_pooling_layer_continues_the_layer_below():
     assert torch.all(q.sum(1) - 1 < 0.05)  # the rest of the pooling starts small but non-zero
     with pytest.raises(ValueError, match="layer"):
         start_pooling_layer(net, 3, seed=0)
+
+
+def test_page_fontsize_keeps_text_readable_when_the_page_shrinks_a_figure():
+    """A figure wider than the page is shown shrunk to it; its text grows by the same factor."""
+    from cnce.images.plots import page_fontsize
+
+    assert page_fontsize(PAGE_WIDTH) == 10.5 and page_fontsize(PAGE_WIDTH / 2) == 10.5
+    assert page_fontsize(2 * PAGE_WIDTH) == pytest.approx(21.0)
+    assert page_fontsize(1.5 * PAGE_WIDTH, 10) * PAGE_WIDTH / (1.5 * PAGE_WIDTH) == pytest.approx(10)

@@ -10,7 +10,9 @@ from cnce.plotting import PAGE_WIDTH
 
 __all__ = [
     "caption",
+    "page_fontsize",
     "mosaic",
+    "plot_photos",
     "plot_mosaic",
     "plot_pooling",
     "plot_space_orientation",
@@ -44,6 +46,14 @@ def mosaic(tiles: np.ndarray, ncol: int | None = None, pad: int = 1, normalise: 
     return out
 
 
+def page_fontsize(width: float, size: float = 10.5) -> float:
+    """Font size (pt) for a figure ``width`` inches wide that the page shrinks to its width
+    (:data:`cnce.plotting.PAGE_WIDTH`): ``size`` scaled up by the shrink factor, so that text
+    shows on the page as ``size`` does in a page-wide figure (10.5 pt: 14.6 px, the size of the
+    book's code and outputs)."""
+    return size * max(1.0, width / PAGE_WIDTH)
+
+
 def _pyplot():
     """``matplotlib.pyplot`` with the book's figure style applied (:func:`cnce.plotting.use_style`:
     fonts of at least 10.5 pt, figures sized for the page)."""
@@ -72,7 +82,7 @@ def caption(fig, text: str, fontsize: float | None = None):
     return fig
 
 
-def _show(ax, img, title=None, fontsize: float = 9):
+def _show(ax, img, title=None, fontsize: float | None = None):
     plt = _pyplot()
 
     cmap = plt.get_cmap("gray").with_extremes(bad="white")
@@ -81,7 +91,24 @@ def _show(ax, img, title=None, fontsize: float = 9):
     ax.set_xticks([])
     ax.set_yticks([])
     if title:
-        ax.set_title(title, fontsize=fontsize)
+        ax.set_title(title, fontsize=fontsize or page_fontsize(ax.figure.get_figwidth()))
+
+
+def plot_photos(images: list[np.ndarray], names: list[str], ncol: int = 4):
+    """The training photographs in a grid of ``ncol`` columns at the page's width, each titled
+    with its name and size in pixels."""
+    plt = _pyplot()
+
+    nrow = int(np.ceil(len(images) / ncol))
+    side = PAGE_WIDTH / ncol
+    fig, axes = plt.subplots(nrow, ncol, figsize=(PAGE_WIDTH, nrow * (side + 0.35)), squeeze=False)
+    for ax in axes.flat:
+        ax.axis("off")
+    for ax, name, im in zip(axes.flat, names, images):
+        ax.imshow(im, cmap="gray")
+        ax.set_title(f"{name}, {im.shape[1]} x {im.shape[0]}")
+    fig.tight_layout(pad=0.3)
+    return fig
 
 
 def plot_mosaic(panels: dict[str, np.ndarray], ncol: int | None = None, size: float = 4.0):
@@ -90,7 +117,7 @@ def plot_mosaic(panels: dict[str, np.ndarray], ncol: int | None = None, size: fl
 
     fig, axes = plt.subplots(1, len(panels), figsize=(size * len(panels), size), squeeze=False)
     for ax, (title, tiles) in zip(axes[0], panels.items()):
-        _show(ax, mosaic(tiles, ncol), title, fontsize=max(10.5, 2.0 * size))
+        _show(ax, mosaic(tiles, ncol), title)
     fig.tight_layout()
     return fig
 
@@ -110,11 +137,14 @@ def plot_pooling(units: list[int], q: np.ndarray, features: np.ndarray, max_unit
     plt = _pyplot()
 
     sel = pooled_units(q[units], max_units, mass)
-    fig = plt.figure(figsize=(max_units * 0.8 + 0.8, len(units) * 1.15))
-    gs = fig.add_gridspec(2 * len(units), max_units + 1, height_ratios=[1, 0.35] * len(units), hspace=0.05, wspace=0.08)
+    width = max_units * 0.8 + 1.2
+    fig = plt.figure(figsize=(width, len(units) * 1.15))
+    gs = fig.add_gridspec(2 * len(units), max_units + 1, height_ratios=[1, 0.35] * len(units),
+                          width_ratios=[1.5] + [1] * max_units, hspace=0.05, wspace=0.08,
+                          left=0.01, right=0.99, bottom=0.01, top=0.99)
     for r, (j, idx) in enumerate(zip(units, sel)):
         lab = fig.add_subplot(gs[2 * r: 2 * r + 2, 0])
-        lab.text(0.5, 0.5, f"unit {j}", ha="center", va="center", fontsize=10)
+        lab.text(0.5, 0.5, f"unit {j}", ha="center", va="center", fontsize=page_fontsize(width))
         lab.axis("off")
         w = q[j, idx] / q[j].max()
         for c, (k, wk) in enumerate(zip(idx, w)):
@@ -185,7 +215,7 @@ def plot_space_orientation(resp: list[np.ndarray], probe, units=None, ncol: int 
     for ax, j in zip(axes.flat, units):
         ax.axis("on")
         _draw_so(ax, [r[j] for r in norm], probe, probe.size)
-        ax.set_title(str(j), fontsize=10, pad=1)
+        ax.set_title(str(j), fontsize=page_fontsize(ncol * size), pad=1)
     fig.tight_layout(pad=0.2)
     return fig
 
@@ -201,8 +231,12 @@ def plot_layer4(units: list[int], q4: np.ndarray, resp3: list[np.ndarray], probe
     sel = pooled_units(q4[units], max_units, mass)
     n = probe.size
     ncols = max_units + 1 + n_patches
-    fig = plt.figure(figsize=(ncols * 0.8, len(units) * 1.15))
-    gs = fig.add_gridspec(2 * len(units), ncols, height_ratios=[1, 0.35] * len(units), hspace=0.05, wspace=0.08)
+    label_ratio = 2.2
+    width = (ncols - 1 + label_ratio) * 0.8
+    fig = plt.figure(figsize=(width, len(units) * 1.15))
+    gs = fig.add_gridspec(2 * len(units), ncols, height_ratios=[1, 0.35] * len(units),
+                          width_ratios=[1] * max_units + [label_ratio] + [1] * n_patches, hspace=0.05, wspace=0.08,
+                          left=0.01, right=0.99, bottom=0.01, top=0.99)
     for r, (j, idx) in enumerate(zip(units, sel)):
         w = q4[j, idx] / q4[j].max()
         for c, (k, wk) in enumerate(zip(idx, w)):
@@ -214,7 +248,7 @@ def plot_layer4(units: list[int], q4: np.ndarray, resp3: list[np.ndarray], probe
             bx.set_xlim(-0.5, 0.5)
             bx.axis("off")
         lab = fig.add_subplot(gs[2 * r: 2 * r + 2, max_units])
-        lab.text(0.5, 0.5, f"L4 unit {j}", ha="center", va="center", fontsize=10)
+        lab.text(0.5, 0.5, f"unit {j}", ha="center", va="center", fontsize=page_fontsize(width))
         lab.axis("off")
         for c, pi in enumerate(top_idx[j][:n_patches]):
             ax = fig.add_subplot(gs[2 * r, max_units + 1 + c])
@@ -370,7 +404,8 @@ def plot_pooling_coherence(tables: dict, units: str = "first-layer"):
             ax = axes[r, c]
             x, y = multi[f"{name}_random"], multi[name]
             ax.plot(x, y, "o", ms=3, alpha=0.6)
-            lim = [0, max(float(np.nanmax(x)), float(np.nanmax(y))) * 1.05 if len(multi) else 1]
+            top = max(float(np.nanmax(x)), float(np.nanmax(y))) * 1.05 if len(multi) else 1.0
+            lim = [0, top if top > 0 else 1.0]  # all spreads zero (one frequency): a unit axis
             ax.plot(lim, lim, color="gray", lw=0.8, ls=":")
             ax.set_xlim(lim)
             ax.set_ylim(lim)
@@ -456,7 +491,7 @@ def plot_top_patches(patches: np.ndarray, top_idx: np.ndarray, units=None, per_r
         tiles = patches[top_idx[j]].reshape(k, side, side)
         _show(ax, mosaic(tiles, ncol=k))
         ax.axis("on")
-        ax.set_ylabel(str(j), rotation=0, fontsize=10, labelpad=8, va="center")
+        ax.set_ylabel(str(j), rotation=0, fontsize=page_fontsize(fig.get_figwidth()), labelpad=8, va="center")
     if title:
         fig.suptitle(title)
     fig.tight_layout(pad=0.2, h_pad=0.1, w_pad=0.6)
