@@ -23,8 +23,8 @@
 # `python -m cnce batch 00 --scale paper` reruns the page with more simulations and data.
 
 # %% tags=["parameters"]
-# Values you may change; then rerun all cells (in JupyterLab: Run > Run All Cells).
-scale = "quick"  # "quick": 20 simulations of 1000 points each; "paper": 100 simulations of 5000
+# Values you may change; then rerun all cells (Run > Run All Cells).
+scale = "quick"  # "quick": 20 simulations of 1000 points; "paper": 100 of 5000
 seed = 0  # any integer: other true parameters, data and noise
 
 # %%
@@ -36,7 +36,8 @@ from cnce.models import Gaussian
 from cnce.models.base import UnnormalisedModel
 from cnce.noise import ConditionalNoise
 
-S, N = {"quick": (20, 1000), "paper": (100, 5000)}[scale]  # simulations, data points each
+# simulations, data points each
+S, N = {"quick": (20, 1000), "paper": (100, 5000)}[scale]
 print(f"scale={scale}: {S} simulations of {N} data points")
 
 # %% [markdown]
@@ -54,14 +55,22 @@ print(f"scale={scale}: {S} simulations of {N} data points")
 # %%
 g = torch.Generator().manual_seed(seed)
 model = Gaussian(dim=5)
-x_mine = model.sample(model.random_params(1, generator=g), N, generator=g)[0]  # stand-in for your data, (N, 5)
-x_std = (x_mine - x_mine.mean(0)) / x_mine.std(0)  # standardised: mean 0, variance 1 per dimension
+theta_mine = model.random_params(1, generator=g)
+x_mine = model.sample(theta_mine, N, generator=g)[0]  # your data: (N, 5)
+# standardised: mean 0, variance 1 per dimension
+x_std = (x_mine - x_mine.mean(0)) / x_mine.std(0)
 res = cnce.fit(model, x_std, method="cnce", kappa=10, eps="auto", seed=seed)
-print(f"theta: shape {tuple(res.theta.shape)}; eps chosen {float(res.eps):.2f}; converged {bool(res.converged)} "
-      f"after {int(res.n_iter)} Newton steps; loss {float(res.init_loss):.4f} at the start, {float(res.loss):.4f} at the end")
-mle = cnce.fit(model, x_std, method="mle")  # the Gaussian has a closed-form MLE: a reference
-print(f"distance to the maximum-likelihood estimate {float(torch.linalg.vector_norm(res.theta - mle.theta)):.2f} "
-      f"(norm of the estimate {float(torch.linalg.vector_norm(mle.theta)):.2f})")
+print(f"theta: shape {tuple(res.theta.shape)}; "
+      f"eps chosen {float(res.eps):.2f}; "
+      f"converged {bool(res.converged)} after {int(res.n_iter)} Newton steps; "
+      f"loss {float(res.init_loss):.4f} at the start, "
+      f"{float(res.loss):.4f} at the end")
+# the Gaussian has a closed-form MLE: a reference
+mle = cnce.fit(model, x_std, method="mle")
+dist = float(torch.linalg.vector_norm(res.theta - mle.theta))
+norm = float(torch.linalg.vector_norm(mle.theta))
+print(f"distance to the maximum-likelihood estimate {dist:.2f} "
+      f"(norm of the estimate {norm:.2f})")
 
 # %% [markdown]
 # The result is a `FitResult` ({doc}`../book/api` lists every field):
@@ -91,10 +100,12 @@ theta_true = model.random_params(S, generator=g)
 x = model.sample(theta_true, N, generator=g)
 print("data:", tuple(x.shape), " parameters:", tuple(theta_true.shape))
 
-results = {m: cnce.fit(model, x, method=m, kappa=10, eps="auto", seed=seed) for m in ("cnce", "nce", "mle")}
+results = {m: cnce.fit(model, x, method=m, kappa=10, eps="auto", seed=seed)
+           for m in ("cnce", "nce", "mle")}
 for name, res in results.items():
     err = model.error(res.theta, theta_true)
-    print(f"{name:>4}: median squared error {err.median():.3g}, converged {int(res.converged.sum())}/{S}")
+    print(f"{name:>4}: median squared error {err.median():.3g}, "
+          f"converged {int(res.converged.sum())}/{S}")
 
 # %% [markdown]
 # CNCE chose the noise scale $\varepsilon$ for each simulation with the authors' heuristic:
@@ -104,7 +115,8 @@ for name, res in results.items():
 
 # %%
 eps = results["cnce"].eps
-print(f"eps chosen by the heuristic: median {eps.median():.2f}, range {eps.min():.2f} to {eps.max():.2f}")
+print(f"eps chosen by the heuristic: median {eps.median():.2f}, "
+      f"range {eps.min():.2f} to {eps.max():.2f}")
 
 # %% [markdown]
 # ## Your own unnormalised model
@@ -135,7 +147,7 @@ print(f"eps chosen by the heuristic: median {eps.median():.2f}, range {eps.min()
 
 # %%
 class Quartic(UnnormalisedModel):
-    """log phi(u) = -theta1 u^2 - theta2 u^4 in one dimension (a user-defined example)."""
+    """log phi(u) = -theta1 u^2 - theta2 u^4 in one dimension."""
 
     name, dim, n_params, smooth = "quartic", 1, 2, True
 
@@ -148,27 +160,31 @@ class Quartic(UnnormalisedModel):
 
     def sample(self, theta, n, generator=None):
         grid = torch.linspace(-4, 4, 4001, dtype=torch.float64)
-        density = self._log_phi(grid.expand(theta.shape[0], -1).unsqueeze(-1), theta).exp()
+        u = grid.expand(theta.shape[0], -1).unsqueeze(-1)
+        density = self._log_phi(u, theta).exp()
         cdf = density.cumsum(-1) / density.sum(-1, keepdim=True)
-        uniform = torch.rand(theta.shape[0], n, generator=generator, dtype=torch.float64)
-        return grid[torch.searchsorted(cdf, uniform).clamp(max=grid.numel() - 1)].unsqueeze(-1)
+        uniform = torch.rand(theta.shape[0], n, generator=generator,
+                             dtype=torch.float64)
+        i = torch.searchsorted(cdf, uniform).clamp(max=grid.numel() - 1)
+        return grid[i].unsqueeze(-1)
 
 
 quartic = Quartic()
 theta_q = torch.tensor([[0.5, 0.25]], dtype=torch.float64).expand(S, 2)
 x_q = quartic.sample(theta_q, N, generator=g)
-fits_q = {m: cnce.fit(quartic, x_q, method=m, kappa=10, seed=seed) for m in ("cnce", "nce")}
+fits_q = {m: cnce.fit(quartic, x_q, method=m, kappa=10, seed=seed)
+          for m in ("cnce", "nce")}
 for name, res in fits_q.items():
     med = res.theta.median(dim=0).values
     err = quartic.error(res.theta, theta_q)
-    print(f"{name:>4}: median estimate ({med[0]:.2f}, {med[1]:.2f}), true (0.50, 0.25); "
-          f"median squared error {err.median():.2g}")
+    print(f"{name:>4}: median estimate ({med[0]:.2f}, {med[1]:.2f}), "
+          f"true (0.50, 0.25); median squared error {err.median():.2g}")
 
 # %% [markdown]
 # The histogram of one simulation's data against the fitted density (normalised numerically
 # on the plotting grid, only for the picture):
 
-# %%
+# %% tags=["hide-input"]
 u = torch.linspace(-3, 3, 601, dtype=torch.float64)
 fig, ax = plt.subplots(figsize=(6, 3.5))
 ax.hist(x_q[0, :, 0].numpy(), bins=50, density=True, color="0.8", label="data (simulation 0)")
@@ -178,6 +194,10 @@ for name, res in fits_q.items():
 ax.set_xlabel("$u$")
 ax.set_ylabel("density")
 ax.legend(frameon=False);
+
+# %% [markdown]
+# *Figure: not a figure of the paper. One simulation of the quartic model's data against the
+# densities of its CNCE and NCE fits.*
 
 # %% [markdown]
 # ## Your own conditional noise
@@ -194,23 +214,29 @@ ax.legend(frameon=False);
 
 # %%
 class LaplaceNoise(ConditionalNoise):
-    """y = x + eps * l with independent Laplace components l of variance 1 (symmetric)."""
+    """y = x + eps * l, l independent Laplace of variance 1 (symmetric)."""
 
     symmetric = True
 
-    def draw_base(self, x, kappa, generator=None):  # x: (S, N, D) -> (S, N, kappa, D)
+    def draw_base(self, x, kappa, generator=None):
+        # x: (S, N, D) -> base (S, N, kappa, D)
         S, N, D = x.shape
-        v = torch.rand(S, N, kappa, D, generator=generator, dtype=x.dtype) - 0.5
-        return -torch.sign(v) * torch.log1p(-2 * v.abs()) / 2**0.5  # inverse CDF of the Laplace law
+        v = torch.rand(S, N, kappa, D, generator=generator, dtype=x.dtype)
+        v = v - 0.5
+        # inverse CDF of the Laplace law
+        return -torch.sign(v) * torch.log1p(-2 * v.abs()) / 2**0.5
 
     def apply(self, x, base, eps):  # eps: (S,)
         return x.unsqueeze(-2) + eps.view(-1, 1, 1, 1) * base
 
 
-fit_laplace = cnce.fit(quartic, x_q, method="cnce", kappa=10, seed=seed, noise=LaplaceNoise())
+fit_laplace = cnce.fit(quartic, x_q, method="cnce", kappa=10, seed=seed,
+                       noise=LaplaceNoise())
 med = fit_laplace.theta.median(dim=0).values
-print(f"CNCE with Laplace noise: median estimate ({med[0]:.2f}, {med[1]:.2f}), true (0.50, 0.25); "
-      f"median squared error {quartic.error(fit_laplace.theta, theta_q).median():.2g}; "
+err = quartic.error(fit_laplace.theta, theta_q)
+print(f"CNCE with Laplace noise: "
+      f"median estimate ({med[0]:.2f}, {med[1]:.2f}), "
+      f"true (0.50, 0.25); median squared error {err.median():.2g}; "
       f"median eps {fit_laplace.eps.median():.2f}")
 
 # %% [markdown]

@@ -29,8 +29,10 @@
 # `cnce.theory`; the losses are those of `cnce.losses`, the same code `cnce.fit` minimises.
 
 # %% tags=["parameters"]
-# Values you may change; then rerun all cells (in JupyterLab: Run > Run All Cells).
-scale = "quick"  # "quick" (the book) or "paper": more simulations and data in every check, slower
+# Values you may change; then rerun all cells (Run > Run All Cells).
+# scale: "quick" (the book) or "paper": more simulations and data in every
+#   check, slower
+scale = "quick"
 seed = 0  # any integer: other data and noise in every check
 
 # %%
@@ -45,20 +47,24 @@ from cnce.losses import LOG4
 from cnce.models import ICA, Bernoulli, Gaussian, LogNormal, Ring
 from cnce.noise import default_noise
 
-# The small-eps fits at the end of the page resolve loss differences of order eps^2 around
-# 2 log 2: keep the logistic features in float64 (a GPU would store them in float32 for speed).
+# The small-eps fits at the end of the page resolve loss differences of order
+# eps^2 around 2 log 2: keep the logistic features in float64 (a GPU would
+# store them in float32 for speed).
 cnce.set_options(feature_dtype=torch.float64)
 
 sizes = {
-    # S: simulations for the eps = 0 check and the heuristic; N: data points per simulation;
+    # S: simulations for the eps = 0 check and the heuristic;
+    # N: data points per simulation;
     # N_gauss / N_ica: data points for the score-matching limit
     "quick": dict(S=20, N=1000, N_gauss=1000, N_ica=20000),
     "paper": dict(S=100, N=5000, N_gauss=10000, N_ica=200000),
 }[scale]
 S, N = sizes["S"], sizes["N"]
 print(f"logistic features stored as {cnce.get_options().feature_dtype}")
-print(f"scale={scale}, seed={seed}: {S} simulations of N = {N} for the checks, "
-      f"N = {sizes['N_gauss']} (Gaussian) and N = {sizes['N_ica']} (ICA) for the score-matching limit")
+print(f"scale={scale}, seed={seed}: {S} simulations of N = {N} "
+      f"for the checks, "
+      f"N = {sizes['N_gauss']} (Gaussian) and N = {sizes['N_ica']} (ICA) "
+      f"for the score-matching limit")
 
 # %% [markdown]
 # ## The construction
@@ -115,8 +121,13 @@ for model in models:
     theta_true = model.random_params(S, generator=g)
     x = model.sample(theta_true, N, generator=g)
     xi = default_noise(model).draw_base(x, 10, generator=g)
-    settings = {"true": theta_true, "initial": model.init_params(S, generator=g), "other": model.random_params(S, generator=g)}
-    dev = {k: float((theory.cnce_objective(model, x, th, 0.0, xi) - LOG4).abs().max()) for k, th in settings.items()}
+    settings = {"true": theta_true,
+                "initial": model.init_params(S, generator=g),
+                "other": model.random_params(S, generator=g)}
+    dev = {}
+    for k, th in settings.items():
+        J0 = theory.cnce_objective(model, x, th, 0.0, xi)
+        dev[k] = float((J0 - LOG4).abs().max())
     print(f"{model.name:>9}: max |J_N - 2 log 2| over {S} simulations: "
           + ", ".join(f"{k} {v:.1e}" for k, v in dev.items()))
 
@@ -153,24 +164,34 @@ for model in (Gaussian(), ICA()):
     x = model.sample(theta_true, N, generator=g)
     theta0 = model.init_params(S, generator=g)
     xi = default_noise(model).draw_base(x, 10, generator=g)
-    eps_star, trace = choose_eps(lambda e: theory.cnce_objective(model, x, theta0, e, xi), x, AUTHORS_RULE, return_trace=True)
+    def J_N(e):
+        return theory.cnce_objective(model, x, theta0, e, xi)
+    eps_star, trace = choose_eps(J_N, x, AUTHORS_RULE, return_trace=True)
     E, J = trace.as_tensors()
     steps = (torch.diff(E, dim=0) != 0).sum(0)
     k = int(steps.argmax())
-    fit = cnce.fit(model, x[k:k + 1], "cnce", kappa=10, eps="auto", theta0=theta0[k:k + 1], noise_base=xi[k:k + 1], max_iter=1)
-    paths[model.name] = dict(
-        k=k, E=E[:, k], J=J[:, k], steps=int(steps[k]),
-        curve0=theory.loss_curve(model, x[k:k + 1], theta0[k:k + 1], eps_grid, xi[k:k + 1])[:, 0],
-        curve_true=theory.loss_curve(model, x[k:k + 1], theta_true[k:k + 1], eps_grid, xi[k:k + 1])[:, 0],
-    )
+    xk, xik = x[k:k + 1], xi[k:k + 1]  # the simulation with the longest path
+    fit = cnce.fit(model, xk, "cnce", kappa=10, eps="auto",
+                   theta0=theta0[k:k + 1], noise_base=xik, max_iter=1)
+    curve0 = theory.loss_curve(model, xk, theta0[k:k + 1], eps_grid, xik)
+    curve_true = theory.loss_curve(model, xk, theta_true[k:k + 1], eps_grid,
+                                   xik)
+    paths[model.name] = dict(k=k, E=E[:, k], J=J[:, k], steps=int(steps[k]),
+                             curve0=curve0[:, 0], curve_true=curve_true[:, 0])
     counts = torch.bincount(steps).tolist()
     glue(f"eps_short_{model.name}", f"{int((steps <= 1).sum())} of {S}")
     grew = int((E[-1] > E[0]).sum())
-    print(f"{model.name}: steps taken per simulation: " + ", ".join(f"{n} steps: {c}" for n, c in enumerate(counts) if c)
-          + f"; eps grew in {grew} and shrank in {int((E[-1] < E[0]).sum())} of {S}")
-    print(f"  simulation {k}: " + " -> ".join(f"eps {e:.4f} (J {j:.4f})" for e, j in zip(E[:, k].tolist(), J[:, k].tolist()))
-          + f"; cnce.fit chose eps = {float(fit.eps):.4f} on the same data and noise")
-    print(f"  largest J_N on the curve at the initial parameters: {float(paths[model.name]['curve0'].max()):.4f}")
+    shrank = int((E[-1] < E[0]).sum())
+    taken = ", ".join(f"{n} steps: {c}" for n, c in enumerate(counts) if c)
+    print(f"{model.name}: steps taken per simulation: {taken}; "
+          f"eps grew in {grew} and shrank in {shrank} of {S}")
+    path = " -> ".join(f"eps {e:.4f} (J {j:.4f})"
+                       for e, j in zip(E[:, k].tolist(), J[:, k].tolist()))
+    print(f"  simulation {k}: {path}; "
+          f"cnce.fit chose eps = {float(fit.eps):.4f} "
+          f"on the same data and noise")
+    print(f"  largest J_N on the curve at the initial parameters: "
+          f"{float(curve0.max()):.4f}")
 
 # %%
 plotting.theory.eps_path_figure(paths, eps_grid);
@@ -239,7 +260,8 @@ gauss = Gaussian()
 theta_true = gauss.random_params(1, generator=g)
 x_g = gauss.sample(theta_true, sizes["N_gauss"], generator=g)
 theta0 = gauss.init_params(1, generator=g)
-xi_g = torch.randn(1, sizes["N_gauss"], 10, gauss.dim, generator=g, dtype=torch.float64)
+xi_g = torch.randn(1, sizes["N_gauss"], 10, gauss.dim, generator=g,
+                   dtype=torch.float64)
 noises = {
     "independent": xi_g,
     "antithetic": theory.antithetic(xi_g[:, :, :5]),
@@ -249,19 +271,27 @@ eps_sm = torch.logspace(-3, 0, 31, dtype=torch.float64)
 half_sm = 0.5 * float(theory.sm_objective(gauss, x_g, theta0))
 ratio, limit = {}, {}
 for name, xi in noises.items():
-    ratio[name] = (theory.loss_curve(gauss, x_g, theta0, eps_sm, xi, excess=True)[:, 0] / eps_sm**2).numpy()
+    excess = theory.loss_curve(gauss, x_g, theta0, eps_sm, xi, excess=True)
+    ratio[name] = (excess[:, 0] / eps_sm**2).numpy()
     limit[name] = float(theory.small_eps_limit(gauss, x_g, theta0, xi))
 print(f"half the sample score-matching objective, J_SM / 2 = {half_sm:.6f}")
 small = eps_sm <= 1e-2
 for name in noises:
     dev = np.abs(ratio[name] - limit[name])
-    slope = np.polyfit(np.log10(eps_sm[small].numpy()), np.log10(dev[small.numpy()]), 1)[0]
-    print(f"{name:>27}: (J_N - 2 log 2)/eps^2 at eps = 1e-3: {ratio[name][0]:.6f}; "
-          f"B_N = {limit[name]:.6f}; log-log slope of |ratio - B_N| for eps <= 0.01: {slope:.2f}")
-direct = theory.loss_curve(gauss, x_g, theta0, eps_sm, noises["antithetic"])[:, 0] - LOG4
-stable = theory.loss_curve(gauss, x_g, theta0, eps_sm, noises["antithetic"], excess=True)[:, 0]
-gap = float((direct - stable).abs().max())  # round-off: its digits depend on the CPU's summation order
-print("package loss minus 2 log 2 vs. the cancellation-free excess: largest difference "
+    log_eps = np.log10(eps_sm[small].numpy())
+    log_dev = np.log10(dev[small.numpy()])
+    slope = np.polyfit(log_eps, log_dev, 1)[0]
+    print(f"{name:>27}: (J_N - 2 log 2)/eps^2 at eps = 1e-3: "
+          f"{ratio[name][0]:.6f}; "
+          f"B_N = {limit[name]:.6f}; "
+          f"log-log slope of |ratio - B_N| for eps <= 0.01: {slope:.2f}")
+anti = noises["antithetic"]
+direct = theory.loss_curve(gauss, x_g, theta0, eps_sm, anti)[:, 0] - LOG4
+stable = theory.loss_curve(gauss, x_g, theta0, eps_sm, anti, excess=True)[:, 0]
+# round-off: its digits depend on the CPU's summation order
+gap = float((direct - stable).abs().max())
+print("package loss minus 2 log 2 vs. the cancellation-free excess: "
+      "largest difference "
       + ("< 1e-14 (round-off)" if gap < 1e-14 else f"{gap:.1e}"))
 
 # %% tags=["remove-cell"]
@@ -319,28 +349,37 @@ plotting.theory.sm_limit_figure(eps_sm, ratio, limit, half_sm);
 ica = ICA()
 B_true = ica.random_params(1, generator=g)
 x_i = ica.sample(B_true, sizes["N_ica"], generator=g)
-xi_i = theory.moment_matched(torch.randn(1, sizes["N_ica"], ica.dim, ica.dim, generator=g, dtype=torch.float64))
+xi_i = theory.moment_matched(torch.randn(1, sizes["N_ica"], ica.dim, ica.dim,
+                                         generator=g, dtype=torch.float64))
 grad_sq = float((theory.score(ica, x_i, B_true) ** 2).sum(-1).mean())
 trH_parts = float(theory.laplacian_by_parts(ica, x_i, B_true, B_true))
 trH_exact = -2.0 * float((ica.demixing(B_true) ** 2).sum())
 sm_ae = float(theory.sm_objective(ica, x_i, B_true))
 sm_kinks = trH_parts + 0.5 * grad_sq
-print(f"E[tr H]: almost-everywhere Hessian (autograd) {sm_ae - 0.5 * grad_sq:.4f}; "
+print(f"E[tr H]: almost-everywhere Hessian (autograd) "
+      f"{sm_ae - 0.5 * grad_sq:.4f}; "
       f"by parts {trH_parts:.4f}; closed form {trH_exact:.4f}")
-print(f"half the score-matching objective: with the a.e. Hessian {0.5 * sm_ae:.4f}, with the kinks {0.5 * sm_kinks:.4f}")
+print(f"half the score-matching objective: with the a.e. Hessian "
+      f"{0.5 * sm_ae:.4f}, with the kinks {0.5 * sm_kinks:.4f}")
 
 eps_ica = torch.logspace(-7, 0, 29, dtype=torch.float64)
-ratio_ica = (theory.loss_curve(ica, x_i, B_true, eps_ica, xi_i, excess=True)[:, 0] / eps_ica**2).numpy()
-kinks = torch.stack([theory.ica_kink_pairs(ica, x_i, B_true, xi_i, float(e))[0] for e in eps_ica]).numpy()
+excess = theory.loss_curve(ica, x_i, B_true, eps_ica, xi_i, excess=True)
+ratio_ica = (excess[:, 0] / eps_ica**2).numpy()
+kinks = torch.stack([theory.ica_kink_pairs(ica, x_i, B_true, xi_i, float(e))[0]
+                     for e in eps_ica]).numpy()
 n_pairs = xi_i.shape[1] * xi_i.shape[2]
-print(f"{n_pairs} data-noise pairs (N = {sizes['N_ica']}, kappa = {xi_i.shape[2]}, moment-matched antithetic)")
+print(f"{n_pairs} data-noise pairs (N = {sizes['N_ica']}, "
+      f"kappa = {xi_i.shape[2]}, moment-matched antithetic)")
 for i in range(0, len(eps_ica), 4):
-    print(f"eps = {eps_ica[i]:.0e}: (J_N - 2 log 2)/eps^2 = {ratio_ica[i]:8.4f}, pairs straddling a kink: {int(kinks[i])}")
+    print(f"eps = {eps_ica[i]:.0e}: "
+          f"(J_N - 2 log 2)/eps^2 = {ratio_ica[i]:8.4f}, "
+          f"pairs straddling a kink: {int(kinks[i])}")
 i2 = int(np.argmin(np.abs(np.log10(eps_ica.numpy()) + 2)))
 glue("kinks_at_1e-2", f"{int(kinks[i2])} of {n_pairs}")
 
 # %%
-plotting.theory.ica_kinks_figure(eps_ica, ratio_ica, kinks, 0.5 * sm_ae, 0.5 * sm_kinks, sizes["N_ica"], n_pairs);
+plotting.theory.ica_kinks_figure(eps_ica, ratio_ica, kinks, 0.5 * sm_ae,
+                                 0.5 * sm_kinks, sizes["N_ica"], n_pairs);
 
 # %% [markdown]
 # *Figure: not a figure of the paper; the score-matching theorem (Section 2) for the ICA
@@ -382,25 +421,38 @@ plotting.theory.ica_kinks_figure(eps_ica, ratio_ica, kinks, 0.5 * sm_ae, 0.5 * s
 fit_sm = cnce.fit(gauss, x_g, "sm", theta0=theta0)
 fit_mle = cnce.fit(gauss, x_g, "mle")
 err_sm = float(gauss.error(fit_sm.theta, theta_true))
-print(f"score matching: squared error {err_sm:.5g} (MLE {float(gauss.error(fit_mle.theta, theta_true)):.5g}); "
-      f"CNCE with the heuristic's eps: {float(cnce.fit(gauss, x_g, 'cnce', kappa=10, theta0=theta0, noise_base=xi_g).error(gauss, theta_true)):.5g}")
+err_mle = float(gauss.error(fit_mle.theta, theta_true))
+fit_auto = cnce.fit(gauss, x_g, "cnce", kappa=10, theta0=theta0,
+                    noise_base=xi_g)
+err_auto = float(fit_auto.error(gauss, theta_true))
+print(f"score matching: squared error {err_sm:.5g} (MLE {err_mle:.5g}); "
+      f"CNCE with the heuristic's eps: {err_auto:.5g}")
 dists = {}
 for eps in (1e-1, 1e-2, 1e-3):
     for name, xi in noises.items():
-        fit = cnce.fit(gauss, x_g, "cnce", kappa=10, eps=eps, theta0=theta0, noise_base=xi, tol=1e-20)
+        fit = cnce.fit(gauss, x_g, "cnce", kappa=10, eps=eps, theta0=theta0,
+                       noise_base=xi, tol=1e-20)
         dist = float(torch.linalg.vector_norm(fit.theta - fit_sm.theta))
         dists[eps, name] = dist
-        # below ~1e-5 the distance is set by round-off (it varies with the BLAS and thread
-        # count), so it is printed as a bound there; the regression test compares this text
+        # below ~1e-5 the distance is set by round-off (it varies with the
+        # BLAS and thread count), so it is printed as a bound there; the
+        # regression test compares this text
         shown = f"{dist:.2e}" if dist >= 1e-5 else "< 1e-05"
-        print(f"eps = {eps:.0e}, {name:>27}: squared error {float(gauss.error(fit.theta, theta_true)):9.4g}, "
-              f"distance to the SM estimate {shown}, converged {bool(fit.converged)}")
+        err = float(gauss.error(fit.theta, theta_true))
+        print(f"eps = {eps:.0e}, {name:>27}: squared error {err:9.4g}, "
+              f"distance to the SM estimate {shown}, "
+              f"converged {bool(fit.converged)}")
 mm = "antithetic, moment-matched"
 r2 = dists[1e-2, mm] / dists[1e-3, mm]
-print(f"moment-matched: distance shrinks by a factor {dists[1e-1, mm] / dists[1e-2, mm]:.1f} from eps = 0.1 to 0.01 "
-      f"and by {'more than 30' if r2 > 30 else f'{r2:.1f}'} from 0.01 to 0.001; "
-      f"independent: grows by {dists[1e-2, 'independent'] / dists[1e-1, 'independent']:.1f} and "
-      f"{dists[1e-3, 'independent'] / dists[1e-2, 'independent']:.1f}")
+r1 = dists[1e-1, mm] / dists[1e-2, mm]
+ind = "independent"
+g1 = dists[1e-2, ind] / dists[1e-1, ind]
+g2 = dists[1e-3, ind] / dists[1e-2, ind]
+print(f"moment-matched: distance shrinks by a factor {r1:.1f} "
+      f"from eps = 0.1 to 0.01 "
+      f"and by {'more than 30' if r2 > 30 else f'{r2:.1f}'} "
+      f"from 0.01 to 0.001; "
+      f"independent: grows by {g1:.1f} and {g2:.1f}")
 
 # %% [markdown]
 # The fits mirror the loss curves. With independent noise the CNCE estimate moves *away*

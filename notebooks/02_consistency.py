@@ -30,11 +30,14 @@
 # `data/results/paper/`).
 
 # %% tags=["parameters"]
-# Values you may change; then rerun all cells (in JupyterLab: Run > Run All Cells).
-scale = "quick"  # "quick": computes the small grid here (and shows the committed paper-scale run, if any);
-#                  "paper": shows a stored paper-scale run; compute one with
-#                  `python -m cnce run consistency --scale paper --seed SEED` (long on a CPU)
-seed = 0  # 0: the committed runs; another integer: a run of its own ("quick": computed here)
+# Values you may change; then rerun all cells (Run > Run All Cells).
+# scale: "quick" computes the small grid here (and shows the committed
+#   paper-scale run, if any); "paper" shows a stored paper-scale run.
+#   To compute one (long on a CPU):
+#   python -m cnce run consistency --scale paper --seed SEED
+scale = "quick"
+# seed: 0 shows the committed runs; another integer a run of its own
+seed = 0
 
 # %%
 import numpy as np
@@ -46,10 +49,14 @@ from cnce.experiments import analysis, page_results, provenance_table
 
 pd.set_option("display.precision", 3)
 pd.set_option("display.width", 120)
-# quick: computed (what CI runs), then a complete committed paper-scale run is shown if there is one
+# quick: computed (what CI runs), then a complete committed paper-scale run
+# is shown if there is one
 df, shown, config = page_results("consistency", scale, seed)
-print(f"{config.figure}: scale = {shown!r}, seed = {seed}, {config.n_sims} simulations per point,")
-print(f"N in {sorted(df.N.unique().tolist())}, kappa in {sorted(df.kappa.dropna().unique().tolist())}")
+print(f"{config.figure}: scale = {shown!r}, seed = {seed}, "
+      f"{config.n_sims} simulations per point,")
+Ns = sorted(df.N.unique().tolist())
+kappas = sorted(df.kappa.dropna().unique().tolist())
+print(f"N in {Ns}, kappa in {kappas}")
 studies = [s for s in ("gaussian", "ica") if (df.study == s).any()]
 
 # %% [markdown]
@@ -66,7 +73,8 @@ provenance_table(df)
 # an efficient estimator.
 
 # %%
-plotting.consistency_figure(df, {"gaussian": "(a) Gaussian model", "ica": "(b) ICA model"});
+titles = {"gaussian": "(a) Gaussian model", "ica": "(b) ICA model"}
+plotting.consistency_figure(df, titles);
 
 # %% [markdown]
 # *Figure: our reproduction of the paper's Fig. 2a-b. Median squared error over simulations
@@ -82,13 +90,17 @@ plotting.consistency_figure(df, {"gaussian": "(a) Gaussian model", "ica": "(b) I
 
 # %%
 slopes = analysis.with_curve(analysis.fit_slopes(df))
-print(slopes.pivot_table(index="curve", columns="study", values="slope", sort=False).round(2).to_string())
+table = slopes.pivot_table(index="curve", columns="study", values="slope",
+                           sort=False)
+print(table.round(2).to_string())
 
 # %%
 for study in studies:
     s = slopes[(slopes.study == study) & (slopes.method == "cnce")]
-    m = slopes[(slopes.study == study) & (slopes.method == "mle")].slope.iloc[0]
-    print(f"{study}: CNCE slopes from {s.slope.min():.2f} to {s.slope.max():.2f} (MLE {m:.2f}); "
+    m = slopes[(slopes.study == study) & (slopes.method == "mle")]
+    m = m.slope.iloc[0]
+    print(f"{study}: CNCE slopes from {s.slope.min():.2f} "
+          f"to {s.slope.max():.2f} (MLE {m:.2f}); "
           f"smallest r^2 of the CNCE fits {s.r2.min():.3f}")
 
 # %% [markdown]
@@ -101,16 +113,20 @@ for study in studies:
 med = analysis.quantile_summary(df, ("study", "method", "kappa", "N"))
 mle = med[med.method == "mle"].set_index(["study", "N"])["median"]
 cn = med[med.method == "cnce"].copy()
-cn["ratio_to_mle"] = cn["median"].to_numpy() / mle.loc[list(zip(cn.study, cn.N))].to_numpy()
-ratio = cn.pivot_table(index=["study", "kappa"], columns="N", values="ratio_to_mle")
+mle_at = mle.loc[list(zip(cn.study, cn.N))].to_numpy()
+cn["ratio_to_mle"] = cn["median"].to_numpy() / mle_at
+ratio = cn.pivot_table(index=["study", "kappa"], columns="N",
+                       values="ratio_to_mle")
 print(ratio.round(2).to_string())
 
 # %%
 for study in studies:
     r = ratio.loc[study].mean(axis=1)  # mean over N of the ratio, per kappa
-    trend = "falls" if r.is_monotonic_decreasing else "does not fall monotonically"
+    trend = ("falls" if r.is_monotonic_decreasing
+             else "does not fall monotonically")
+    by_kappa = ", ".join(f"kappa={k}: {v:.2f}" for k, v in r.items())
     print(f"{study}: CNCE/MLE error ratio averaged over N, by kappa: "
-          + ", ".join(f"kappa={k}: {v:.2f}" for k, v in r.items()) + f" -> {trend} with kappa")
+          f"{by_kappa} -> {trend} with kappa")
 
 # %% [markdown]
 # ## ICA: fits stuck in a local minimum
@@ -145,7 +161,9 @@ else:
 # %%
 if "ica" in studies:
     stuck = analysis.with_curve(analysis.stuck_counts(ica, THRESHOLD))
-    print(stuck.pivot_table(index="curve", columns="N", values="stuck", sort=False).to_string())
+    table = stuck.pivot_table(index="curve", columns="N", values="stuck",
+                              sort=False)
+    print(table.to_string())
 
 else:
     print("ICA results are not available at this scale and seed.")
@@ -156,13 +174,19 @@ if "ica" in studies:
     at_max = stuck[stuck.N == N_max].set_index("curve")["stuck"]
     mle_count = int(at_max["MLE"])
     cnce_counts = at_max.drop("MLE")
-    print(f"Stuck at N = {N_max} (squared error > {THRESHOLD}): MLE {mle_count}/{n}; CNCE "
-          + ", ".join(f"{c.split(', ')[1]}: {v}/{n}" for c, v in cnce_counts.items()))
-    print(f"Paper: MLE 13/100, CNCE 7/100 (scaled to {n} simulations: MLE {13 * n / 100:.1f}, CNCE {7 * n / 100:.1f})")
-    print("Ours, per 100 simulations: MLE {:.0f}, CNCE {:.0f} to {:.0f}".format(100 * mle_count / n, 100 * cnce_counts.min() / n, 100 * cnce_counts.max() / n))
+    per_kappa = ", ".join(f"{c.split(', ')[1]}: {v}/{n}"
+                          for c, v in cnce_counts.items())
+    print(f"Stuck at N = {N_max} (squared error > {THRESHOLD}): "
+          f"MLE {mle_count}/{n}; CNCE {per_kappa}")
+    print(f"Paper: MLE 13/100, CNCE 7/100 (scaled to {n} simulations: "
+          f"MLE {13 * n / 100:.1f}, CNCE {7 * n / 100:.1f})")
+    print(f"Ours, per 100 simulations: MLE {100 * mle_count / n:.0f}, "
+          f"CNCE {100 * cnce_counts.min() / n:.0f} "
+          f"to {100 * cnce_counts.max() / n:.0f}")
     from cnce.report import glue
 
-    glue("threshold_decades", np.log10(THRESHOLD / ica[ica.N == N_max].error.median()), "{:.1f}")
+    median_at_max = ica[ica.N == N_max].error.median()
+    glue("threshold_decades", np.log10(THRESHOLD / median_at_max), "{:.1f}")
 
 else:
     print("ICA results are not available at this scale and seed.")

@@ -27,11 +27,14 @@
 # $\boldsymbol{\xi}_{ij}$ in Eq. (13), NCE maps them through its fitted Gaussian.
 
 # %% tags=["parameters"]
-# Values you may change; then rerun all cells (in JupyterLab: Run > Run All Cells).
-scale = "quick"  # "quick": computes the small grid here (and shows the committed paper-scale run, if any);
-#                  "paper": shows a stored paper-scale run; compute one with
-#                  `python -m cnce run nce --scale paper --seed SEED` (long on a CPU)
-seed = 0  # 0: the committed runs; another integer: a run of its own ("quick": computed here)
+# Values you may change; then rerun all cells (Run > Run All Cells).
+# scale: "quick" computes the small grid here (and shows the committed
+#   paper-scale run, if any); "paper" shows a stored paper-scale run.
+#   To compute one (long on a CPU):
+#   python -m cnce run nce --scale paper --seed SEED
+scale = "quick"
+# seed: 0 shows the committed runs; another integer a run of its own
+seed = 0
 
 # %%
 import numpy as np
@@ -42,11 +45,15 @@ from cnce import plotting
 from cnce.experiments import SCALES, analysis, page_results, provenance_table
 
 pd.set_option("display.width", 120)
-# quick: computed (what CI runs), then a complete committed paper-scale run is shown if there is one
+# quick: computed (what CI runs), then a complete committed paper-scale run
+# is shown if there is one
 df, shown, config = page_results("nce", scale, seed)
 grid = SCALES[shown]
-print(f"{config.figure}: scale = {shown!r}, seed = {seed}, {config.n_sims} simulations per point;")
-print(f"against N: kappa in {list(grid.kappa)}; against kappa: kappa in {list(grid.kappa_sweep)} at N = {grid.N_fixed[0]}")
+print(f"{config.figure}: scale = {shown!r}, seed = {seed}, "
+      f"{config.n_sims} simulations per point;")
+print(f"against N: kappa in {list(grid.kappa)}; "
+      f"against kappa: kappa in {list(grid.kappa_sweep)} "
+      f"at N = {grid.N_fixed[0]}")
 studies = [s for s in ("gaussian", "ica") if (df.study == s).any()]
 
 # %% tags=["nbval-ignore-output"]
@@ -61,7 +68,8 @@ provenance_table(df)
 
 # %%
 kappas = list(grid.kappa)
-vsN = df[df.N.isin(grid.N) & (df.kappa.isin(grid.kappa) | df.kappa.isna())]  # the sweep's extra kappas are for Fig. 2e-f
+# the sweep's extra kappas are for Fig. 2e-f
+vsN = df[df.N.isin(grid.N) & (df.kappa.isin(grid.kappa) | df.kappa.isna())]
 plotting.experiments.nce_vs_n_figure(vsN, "gaussian", kappas, panel="c");
 
 # %% [markdown]
@@ -80,7 +88,8 @@ plotting.experiments.nce_vs_n_figure(vsN, "ica", kappas, panel="d");
 
 # %%
 ratio = analysis.method_ratio(vsN, "nce", "cnce")
-table = ratio.pivot_table(index=["study", "kappa"], columns="N", values="ratio")
+table = ratio.pivot_table(index=["study", "kappa"], columns="N",
+                          values="ratio")
 print(table.round(2).to_string())
 
 # %%
@@ -88,9 +97,12 @@ for study in studies:
     t = table.loc[study]
     share = float((t < 1).to_numpy().mean())
     big = t[t.columns[t.columns >= 1000]] if (t.columns >= 1000).any() else t
+    last = t.iloc[:, -1]  # at the largest N
     print(f"{study}: NCE beats CNCE at {share:.0%} of the (kappa, N) points; "
-          f"median ratio NCE/CNCE {np.median(t.to_numpy()):.2f} overall, {np.median(big.to_numpy()):.2f} for N >= 1000; "
-          f"at the largest N from {t.iloc[:, -1].min():.2f} (kappa = {t.iloc[:, -1].idxmin()}) to {t.iloc[:, -1].max():.2f} (kappa = {t.iloc[:, -1].idxmax()})")
+          f"median ratio NCE/CNCE {np.median(t.to_numpy()):.2f} overall, "
+          f"{np.median(big.to_numpy()):.2f} for N >= 1000; "
+          f"at the largest N from {last.min():.2f} (kappa = {last.idxmin()}) "
+          f"to {last.max():.2f} (kappa = {last.idxmax()})")
 
 # %% [markdown]
 # ## Error against κ at fixed N (Fig. 2e-f)
@@ -107,15 +119,18 @@ plotting.experiments.kappa_sweep_figure(df, N_fixed, grid.kappa_sweep);
 
 # %%
 sr = analysis.method_ratio(sweep, "nce", "cnce", by=("study", "kappa"))
-print(sr.pivot_table(index="kappa", columns="study", values="ratio").round(2).to_string())
+sr_table = sr.pivot_table(index="kappa", columns="study", values="ratio")
+print(sr_table.round(2).to_string())
 
 # %%
 for study in studies:
     s = sr[sr.study == study].sort_values("kappa")
     gap = np.abs(s.log10_ratio.to_numpy())
     lo, hi = s.kappa.iloc[0], s.kappa.iloc[-1]
-    print(f"{study}: |log10(NCE/CNCE)| is {gap[0]:.2f} at kappa = {lo} and {gap[-1]:.2f} at kappa = {hi} "
-          f"-> the gap {'shrinks' if gap[-1] < gap[0] else 'does not shrink'} as kappa grows")
+    trend = "shrinks" if gap[-1] < gap[0] else "does not shrink"
+    print(f"{study}: |log10(NCE/CNCE)| is {gap[0]:.2f} at kappa = {lo} "
+          f"and {gap[-1]:.2f} at kappa = {hi} "
+          f"-> the gap {trend} as kappa grows")
 
 # %% [markdown]
 # ## Did the optimisers converge?
@@ -125,7 +140,8 @@ for study in studies:
 # the smallest decrease of the loss from its start, for each method and $\kappa$:
 
 # %%
-print(analysis.convergence_summary(df, by=("study", "method", "kappa")).pipe(analysis.format_table, 4))
+conv = analysis.convergence_summary(df, by=("study", "method", "kappa"))
+print(conv.pipe(analysis.format_table, 4))
 
 # %% [markdown]
 # ## Against the paper

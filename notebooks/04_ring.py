@@ -42,11 +42,14 @@
 # integral over the radius, computed by quadrature), so MLE is the reference.
 
 # %% tags=["parameters"]
-# Values you may change; then rerun all cells (in JupyterLab: Run > Run All Cells).
-scale = "quick"  # "quick": computes the small grid here (and shows the committed paper-scale run, if any);
-#                  "paper": shows a stored paper-scale run; compute one with
-#                  `python -m cnce run ring --scale paper --seed SEED` (long on a CPU)
-seed = 0  # 0: the committed runs; another integer: a run of its own ("quick": computed here)
+# Values you may change; then rerun all cells (Run > Run All Cells).
+# scale: "quick" computes the small grid here (and shows the committed
+#   paper-scale run, if any); "paper" shows a stored paper-scale run.
+#   To compute one (long on a CPU):
+#   python -m cnce run ring --scale paper --seed SEED
+scale = "quick"
+# seed: 0 shows the committed runs; another integer a run of its own
+seed = 0
 
 # %%
 import numpy as np
@@ -60,10 +63,13 @@ from cnce.experiments.runner import build_problem
 from cnce.noise import NCEGaussianNoise
 
 pd.set_option("display.width", 120)
-# quick: computed (what CI runs), then a complete committed paper-scale run is shown if there is one
+# quick: computed (what CI runs), then a complete committed paper-scale run
+# is shown if there is one
 df, shown, config = page_results("ring", scale, seed)
-print(f"{config.figure}: scale = {shown!r}, seed = {seed}, {config.n_sims} simulations per point, kappa = 10,")
-print(f"N in {sorted(df.N.unique().tolist())}; generators: {sorted(df.study.unique().tolist())}")
+print(f"{config.figure}: scale = {shown!r}, seed = {seed}, "
+      f"{config.n_sims} simulations per point, kappa = 10,")
+Ns = sorted(df.N.unique().tolist())
+print(f"N in {Ns}; generators: {sorted(df.study.unique().tolist())}")
 
 # %% tags=["nbval-ignore-output"]
 provenance_table(df)
@@ -99,14 +105,23 @@ plotting.experiments.ring_noise_figure(ring2, theta2, y_nce, y_cnce, eps2);
 # %%
 r_nce = torch.linalg.vector_norm(y_nce, dim=-1)
 r_cnce = torch.linalg.vector_norm(y_cnce, dim=-1)
-print(f"2-D: share of noise within 2 sigma of the ring (|r - 5| < 1): NCE {float(((r_nce - 5).abs() < 1).double().mean()):.2f}, "
-      f"CNCE {float(((r_cnce - 5).abs() < 1).double().mean()):.2f}")
-# the same ring (mu = 5, gamma = 4) in five dimensions: where does NCE's Gaussian noise fall?
+def share(mask):
+    return float(mask.double().mean())
+
+
+print(f"2-D: share of noise within 2 sigma of the ring (|r - 5| < 1): "
+      f"NCE {share((r_nce - 5).abs() < 1):.2f}, "
+      f"CNCE {share((r_cnce - 5).abs() < 1):.2f}")
+# the same ring (mu = 5, gamma = 4) in five dimensions: where does NCE's
+# Gaussian noise fall?
 x5 = cnce.models.Ring(dim=5, mu=5.0).sample(theta2, 5000, generator=g)
-y5 = NCEGaussianNoise.fit(x5).apply(torch.randn(1, 50000, 5, generator=g, dtype=torch.float64))
+base5 = torch.randn(1, 50000, 5, generator=g, dtype=torch.float64)
+y5 = NCEGaussianNoise.fit(x5).apply(base5)
 r5 = torch.linalg.vector_norm(y5, dim=-1)
-print(f"5-D: share of NCE noise within 2 sigma of the ring {float(((r5 - 5).abs() < 1).double().mean()):.2f}, "
-      f"inside the ring (r < 4) {float((r5 < 4).double().mean()):.2f}; in 2-D inside: {float((r_nce < 4).double().mean()):.2f}")
+print(f"5-D: share of NCE noise within 2 sigma of the ring "
+      f"{share((r5 - 5).abs() < 1):.2f}, "
+      f"inside the ring (r < 4) {share(r5 < 4):.2f}; "
+      f"in 2-D inside: {share(r_nce < 4):.2f}")
 
 # %% [markdown]
 # ## The two data generators in five dimensions
@@ -119,8 +134,10 @@ print(f"5-D: share of NCE noise within 2 sigma of the ring {float(((r5 - 5).abs(
 # %%
 ring5 = cnce.models.Ring(dim=5, mu=5.0)
 theta5 = torch.tensor([[1 / 1.5**2]], dtype=torch.float64)
-radii = {radial: torch.linalg.vector_norm(ring5.sample(theta5, 20000, generator=g, radial=radial), dim=-1).reshape(-1)
-         for radial in ("exact", "authors")}
+radii = {}
+for radial in ("exact", "authors"):
+    u5 = ring5.sample(theta5, 20000, generator=g, radial=radial)
+    radii[radial] = torch.linalg.vector_norm(u5, dim=-1).reshape(-1)
 plotting.experiments.radii_figure(radii, mu=5.0, gamma=theta5.item(), dim=5);
 
 # %% [markdown]
@@ -131,7 +148,8 @@ plotting.experiments.radii_figure(radii, mu=5.0, gamma=theta5.item(), dim=5);
 # ## Fig. 3: CNCE, NCE and MLE at κ = 10, under both generators
 
 # %%
-titles = {"ring-authors": "authors' generator (as in the paper)", "ring-exact": "exact sampler of the model"}
+titles = {"ring-authors": "authors' generator (as in the paper)",
+          "ring-exact": "exact sampler of the model"}
 plotting.experiments.ring_figure(df, titles);
 
 # %% [markdown]
@@ -149,8 +167,10 @@ table = ratio.pivot_table(index="N", columns="study", values="ratio")
 print(table.round(2).to_string())
 for study in ["ring-authors", "ring-exact"]:
     r = ratio[ratio.study == study]
-    print(f"{study}: NCE/CNCE median-error ratio from {r.ratio.min():.2f} to {r.ratio.max():.2f} "
-          f"(geometric mean {10 ** r.log10_ratio.mean():.2f}; log10 ratio {r.log10_ratio.mean():.2f})")
+    print(f"{study}: NCE/CNCE median-error ratio "
+          f"from {r.ratio.min():.2f} to {r.ratio.max():.2f} "
+          f"(geometric mean {10 ** r.log10_ratio.mean():.2f}; "
+          f"log10 ratio {r.log10_ratio.mean():.2f})")
 
 # %% [markdown]
 # ## Does our NCE converge?
@@ -167,7 +187,8 @@ for study in ["ring-authors", "ring-exact"]:
 conv = analysis.convergence_summary(df, by=("study", "method"))
 print(conv.pipe(analysis.format_table, 4))
 nce_rows = df[df.method == "nce"]
-print(f"NCE fits whose loss decreased: {int((nce_rows.loss < nce_rows.init_loss).sum())} of {len(nce_rows)}")
+lowered = int((nce_rows.loss < nce_rows.init_loss).sum())
+print(f"NCE fits whose loss decreased: {lowered} of {len(nce_rows)}")
 
 # %% [markdown]
 # ## What the authors' generator does to each estimator

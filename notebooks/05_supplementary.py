@@ -37,11 +37,14 @@
 # (study `bernoulli-eps0.2`; the reason is below).
 
 # %% tags=["parameters"]
-# Values you may change; then rerun all cells (in JupyterLab: Run > Run All Cells).
-scale = "quick"  # "quick": computes the small grid here (and shows the committed paper-scale run, if any);
-#                  "paper": shows a stored paper-scale run; compute one with
-#                  `python -m cnce run supplementary --scale paper --seed SEED` (long on a CPU)
-seed = 0  # 0: the committed runs; another integer: a run of its own ("quick": computed here)
+# Values you may change; then rerun all cells (Run > Run All Cells).
+# scale: "quick" computes the small grid here (and shows the committed
+#   paper-scale run, if any); "paper" shows a stored paper-scale run.
+#   To compute one (long on a CPU):
+#   python -m cnce run supplementary --scale paper --seed SEED
+scale = "quick"
+# seed: 0 shows the committed runs; another integer a run of its own
+seed = 0
 
 # %%
 import numpy as np
@@ -52,10 +55,14 @@ from cnce import plotting
 from cnce.experiments import analysis, page_results, provenance_table
 
 pd.set_option("display.width", 120)
-# quick: computed (what CI runs), then a complete committed paper-scale run is shown if there is one
+# quick: computed (what CI runs), then a complete committed paper-scale run
+# is shown if there is one
 df, shown, config = page_results("supplementary", scale, seed)
-print(f"{config.figure}: scale = {shown!r}, seed = {seed}, {config.n_sims} simulations per point,")
-print(f"N in {sorted(df.N.unique().tolist())}, kappa in {sorted(df.kappa.dropna().unique().tolist())}")
+print(f"{config.figure}: scale = {shown!r}, seed = {seed}, "
+      f"{config.n_sims} simulations per point,")
+Ns = sorted(df.N.unique().tolist())
+kappas = sorted(df.kappa.dropna().unique().tolist())
+print(f"N in {Ns}, kappa in {kappas}")
 
 # %% tags=["nbval-ignore-output"]
 provenance_table(df)
@@ -64,8 +71,10 @@ provenance_table(df)
 # ## The figure
 
 # %%
-plotting.consistency_figure(df, {"lognormal": "(a) log-normal model", "bernoulli": "(b) Bernoulli model",
-                                 "bernoulli-eps0.2": "(c) Bernoulli, fixed \u03b5 = 0.2"});
+titles = {"lognormal": "(a) log-normal model",
+          "bernoulli": "(b) Bernoulli model",
+          "bernoulli-eps0.2": "(c) Bernoulli, fixed ε = 0.2"}
+plotting.consistency_figure(df, titles);
 
 # %% [markdown]
 # *Figure: our reproduction of the paper's Supp. Fig. 1 (panels a-b); panel c, the Bernoulli
@@ -79,20 +88,24 @@ plotting.consistency_figure(df, {"lognormal": "(a) log-normal model", "bernoulli
 
 # %%
 slopes = analysis.with_curve(analysis.fit_slopes(df))
-print(slopes.pivot_table(index="curve", columns="study", values="slope", sort=False).round(2).to_string())
+table = slopes.pivot_table(index="curve", columns="study", values="slope",
+                           sort=False)
+print(table.round(2).to_string())
 
 # %%
 med = analysis.quantile_summary(df, ("study", "method", "kappa", "N"))
 mle = med[med.method == "mle"].set_index(["study", "N"])["median"]
 cn = med[med.method == "cnce"].copy()
-cn["ratio_to_mle"] = cn["median"].to_numpy() / mle.loc[list(zip(cn.study, cn.N))].to_numpy()
+mle_at = mle.loc[list(zip(cn.study, cn.N))].to_numpy()
+cn["ratio_to_mle"] = cn["median"].to_numpy() / mle_at
 ratio = cn.groupby(["study", "kappa"])["ratio_to_mle"].mean().unstack("study")
 print(ratio.round(2).to_string())
 for study in ["lognormal", "bernoulli", "bernoulli-eps0.2"]:
     s = slopes[(slopes.study == study) & (slopes.method == "cnce")]
     r = ratio[study]
-    print(f"{study}: CNCE slopes {s.slope.min():.2f} to {s.slope.max():.2f}; CNCE/MLE error ratio "
-          f"{r.iloc[0]:.2f} at kappa = {r.index[0]} and {r.iloc[-1]:.2f} at kappa = {r.index[-1]}")
+    print(f"{study}: CNCE slopes {s.slope.min():.2f} to {s.slope.max():.2f}; "
+          f"CNCE/MLE error ratio {r.iloc[0]:.2f} at kappa = {r.index[0]} "
+          f"and {r.iloc[-1]:.2f} at kappa = {r.index[-1]}")
 
 # %% [markdown]
 # ## Convergence and the noise scale
@@ -104,8 +117,11 @@ for study in ["lognormal", "bernoulli", "bernoulli-eps0.2"]:
 
 # %%
 conv = analysis.convergence_summary(df, by=("study", "method", "kappa"))
-eps = df[df.method == "cnce"].groupby(["study", "kappa"])["eps"].agg(["min", "median", "max"])
-print(conv[["study", "method", "kappa", "converged", "max_grad_norm", "min_loss_drop"]].pipe(analysis.format_table, 4))
+cells = df[df.method == "cnce"].groupby(["study", "kappa"])
+eps = cells["eps"].agg(["min", "median", "max"])
+columns = ["study", "method", "kappa", "converged", "max_grad_norm",
+           "min_loss_drop"]
+print(conv[columns].pipe(analysis.format_table, 4))
 print(eps.round(3).to_string())
 
 # %% [markdown]

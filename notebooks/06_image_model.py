@@ -44,17 +44,22 @@
 # committed one), `device` where a run is trained when none is committed.
 
 # %% tags=["parameters"]
-# Values you may change; then rerun all cells (in JupyterLab: Run > Run All Cells).
-scale = "quick"  # how many patches and units the figures analyse: "quick" (the book), "demo", "paper"
+# Values you may change; then rerun all cells (Run > Run All Cells).
+# scale: how many patches and units the figures analyse:
+#   "quick" (the book), "demo", "paper"
+scale = "quick"
 seed = 0  # any integer: other patches and units drawn for the figures
-device = "auto"  # "cpu", "cuda" or "auto" (CUDA when present): where a run without committed weights trains
-weights = "auto"  # "auto" (the largest finished committed run), "quick", "demo", "paper" or a run folder
+# device: where a run trains when no weights are committed:
+#   "cpu", "cuda" or "auto" (CUDA when present)
+device = "auto"
+# weights: "auto" (the largest finished committed run), "quick", "demo",
+#   "paper" or a run folder
+weights = "auto"
 
 # %% tags=["hide-input"]
 import json
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
@@ -80,14 +85,15 @@ def glue_text(name, value, fmt=""):
 
 # %%
 run_dir = find_weights(weights)
-if run_dir is None:  # a clone without committed weights: train the quick configuration here
+if run_dir is None:  # no committed weights: train the quick configuration
     run_dir = Path("../runs/images/quick")
     train("quick", out=run_dir, device=device, seed=seed)
 state = load_state(run_dir)
 net, whitener = network_from_state(state)
 cfg = state["config"]
 side = cfg["patch"]
-print(f"figures from configuration {cfg['name']!r}, seed {state['seed']}, trained on {state['device']}")
+print(f"figures from configuration {cfg['name']!r}, seed {state['seed']}, "
+      f"trained on {state['device']}")
 print("layer sizes:", state["sizes"])
 glue_text("run_name", cfg["name"])
 glue_text("run_D", whitener.D)
@@ -110,18 +116,15 @@ print("commit of the training code:", (state["git_commit"] or "unknown")[:10])
 # %% tags=["hide-input"]
 names = imdata.SKIMAGE_IMAGES
 images = imdata.load_skimage_images(names)
-fig, axes = plt.subplots(1, len(images), figsize=(2.0 * len(images), 2.2))
-for ax, name, im in zip(axes, names, images):
-    ax.imshow(im, cmap="gray")
-    ax.set_title(f"{name} {im.shape[1]}x{im.shape[0]}", fontsize=8)
-    ax.axis("off")
-fig.tight_layout();
+fig = plots.plot_photos(images, names);
 
 # %%
 print(f"data used for training: {state['data']}")
-print(f"PCA whitening to D = {whitener.D} dimensions keeps {100 * whitener.retained:.1f} % of the patch variance")
+print(f"PCA whitening to D = {whitener.D} dimensions keeps "
+      f"{100 * whitener.retained:.1f} % of the patch variance")
 if state["wh2_retained"] is not None:
-    print(f"whitening of the 2nd-layer outputs to {state['sizes']['D3']} dims keeps {100 * state['wh2_retained']:.1f} %")
+    print(f"whitening of the 2nd-layer outputs to {state['sizes']['D3']} dims "
+          f"keeps {100 * state['wh2_retained']:.1f} %")
 glue_text("pca_retained", 100 * whitener.retained, ".0f")
 
 # %% [markdown]
@@ -156,9 +159,12 @@ plots.caption(fig, "Paper Fig. 4: data patches and their conditional noise");
 # %%
 prov = json.loads((run_dir / "provenance.json").read_text())
 for L, h in sorted(state["history"].items()):
-    print(f"layer {L}: {len(h)} meta-iterations x {cfg['n_patches'][int(L) - 1]} patches, "
-          f"loss {h[0]['loss']:.2f} -> {h[-1]['loss']:.2f}, final eps {h[-1]['eps']:.2f}")
-fig = plots.plot_training(state["history"], title=f"configuration {cfg['name']}");
+    n_patches = cfg["n_patches"][int(L) - 1]
+    print(f"layer {L}: {len(h)} meta-iterations x {n_patches} patches, "
+          f"loss {h[0]['loss']:.2f} -> {h[-1]['loss']:.2f}, "
+          f"final eps {h[-1]['eps']:.2f}")
+fig = plots.plot_training(state["history"],
+                          title=f"configuration {cfg['name']}");
 
 # %% [markdown]
 # ## Figure 5 (left): first-layer features
@@ -180,10 +186,10 @@ W1 = net.W1.detach()
 pics = measures.unit_images(W1, whitener)
 rng = np.random.default_rng(seed)
 show_units = np.sort(rng.choice(len(W1), size=min(100, len(W1)), replace=False))
-fig = plots.plot_mosaic({f"features (dewhitened, as in the paper): 100 of {len(W1)} units": pics["features"][show_units],
-                         "receptive fields (whitened-space filters) of the same units": pics["receptive fields"][show_units]},
+fig = plots.plot_mosaic({"features (dewhitened, as in the paper)": pics["features"][show_units],
+                         "receptive fields of the same units": pics["receptive fields"][show_units]},
                         ncol=10, size=6)
-plots.caption(fig, "Paper Fig. 5 (left): first-layer features");
+plots.caption(fig, f"Paper Fig. 5 (left): first-layer features, {len(show_units)} of {len(W1)} units");
 
 # %% [markdown]
 # **Are they oriented, and at which scales?** Pictures can mislead, so every unit is measured
@@ -206,10 +212,12 @@ plots.caption(fig, "Paper Fig. 5 (left): first-layer features");
 # %%
 ica_patches = source.draw(sizes["n_ica"], seed=seed + 4)
 W_ica = probes.fastica(ica_patches, min(sizes["k_ica"], whitener.D), seed=seed)
-sets = {"learned": W1, "FastICA": W_ica, "initialisation": measures.initial_network(state).W1.detach(),
+W_init = measures.initial_network(state).W1.detach()
+sets = {"learned": W1, "FastICA": W_ica, "initialisation": W_init,
         **measures.baseline_weights(whitener, len(W1), seed=seed)}
 l1, l1_props = measures.layer1_table(sets, whitener)
-thresholds = {pic: l1.loc[(pic, "learned"), "osi_threshold"] for pic in ("receptive fields", "features")}
+thresholds = {pic: l1.loc[(pic, "learned"), "osi_threshold"]
+              for pic in ("receptive fields", "features")}
 print(measures.layer1_summary(l1).round(2).to_string())
 fig = plots.plot_layer1_measures(l1_props, thresholds=thresholds);
 
@@ -262,9 +270,11 @@ n_fit = sizes["n_gabor"]
 fit_idx = np.sort(rng.choice(len(W1), size=min(n_fit, len(W1)), replace=False))
 gabor_rows = []
 for name in ("learned", "localised noise", "isotropic DoG"):
-    rf = measures.unit_images(sets[name][fit_idx], whitener)["receptive fields"]
+    pictures = measures.unit_images(sets[name][fit_idx], whitener)
+    rf = pictures["receptive fields"]
     s = probes.gabor_summary(probes.fit_gabors(rf), side)
-    gabor_rows.append({"units": name, "Gabor-like share": s["gabor_like"], "median r2": s["median_r2"]})
+    gabor_rows.append({"units": name, "Gabor-like share": s["gabor_like"],
+                       "median r2": s["median_r2"]})
 gabor_table = pd.DataFrame(gabor_rows).set_index("units")
 print(f"Gabor fits of the receptive fields of {len(fit_idx)} units per set")
 print(gabor_table.round(2).to_string())
@@ -306,10 +316,13 @@ plots.caption(fig, "Paper Fig. 5 (right): second-layer pooling");
 
 # %%
 p1 = l1_props["learned", "features"]
-pool2 = measures.pooling_coherence(q2, p1.orientation, p1.frequency, p1.x, p1.y, n_random=sizes["n_random"], seed=seed)
+pool2 = measures.pooling_coherence(q2, p1.orientation, p1.frequency,
+                                   p1.x, p1.y,
+                                   n_random=sizes["n_random"], seed=seed)
 s2 = measures.summarise_pooling(pool2)
 print(measures.pooling_table(s2).round(2).to_string())
-print(f"units: {s2['units']}, median pooled units {s2['n_pooled_median']:.0f}, "
+print(f"units: {s2['units']}, "
+      f"median pooled units {s2['n_pooled_median']:.0f}, "
       f"median share of the largest weight {s2['top_share_median']:.2f}")
 fig = plots.plot_pooling_coherence({"layer 2": pool2});
 
@@ -361,9 +374,10 @@ plots.caption(fig, "Paper Fig. 6 and Supp. D.3: third-layer space-orientation fi
 # what remains is the structure that layer 3 itself learned.
 
 # %%
+net3 = measures.random_layer(net, 3, seed=seed)  # random layer-3 weights
+resp3_random = probes.probe_layer(net3, whitener, probe, layer=3)
 so3 = {"learned layer 3": measures.so_rf_properties(resp3, probe),
-       "random layer 3": measures.so_rf_properties(
-           probes.probe_layer(measures.random_layer(net, 3, seed=seed), whitener, probe, layer=3), probe)}
+       "random layer 3": measures.so_rf_properties(resp3_random, probe)}
 t3 = measures.so_rf_table(so3)
 print(t3.round(2).to_string())
 fig = plots.plot_so_coherence(so3);
@@ -417,15 +431,19 @@ plots.caption(fig, "Paper Fig. 6 and Supp. D.4: fourth-layer units");
 
 # %%
 p3 = so3["learned layer 3"]
-pool4 = measures.pooling_coherence(q4, p3["orientation"], p3["frequency"], p3["x"], p3["y"],
+pool4 = measures.pooling_coherence(q4, p3["orientation"], p3["frequency"],
+                                   p3["x"], p3["y"],
                                    n_random=sizes["n_random"], seed=seed)
 s4 = measures.summarise_pooling(pool4)
 print(measures.pooling_table(s4).round(2).to_string())
-print(f"units: {s4['units']}, median pooled units {s4['n_pooled_median']:.0f}, "
+print(f"units: {s4['units']}, "
+      f"median pooled units {s4['n_pooled_median']:.0f}, "
       f"median share of the largest weight {s4['top_share_median']:.2f}")
-so4 = {"learned layer 4": measures.so_rf_properties(probes.probe_layer(net, whitener, probe, layer=4), probe),
-       "permuted layer 4": measures.so_rf_properties(
-           probes.probe_layer(measures.random_layer(net, 4, seed=seed), whitener, probe, layer=4), probe)}
+resp4 = probes.probe_layer(net, whitener, probe, layer=4)
+net4 = measures.random_layer(net, 4, seed=seed)  # layer-4 weights permuted
+resp4_permuted = probes.probe_layer(net4, whitener, probe, layer=4)
+so4 = {"learned layer 4": measures.so_rf_properties(resp4, probe),
+       "permuted layer 4": measures.so_rf_properties(resp4_permuted, probe)}
 t4 = measures.so_rf_table(so4)
 print(t4.round(2).to_string())
 fig = plots.plot_pooling_coherence({"layer 4": pool4}, units="third-layer");
@@ -484,8 +502,10 @@ else:
 # %%
 if cmp is not None:
     d2 = measures.comparison_table(cmp, whitener, thresholds)
-    shown_iters = sorted({0, 1, 2, 5, 8, n_meta} & set(d2.index.get_level_values("meta")))
-    print(d2.loc[(slice(None), shown_iters), ["loss", "moved", "oriented_rf", "oriented_feat"]].round(2).to_string())
+    metas = set(d2.index.get_level_values("meta"))
+    shown_iters = sorted({0, 1, 2, 5, 8, n_meta} & metas)
+    columns = ["loss", "moved", "oriented_rf", "oriented_feat"]
+    print(d2.loc[(slice(None), shown_iters), columns].round(2).to_string())
     fig = plots.plot_comparison_measures(d2);
 
 # %% tags=["hide-input"]
@@ -551,8 +571,10 @@ if cmp is not None:
 runs = measures.finished_runs()
 recipes = measures.recipe_table(runs, seed=seed)
 print(measures.recipe_summary(recipes).to_string())
-shown = {name: load_state(d)["history"]["1"] for name, d in runs.items() if name in ("paper", "paper-adam")}
-fig = plots.plot_generalisation(shown, title="layer 1: the authors' recipe (paper) and the run shown (paper-adam)");
+shown = {name: load_state(d)["history"]["1"] for name, d in runs.items()
+         if name in ("paper", "paper-adam")}
+title = "layer 1: the authors' recipe (paper) and the run shown (paper-adam)"
+fig = plots.plot_generalisation(shown, title=title);
 
 # %% tags=["hide-input"]
 for key, value in measures.recipe_findings(recipes).items():
@@ -611,11 +633,16 @@ if scale != "quick":
     for D_ica in (200, 600):
         src_ica, _ = make_source(None)
         wh_ica = src_ica.fit_whitener(cfg["n_whiten"], D_ica, seed + 3)
-        W = probes.fastica(src_ica.draw(sizes["n_ica"], seed=seed + 4), min(sizes["k_ica"], D_ica), seed=seed)
-        t, _ = measures.layer1_table({"FastICA": W, **measures.baseline_weights(wh_ica, len(W), seed=seed)}, wh_ica)
+        patches_ica = src_ica.draw(sizes["n_ica"], seed=seed + 4)
+        W = probes.fastica(patches_ica, min(sizes["k_ica"], D_ica), seed=seed)
+        baselines = measures.baseline_weights(wh_ica, len(W), seed=seed)
+        t, _ = measures.layer1_table({"FastICA": W, **baselines}, wh_ica)
         for pic in ("receptive fields", "features"):
-            rows.append({"D": D_ica, "retained": wh_ica.retained, "picture": pic, **t.loc[(pic, "FastICA")].to_dict()})
-    print(pd.DataFrame(rows).set_index(["D", "picture"])[["retained", "osi_median", "oriented_share", "octaves"]].round(2))
+            rows.append({"D": D_ica, "retained": wh_ica.retained,
+                         "picture": pic, **t.loc[(pic, "FastICA")].to_dict()})
+    table = pd.DataFrame(rows).set_index(["D", "picture"])
+    columns = ["retained", "osi_median", "oriented_share", "octaves"]
+    print(table[columns].round(2))
 
 # %% [markdown]
 # ## How this run differs from the paper, in numbers
@@ -651,6 +678,7 @@ if scale != "quick":
 # states exactly what it shows.
 
 # %%
-print(json.dumps({k: prov[k] for k in ("package", "git_commit", "device", "seed", "wall_seconds_per_layer",
-                                        "meta_iterations_done", "final_eps")}, indent=1))
+keys = ("package", "git_commit", "device", "seed", "wall_seconds_per_layer",
+        "meta_iterations_done", "final_eps")
+print(json.dumps({k: prov[k] for k in keys}, indent=1))
 print("configuration:", json.dumps(cfg))
