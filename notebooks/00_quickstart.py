@@ -24,7 +24,8 @@
 
 # %% tags=["parameters"]
 # Values you may change; then rerun all cells (Run > Run All Cells).
-scale = "quick"  # "quick": 20 simulations of 1000 points; "paper": 100 of 5000
+# scale: "quick": 20 simulations of 1000 points; "paper": 100 of 5000
+scale = "quick"
 seed = 0  # any integer: other true parameters, data and noise
 
 # %%
@@ -62,7 +63,8 @@ x_std = (x_mine - x_mine.mean(0)) / x_mine.std(0)
 res = cnce.fit(model, x_std, method="cnce", kappa=10, eps="auto", seed=seed)
 print(f"theta: shape {tuple(res.theta.shape)}; "
       f"eps chosen {float(res.eps):.2f}; "
-      f"converged {bool(res.converged)} after {int(res.n_iter)} Newton steps; "
+      f"converged {bool(res.converged)} "
+      f"after {int(res.n_iter)} Newton steps; "
       f"loss {float(res.init_loss):.4f} at the start, "
       f"{float(res.loss):.4f} at the end")
 # the Gaussian has a closed-form MLE: a reference

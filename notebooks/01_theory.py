@@ -47,9 +47,9 @@ from cnce.losses import LOG4
 from cnce.models import ICA, Bernoulli, Gaussian, LogNormal, Ring
 from cnce.noise import default_noise
 
-# The small-eps fits at the end of the page resolve loss differences of order
-# eps^2 around 2 log 2: keep the logistic features in float64 (a GPU would
-# store them in float32 for speed).
+# The small-eps fits at the end of the page resolve loss differences of
+# order eps^2 around 2 log 2: keep the logistic features in float64 (a GPU
+# would store them in float32 for speed).
 cnce.set_options(feature_dtype=torch.float64)
 
 sizes = {
@@ -170,14 +170,16 @@ for model in (Gaussian(), ICA()):
     E, J = trace.as_tensors()
     steps = (torch.diff(E, dim=0) != 0).sum(0)
     k = int(steps.argmax())
-    xk, xik = x[k:k + 1], xi[k:k + 1]  # the simulation with the longest path
+    # the simulation with the longest path
+    xk, xik = x[k:k + 1], xi[k:k + 1]
     fit = cnce.fit(model, xk, "cnce", kappa=10, eps="auto",
                    theta0=theta0[k:k + 1], noise_base=xik, max_iter=1)
     curve0 = theory.loss_curve(model, xk, theta0[k:k + 1], eps_grid, xik)
     curve_true = theory.loss_curve(model, xk, theta_true[k:k + 1], eps_grid,
                                    xik)
-    paths[model.name] = dict(k=k, E=E[:, k], J=J[:, k], steps=int(steps[k]),
-                             curve0=curve0[:, 0], curve_true=curve_true[:, 0])
+    paths[model.name] = dict(k=k, E=E[:, k], J=J[:, k],
+                             steps=int(steps[k]), curve0=curve0[:, 0],
+                             curve_true=curve_true[:, 0])
     counts = torch.bincount(steps).tolist()
     glue(f"eps_short_{model.name}", f"{int((steps <= 1).sum())} of {S}")
     grew = int((E[-1] > E[0]).sum())
@@ -287,7 +289,8 @@ for name in noises:
           f"log-log slope of |ratio - B_N| for eps <= 0.01: {slope:.2f}")
 anti = noises["antithetic"]
 direct = theory.loss_curve(gauss, x_g, theta0, eps_sm, anti)[:, 0] - LOG4
-stable = theory.loss_curve(gauss, x_g, theta0, eps_sm, anti, excess=True)[:, 0]
+stable = theory.loss_curve(gauss, x_g, theta0, eps_sm, anti,
+                           excess=True)[:, 0]
 # round-off: its digits depend on the CPU's summation order
 gap = float((direct - stable).abs().max())
 print("package loss minus 2 log 2 vs. the cancellation-free excess: "
@@ -349,8 +352,9 @@ plotting.theory.sm_limit_figure(eps_sm, ratio, limit, half_sm);
 ica = ICA()
 B_true = ica.random_params(1, generator=g)
 x_i = ica.sample(B_true, sizes["N_ica"], generator=g)
-xi_i = theory.moment_matched(torch.randn(1, sizes["N_ica"], ica.dim, ica.dim,
-                                         generator=g, dtype=torch.float64))
+base_i = torch.randn(1, sizes["N_ica"], ica.dim, ica.dim, generator=g,
+                     dtype=torch.float64)
+xi_i = theory.moment_matched(base_i)
 grad_sq = float((theory.score(ica, x_i, B_true) ** 2).sum(-1).mean())
 trH_parts = float(theory.laplacian_by_parts(ica, x_i, B_true, B_true))
 trH_exact = -2.0 * float((ica.demixing(B_true) ** 2).sum())
@@ -365,8 +369,9 @@ print(f"half the score-matching objective: with the a.e. Hessian "
 eps_ica = torch.logspace(-7, 0, 29, dtype=torch.float64)
 excess = theory.loss_curve(ica, x_i, B_true, eps_ica, xi_i, excess=True)
 ratio_ica = (excess[:, 0] / eps_ica**2).numpy()
-kinks = torch.stack([theory.ica_kink_pairs(ica, x_i, B_true, xi_i, float(e))[0]
-                     for e in eps_ica]).numpy()
+kinks = torch.stack(
+    [theory.ica_kink_pairs(ica, x_i, B_true, xi_i, float(e))[0]
+     for e in eps_ica]).numpy()
 n_pairs = xi_i.shape[1] * xi_i.shape[2]
 print(f"{n_pairs} data-noise pairs (N = {sizes['N_ica']}, "
       f"kappa = {xi_i.shape[2]}, moment-matched antithetic)")

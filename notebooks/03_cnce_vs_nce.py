@@ -42,7 +42,8 @@ import pandas as pd
 import torch
 
 from cnce import plotting
-from cnce.experiments import SCALES, analysis, page_results, provenance_table
+from cnce.experiments import (SCALES, analysis, page_results,
+                              provenance_table)
 
 pd.set_option("display.width", 120)
 # quick: computed (what CI runs), then a complete committed paper-scale run
@@ -96,12 +97,15 @@ print(table.round(2).to_string())
 for study in studies:
     t = table.loc[study]
     share = float((t < 1).to_numpy().mean())
-    big = t[t.columns[t.columns >= 1000]] if (t.columns >= 1000).any() else t
+    large = t.columns >= 1000
+    big = t[t.columns[large]] if large.any() else t
     last = t.iloc[:, -1]  # at the largest N
-    print(f"{study}: NCE beats CNCE at {share:.0%} of the (kappa, N) points; "
+    print(f"{study}: NCE beats CNCE at {share:.0%} "
+          f"of the (kappa, N) points; "
           f"median ratio NCE/CNCE {np.median(t.to_numpy()):.2f} overall, "
           f"{np.median(big.to_numpy()):.2f} for N >= 1000; "
-          f"at the largest N from {last.min():.2f} (kappa = {last.idxmin()}) "
+          f"at the largest N from {last.min():.2f} "
+          f"(kappa = {last.idxmin()}) "
           f"to {last.max():.2f} (kappa = {last.idxmax()})")
 
 # %% [markdown]

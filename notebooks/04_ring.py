@@ -138,7 +138,8 @@ radii = {}
 for radial in ("exact", "authors"):
     u5 = ring5.sample(theta5, 20000, generator=g, radial=radial)
     radii[radial] = torch.linalg.vector_norm(u5, dim=-1).reshape(-1)
-plotting.experiments.radii_figure(radii, mu=5.0, gamma=theta5.item(), dim=5);
+plotting.experiments.radii_figure(radii, mu=5.0, gamma=theta5.item(),
+                                  dim=5);
 
 # %% [markdown]
 # *Figure: not a figure of the paper. Radii of the exact sampler and of the authors'

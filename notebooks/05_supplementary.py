@@ -98,12 +98,14 @@ mle = med[med.method == "mle"].set_index(["study", "N"])["median"]
 cn = med[med.method == "cnce"].copy()
 mle_at = mle.loc[list(zip(cn.study, cn.N))].to_numpy()
 cn["ratio_to_mle"] = cn["median"].to_numpy() / mle_at
-ratio = cn.groupby(["study", "kappa"])["ratio_to_mle"].mean().unstack("study")
+by_kappa = cn.groupby(["study", "kappa"])["ratio_to_mle"]
+ratio = by_kappa.mean().unstack("study")
 print(ratio.round(2).to_string())
 for study in ["lognormal", "bernoulli", "bernoulli-eps0.2"]:
     s = slopes[(slopes.study == study) & (slopes.method == "cnce")]
     r = ratio[study]
-    print(f"{study}: CNCE slopes {s.slope.min():.2f} to {s.slope.max():.2f}; "
+    print(f"{study}: CNCE slopes {s.slope.min():.2f} "
+          f"to {s.slope.max():.2f}; "
           f"CNCE/MLE error ratio {r.iloc[0]:.2f} at kappa = {r.index[0]} "
           f"and {r.iloc[-1]:.2f} at kappa = {r.index[-1]}")
 

@@ -100,7 +100,8 @@ glue_text("run_D", whitener.D)
 glue_text("run_K1", state["sizes"]["K1"])
 
 # %% tags=["nbval-ignore-output"]
-print("commit of the training code:", (state["git_commit"] or "unknown")[:10])
+commit = state["git_commit"] or "unknown"
+print("commit of the training code:", commit[:10])
 
 # %% [markdown]
 # ## Data
@@ -123,7 +124,8 @@ print(f"data used for training: {state['data']}")
 print(f"PCA whitening to D = {whitener.D} dimensions keeps "
       f"{100 * whitener.retained:.1f} % of the patch variance")
 if state["wh2_retained"] is not None:
-    print(f"whitening of the 2nd-layer outputs to {state['sizes']['D3']} dims "
+    print(f"whitening of the 2nd-layer outputs "
+          f"to {state['sizes']['D3']} dims "
           f"keeps {100 * state['wh2_retained']:.1f} %")
 glue_text("pca_retained", 100 * whitener.retained, ".0f")
 
@@ -211,7 +213,8 @@ plots.caption(fig, f"Paper Fig. 5 (left): first-layer features, {len(show_units)
 
 # %%
 ica_patches = source.draw(sizes["n_ica"], seed=seed + 4)
-W_ica = probes.fastica(ica_patches, min(sizes["k_ica"], whitener.D), seed=seed)
+W_ica = probes.fastica(ica_patches, min(sizes["k_ica"], whitener.D),
+                       seed=seed)
 W_init = measures.initial_network(state).W1.detach()
 sets = {"learned": W1, "FastICA": W_ica, "initialisation": W_init,
         **measures.baseline_weights(whitener, len(W1), seed=seed)}
@@ -267,7 +270,8 @@ glue_text("feat_vs_ica", "at least as many octaves as" if feat_oct >= ica_oct el
 
 # %%
 n_fit = sizes["n_gabor"]
-fit_idx = np.sort(rng.choice(len(W1), size=min(n_fit, len(W1)), replace=False))
+fit_idx = np.sort(rng.choice(len(W1), size=min(n_fit, len(W1)),
+                             replace=False))
 gabor_rows = []
 for name in ("learned", "localised noise", "isotropic DoG"):
     pictures = measures.unit_images(sets[name][fit_idx], whitener)
@@ -573,7 +577,8 @@ recipes = measures.recipe_table(runs, seed=seed)
 print(measures.recipe_summary(recipes).to_string())
 shown = {name: load_state(d)["history"]["1"] for name, d in runs.items()
          if name in ("paper", "paper-adam")}
-title = "layer 1: the authors' recipe (paper) and the run shown (paper-adam)"
+title = ("layer 1: the authors' recipe (paper) "
+         "and the run shown (paper-adam)")
 fig = plots.plot_generalisation(shown, title=title);
 
 # %% tags=["hide-input"]
@@ -634,12 +639,14 @@ if scale != "quick":
         src_ica, _ = make_source(None)
         wh_ica = src_ica.fit_whitener(cfg["n_whiten"], D_ica, seed + 3)
         patches_ica = src_ica.draw(sizes["n_ica"], seed=seed + 4)
-        W = probes.fastica(patches_ica, min(sizes["k_ica"], D_ica), seed=seed)
+        W = probes.fastica(patches_ica, min(sizes["k_ica"], D_ica),
+                           seed=seed)
         baselines = measures.baseline_weights(wh_ica, len(W), seed=seed)
         t, _ = measures.layer1_table({"FastICA": W, **baselines}, wh_ica)
         for pic in ("receptive fields", "features"):
+            row = t.loc[(pic, "FastICA")].to_dict()
             rows.append({"D": D_ica, "retained": wh_ica.retained,
-                         "picture": pic, **t.loc[(pic, "FastICA")].to_dict()})
+                         "picture": pic, **row})
     table = pd.DataFrame(rows).set_index(["D", "picture"])
     columns = ["retained", "osi_median", "oriented_share", "octaves"]
     print(table[columns].round(2))
