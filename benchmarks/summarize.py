@@ -21,16 +21,20 @@ def _machine(m):
             f"{m['torch_threads']} torch thread(s); load average at start {la}; {m['date']}; commit {str(m['git_commit'])[:7]}")
 
 
-def render(include_notes: bool = True) -> str:
-    """The summary as Markdown (level-2 sections), from the JSON files in ``results/``."""
+def render(include_notes: bool = True, include_history: bool = True) -> str:
+    """The summary as Markdown (level-2 sections), from the JSON files in ``results/``.
+
+    ``include_history=False`` (the book) leaves out the development comparisons (the pass
+    redesign, the heuristic with and without ``active_only`` or a prefix): they compare the
+    code with its earlier versions, not what a user gets."""
     out = []
     ai = _load("allin")
     if ai:
         out += ["## All in: what a user pays for `cnce.fit(model, x, \"cnce\", kappa=10)`", "", _machine(ai["machine"]), "",
                 "**cnce**: one call with `eps=\"auto\"` and no noise base, one thread: it draws the noise "
                 "(`cnce.noise.default_base`: one numpy SFC64 stream per simulation), runs the authors' eps heuristic on the "
-                "compiled loss and fits all simulations in one batch. Its parts: the noise draw timed alone, the fit with "
-                "the chosen eps and that noise timed alone, and the heuristic as the rest of the call. "
+                "compiled loss and fits all simulations in one batch. Its parts, each timed alone: the noise draw, the "
+                "heuristic (the compiled backend's J, only for the simulations still searching) and the fit with the chosen eps. "
                 "**Strong scipy loop**, per simulation: numpy noise (`default_rng().standard_normal`), the same heuristic "
                 "(`cnce.eps.choose_eps` on a numpy J at the initial parameters), the features (Gaussian) or the noise points "
                 "(ICA) built once, and `scipy.optimize.minimize(method=\"L-BFGS-B\")` with analytic gradients "
@@ -124,7 +128,7 @@ def render(include_notes: bool = True) -> str:
     notes = Path(__file__).resolve().parent / "notes.md"
     if include_notes and notes.is_file():
         out += [notes.read_text()]
-    ea = _load("eps-active")
+    ea = _load("eps-active") if include_history else None
     if ea:
         out += ["## The eps heuristic, evaluating only the simulations still searching", "", _machine(ea["machine"]), "",
                 "The authors' rule steps until the slowest simulation stops; most stop after one or two evaluations of J. "
@@ -139,7 +143,7 @@ def render(include_notes: bool = True) -> str:
                        f"{r['heuristic_active_only_ms_per_sim']:.1f} | **{r['speedup']:.1f}x** | "
                        f"{r['heuristic_over_fit_full']:.2f} / {r['heuristic_over_fit_active_only']:.2f} |")
         out.append("")
-    ep = _load("eps-prefix")
+    ep = _load("eps-prefix") if include_history else None
     if ep:
         out += ["## The eps heuristic decided on a prefix of the data (off by default)", "", _machine(ep["machine"]), "",
                 "`FitOptions(eps_prefix=k, eps_margin=c)`: the steps of the authors' rule are decided on J of the first "
@@ -155,7 +159,7 @@ def render(include_notes: bool = True) -> str:
                 out.append(f"| {r['model']} | {r['S']} | {r['N']} | {v['eps_prefix']} | {v['eps_margin']:g} | {v['differ']} | "
                            f"{v['evaluations_all']} / {v['evaluations_prefix']} | {v['ms_per_sim']:.2f} | {v['speedup_vs_all_points']:.2f}x |")
         out.append("")
-    rp = _load("redesign-passes")
+    rp = _load("redesign-passes") if include_history else None
     if rp:
         out += ["## Compiled kernels: one pass driver against the hand-written passes", "", _machine(rp["machine"]), "",
                 "The redesign of `cnce/_fused.py` (one driver over per-model block kernels) against the module before it "

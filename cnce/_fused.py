@@ -780,7 +780,7 @@ if HAVE_NUMBA:
 
     @njit(**_JIT)
     def _newton_one(kind, X, XI, prm, theta, n_data, K, a, hess_points, max_iter, tol, ftol, patience, c1, max_halvings,
-                    buf, reuse_h, Hio=None, h_in=False, zt=None, h_cost=0.0):
+                    buf, reuse_h, cnt, Hio=None, h_in=False, zt=None, h_cost=0.0):
         """Solve one problem on its first ``n_data`` data points; ``theta`` is updated in place.
         Returns ``(loss, max |grad|, iterations, converged)``.
 
@@ -798,8 +798,12 @@ if HAVE_NUMBA:
         form the matrix anew at the next trial point when that is predicted to take fewer passes
         to ``tol``. Model (measured on the Gaussian): with the matrix formed where the decrement
         was ``d_h``, the next decrement is ``2 d_h^2`` and each later one ``10 d_h`` times the
-        previous one (linear convergence, the matrix from a point too far away)."""
+        previous one (linear convergence, the matrix from a point too far away).
+
+        ``cnt`` (3,) accumulates the passes over the data, weighted by the share of the data
+        they read (``n_data / N``): loss only, loss and gradient, and with the Gauss-Newton matrix."""
         P = theta.shape[0]
+        w = n_data / X.shape[0]
         g = np.empty(P)
         H = np.empty((P, P))
         g2 = np.empty(P)
@@ -810,9 +814,11 @@ if HAVE_NUMBA:
         scale = _scale(kind, n_data, K)
         if Hio is not None and h_in:
             loss = _full(kind, X, XI, prm, theta, n_data, K, a, hess_points, g, H, buf, False, zt)
+            cnt[1] += w
             H[:, :] = Hio
         else:
             loss = _full(kind, X, XI, prm, theta, n_data, K, a, hess_points, g, H, buf, True, zt)
+            cnt[2] += w
         alpha0 = 1.0
         quiet = 0
         it = 0
@@ -857,9 +863,11 @@ if HAVE_NUMBA:
                     th_new[q] = theta[q] + alpha * d[q]
                 if h == 0 and first_full:
                     loss_new = _full(kind, X, XI, prm, th_new, n_data, K, a, hess_points, g2, H2, buf, want_h, zt)
+                    cnt[2 if want_h else 1] += w
                     have_full = True
                 else:
                     loss_new = scale * _pass(kind, X, XI, prm, th_new, n_data, K, a, False, 1, g2, H2, buf, zt)[0]
+                    cnt[0] += w
                     have_full = False
                 if np.isfinite(loss_new) and loss_new <= loss + c1 * alpha * slope:
                     accepted = True
@@ -892,6 +900,7 @@ if HAVE_NUMBA:
             if not have_full:
                 want_h = True
                 loss_new = _full(kind, X, XI, prm, th_new, n_data, K, a, hess_points, g2, H2, buf, True, zt)
+                cnt[2] += w
             rho = (loss - loss_new) / dec if dec > 0.0 else 1.0
             used_h = want_h
             want_h = not (reuse_h and alpha == 1.0 and 0.5 <= rho <= 1.5)
@@ -916,8 +925,8 @@ if HAVE_NUMBA:
 
     @njit(cache=True, parallel=True, error_model="numpy")
     def _newton_all(kind, X, XI, prm, theta, stages, a, hess_points, block_pairs, max_iter, tol, stage_tol, ftol,
-                    patience, c1, max_halvings, reuse_h, init_loss, loss, gmax, n_iter, conv, hess_last=-1, carry_h=False,
-                    noise_t=False, h_cost=0.0):
+                    patience, c1, max_halvings, reuse_h, init_loss, loss, gmax, n_iter, conv, passes, hess_last=-1,
+                    carry_h=False, noise_t=False, h_cost=0.0):
         S, N, D = X.shape
         K = XI.shape[2]
         P = theta.shape[1]
@@ -932,12 +941,13 @@ if HAVE_NUMBA:
             if zt.shape[1] > 0:
                 _noise_t(XI[s], prm[s, 0], N, zt)
             init_loss[s] = _scale(kind, N, K) * _pass(kind, X[s], XI[s], prm[s], th, N, K, a, False, 1, g0, H0, buf, zt)[0]
+            passes[s, 0] += 1.0
             for st in range(stages.shape[0]):
                 last = st == stages.shape[0] - 1
                 hp = hess_last if last and hess_last >= 0 else hess_points
                 l, gm, it, cv = _newton_one(kind, X[s], XI[s], prm[s], th, stages[st], K, a, hp, max_iter,
                                             tol if last else stage_tol, ftol, patience, c1, max_halvings, buf, reuse_h,
-                                            Hc, carry_h and st > 0, zt, h_cost if last and hp == 0 else 0.0)
+                                            passes[s], Hc, carry_h and st > 0, zt, h_cost if last and hp == 0 else 0.0)
                 if last:
                     loss[s] = l
                     gmax[s] = gm
@@ -1244,7 +1254,10 @@ def newton_all(kind, X, XI, prm, theta0, *, a=0.0, progressive=False, hess_point
     """Fit every simulation: ``X (S, N, D)``, ``XI (S, N, K, D)`` noise base, ``prm`` the
     simulations' constants (``eps (S,)`` for CNCE; :func:`nce_params` for NCE), ``theta0 (S, P)``
     (float64 numpy; for NCE the last parameter is ``c``). Returns a dict of numpy arrays like
-    :class:`cnce.optim.OptimResult`.
+    :class:`cnce.optim.OptimResult`, and ``passes (S, 3)``: the passes over the data per
+    simulation (a pass over a progressive stage's share of the data counts as that share):
+    loss only (the start and rejected line-search trials), loss and gradient, and loss,
+    gradient and Gauss-Newton matrix.
 
     ``hess_last``: pairs for the Gauss-Newton matrix in the last stage (``0``: all; default
     ``hess_points``); ``carry_h``: each stage after the first starts from the previous stage's
@@ -1257,11 +1270,11 @@ def newton_all(kind, X, XI, prm, theta0, *, a=0.0, progressive=False, hess_point
     K = XI.shape[2]
     theta = np.array(theta0, dtype=np.float64, order="C", copy=True)
     out = dict(init_loss=np.empty(S), loss=np.empty(S), grad_norm=np.empty(S), n_iter=np.empty(S, np.int64),
-               converged=np.empty(S, np.bool_))
+               converged=np.empty(S, np.bool_), passes=np.zeros((S, 3)))
     stages = default_stages(N, K, progressive)
     _newton_all(kind, X, XI, _prm(prm), theta, stages, float(a), int(hess_points),
                 int(block_pairs), int(max_iter), float(tol), float(stage_tol), float(ftol), int(patience), float(c1), int(max_halvings),
-                bool(reuse_h), out["init_loss"], out["loss"], out["grad_norm"], out["n_iter"], out["converged"],
+                bool(reuse_h), out["init_loss"], out["loss"], out["grad_norm"], out["n_iter"], out["converged"], out["passes"],
                 int(hess_points if hess_last is None else hess_last), bool(carry_h), bool(noise_t), float(h_cost))
     out["psi"] = theta
     return out

@@ -26,7 +26,9 @@ class FitResult:
 
     Tensors have a leading simulation axis ``S`` (dropped when ``x`` was a single ``(N, D)``
     dataset). ``eps`` is NaN for methods without conditional noise; ``log_normaliser`` is
-    NCE's learned ``c`` (``None`` otherwise). ``info`` says which backend ran and how.
+    NCE's learned ``c`` (``None`` otherwise). ``info`` says which backend ran and how; the
+    compiled backend adds ``info["passes"]`` ``(S, 3)``: each simulation's passes over its data (loss
+    only, with gradient, with Gauss-Newton matrix; a pass over part of the data counts as that part).
     """
 
     theta: torch.Tensor

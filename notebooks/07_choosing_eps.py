@@ -41,11 +41,14 @@
 # parameters, and refits from that estimate.
 
 # %% tags=["parameters"]
-# Values you may change; then rerun all cells (in JupyterLab: Run > Run All Cells).
-scale = "quick"  # "quick": computes the small grid here (and shows the committed paper-scale run, if any);
-#                  "paper": shows a stored paper-scale run; compute one with
-#                  `python -m cnce run eps --scale paper --seed SEED` (its time on 2 cores: "Cost" below)
-seed = 0  # 0: the committed runs; another integer: a run of its own ("quick": computed here)
+# Values you may change; then rerun all cells (Run > Run All Cells).
+# scale "quick": computes the small grid here (and shows the committed
+# paper-scale run, if any); "paper": shows a stored paper-scale run; compute
+# one with `python -m cnce run eps --scale paper --seed SEED`
+# (its time on 2 cores: "Cost" below).
+scale = "quick"
+# seed 0: the committed runs; another integer: a run of its own
+seed = 0
 
 # %%
 import numpy as np
@@ -53,16 +56,19 @@ import pandas as pd
 import torch
 
 from cnce import plotting
-from cnce.experiments import SCALES, STUDIES, eps_sweep, page_results, provenance_table
+from cnce.experiments import (SCALES, STUDIES, eps_sweep, page_results,
+                              provenance_table)
 from cnce.report import glue
 
 pd.set_option("display.width", 120)
-# quick: computed (what CI runs), then a complete committed paper-scale run is shown if there is one
+# quick: computed (what CI runs); then a complete committed paper-scale run
+# is shown if there is one
 df, shown, config = page_results("eps", scale, seed)
 studies = [s for s in config.studies if (df.study == s).any()]
 N_small, N_large = sorted(df.N.unique().tolist())
 kappa = int(df.kappa.dropna().unique().item())
-print(f"scale = {shown!r}, seed = {seed}, {config.n_sims} simulations per point, kappa = {kappa}, N in {[N_small, N_large]}")
+print(f"scale = {shown!r}, seed = {seed}, {config.n_sims} simulations per "
+      f"point, kappa = {kappa}, N in {[N_small, N_large]}")
 
 # %% tags=["hide-input"]
 short = {s: s.replace("eps-", "") for s in studies}  # short names for the tables
@@ -98,7 +104,8 @@ provenance_table(df)
 # median $\varepsilon / \varepsilon_h$.
 
 # %%
-plotting.experiments.eps_sweep_figure(df, {s: STUDIES[s].label for s in studies});
+labels = {s: STUDIES[s].label for s in studies}
+plotting.experiments.eps_sweep_figure(df, labels);
 
 # %% [markdown]
 # *Figure: median squared error of CNCE (solid) with its 0.1 and 0.9 quantiles (dashed)
@@ -188,7 +195,8 @@ for key, value in {"cost_small_lo": f"{cont['at smallest f'].min():.1f}", "cost_
 
 # %%
 loss = eps_sweep.efficiency_loss(df, n_boot=2000, seed=seed)
-flat = eps_sweep.flat_range(eps_sweep.sweep_summary(df), within=eps_sweep.FLAT_WITHIN)
+flat = eps_sweep.flat_range(eps_sweep.sweep_summary(df),
+                            within=eps_sweep.FLAT_WITHIN)
 
 # %% tags=["hide-input"]
 table = loss.merge(flat, on=["study", "N"])
@@ -341,15 +349,19 @@ theta = gm.random_params(S_sm, generator=g)
 theta0 = gm.init_params(S_sm, generator=g)
 xg = gm.sample(theta, N_sm, generator=g)
 xi = draw_base(gm, S_sm, N_sm, kappa_sm, generator=g)
-xi_anti = theory.moment_matched(xi[:, :, : kappa_sm // 2])  # xi and -xi, kappa / 2 pairs
+# xi and -xi, kappa / 2 pairs
+xi_anti = theory.moment_matched(xi[:, :, : kappa_sm // 2])
 sm = cnce.fit(gm, xg, "sm", theta0=theta0, device="cpu")
 e_sm = gm.error(sm.theta, theta)
 rows = []
 for e in (1e-1, 1e-2, 1e-3):
-    anti = cnce.fit(gm, xg, "cnce", kappa=kappa_sm, eps=e, noise_base=xi_anti, theta0=theta0, device="cpu")
-    ind = cnce.fit(gm, xg, "cnce", kappa=kappa_sm, eps=e, noise_base=xi, theta0=theta0, device="cpu")
-    rows.append((e, (gm.error(anti.theta, theta) / e_sm - 1).abs().median().item(),
-                 torch.log10((gm.error(ind.theta, theta) / e_sm).median()).item()))
+    kw = dict(kappa=kappa_sm, eps=e, theta0=theta0, device="cpu")
+    anti = cnce.fit(gm, xg, "cnce", noise_base=xi_anti, **kw)
+    ind = cnce.fit(gm, xg, "cnce", noise_base=xi, **kw)
+    r_anti = gm.error(anti.theta, theta) / e_sm
+    r_ind = gm.error(ind.theta, theta) / e_sm
+    rows.append((e, (r_anti - 1).abs().median().item(),
+                 torch.log10(r_ind.median()).item()))
 
 # %% tags=["hide-input"]
 for e, a, i in rows:
@@ -378,8 +390,9 @@ for key, value in {"sm_S": S_sm, "sm_N": N_sm, "sm_kappa": kappa_sm, "sm_pairs":
 # sizes; it could replace the heuristic only if it won on every model and lost on none.
 
 # %%
-rules = pd.concat([eps_sweep.rule_comparison(df, f"rule:{r}", n_boot=2000, seed=seed) for r in ("scale", "pilot")],
-                  ignore_index=True)
+rules = pd.concat([eps_sweep.rule_comparison(df, f"rule:{r}", n_boot=2000,
+                                             seed=seed)
+                   for r in ("scale", "pilot")], ignore_index=True)
 
 # %% tags=["hide-input"]
 rules = rules.sort_values(["rule", "study", "N"], key=lambda c: c.map(studies.index) if c.name == "study" else c,

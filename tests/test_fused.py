@@ -204,3 +204,24 @@ def test_gaussian_fused_equals_torch_other_dims(dim):
     t = cnce.fit(model, x, backend="torch", **kw)
     assert f.info["backend"] == "fused" and f.converged.all()
     assert ((f.theta - t.theta).norm(dim=1) / t.theta.norm(dim=1)).max() < 1e-5
+
+
+def test_passes_are_counted_per_simulation():
+    """``info["passes"]`` (S, 3): loss-only, gradient and Gauss-Newton passes over the data.
+    Without progressive sampling (ICA) the start and every accepted Newton step cost one pass
+    with the gradient, and a step whose first trial (formed with the gradient) was rejected one
+    more; the start also costs a loss pass. The Gaussian's progressive stages count as their
+    share of the data."""
+    model = ICA()
+    th, th0, x, base = _problem(model, 4, 1000, 5, 3)
+    f = cnce.fit(model, x, backend="fused", kappa=5, eps=0.6, theta0=th0, noise_base=base)
+    p = f.info["passes"]
+    assert p.shape == (4, 3) and (p >= 0).all() and (p[:, 0] >= 1).all()
+    full = p[:, 1] + p[:, 2]
+    it = f.n_iter.double()
+    assert ((full >= it) & (full <= 2 * it + 1)).all(), (full, it)
+    assert torch.equal(p, p.round())  # whole passes: all the data every time
+    g = Gaussian()
+    th, th0, x, base = _problem(g, 3, 4096, 5, 4)
+    pg = cnce.fit(g, x, backend="fused", kappa=5, eps=0.5, theta0=th0, noise_base=base).info["passes"]
+    assert (pg[:, 2] >= 1).all() and not torch.equal(pg, pg.round())  # stages on N/16 and N/4 count as parts

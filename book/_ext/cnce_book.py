@@ -58,7 +58,7 @@ def _insert_benchmarks(app, docname, source):
     for f in files:
         app.env.note_dependency(str(f))
     app.env.note_dependency(str(BENCH / "summarize.py"))
-    text = _summarize().render(include_notes=False)
+    text = _summarize().render(include_notes=False, include_history=False)
     text = "\n".join("#" + line if line.startswith("## ") else line for line in text.splitlines())  # sections -> level 3
     source[0] = source[0].replace(MARK, text)
 

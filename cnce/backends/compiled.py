@@ -113,7 +113,7 @@ def solve(problem, options) -> FitResult:
         else:
             res = _cnce(problem, model, kind, X, XI, psi0, consts, a, threads, newton, options)
     res.seconds = time.perf_counter() - t0
-    res.info = {"chunks": 1, "sim_batch": S, "device": str(problem.device), "backend": NAME, "kernel": name}
+    res.info.update(chunks=1, sim_batch=S, device=str(problem.device), backend=NAME, kernel=name)
     return res
 
 
@@ -159,7 +159,9 @@ def _result(model, out, method, kappa, eps=None, log_normaliser=False):
     psi = t(out["psi"])
     P = model.n_params
     nan = torch.full((psi.shape[0],), float("nan"), dtype=psi.dtype)
-    return FitResult(theta=model.from_free(psi[:, :P]), eps=nan if eps is None else eps, loss=t(out["loss"]),
+    # passes over the data per simulation: loss only / with gradient / with Gauss-Newton matrix
+    info = {"passes": t(out["passes"])} if "passes" in out else {}
+    return FitResult(info=info, theta=model.from_free(psi[:, :P]), eps=nan if eps is None else eps, loss=t(out["loss"]),
                      init_loss=t(out["init_loss"]), n_iter=t(out["n_iter"]), converged=t(out["converged"]),
                      grad_norm=t(out["grad_norm"]), method=method, kappa=kappa, seconds=0.0,
                      log_normaliser=psi[:, P].clone() if log_normaliser else None)
