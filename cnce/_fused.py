@@ -780,7 +780,7 @@ if HAVE_NUMBA:
 
     @njit(**_JIT)
     def _newton_one(kind, X, XI, prm, theta, n_data, K, a, hess_points, max_iter, tol, ftol, patience, c1, max_halvings,
-                    buf, reuse_h, cnt, Hio=None, h_in=False, zt=None, h_cost=0.0):
+                    buf, reuse_h, cnt, Hio=None, h_in=False, zt=None, h_cost=0.0, alpha_grow=ALPHA_GROW):
         """Solve one problem on its first ``n_data`` data points; ``theta`` is updated in place.
         Returns ``(loss, max |grad|, iterations, converged)``.
 
@@ -912,7 +912,7 @@ if HAVE_NUMBA:
             if used_h:
                 H[:, :] = H2
             h_new = used_h
-            alpha0 = min(1.0, ALPHA_GROW * alpha)
+            alpha0 = min(1.0, alpha_grow * alpha)
             if quiet >= patience:
                 converged = True
                 break
@@ -926,7 +926,7 @@ if HAVE_NUMBA:
     @njit(cache=True, parallel=True, error_model="numpy")
     def _newton_all(kind, X, XI, prm, theta, stages, a, hess_points, block_pairs, max_iter, tol, stage_tol, ftol,
                     patience, c1, max_halvings, reuse_h, init_loss, loss, gmax, n_iter, conv, passes, hess_last=-1,
-                    carry_h=False, noise_t=False, h_cost=0.0):
+                    carry_h=False, noise_t=False, h_cost=0.0, alpha_grow=ALPHA_GROW):
         S, N, D = X.shape
         K = XI.shape[2]
         P = theta.shape[1]
@@ -947,7 +947,8 @@ if HAVE_NUMBA:
                 hp = hess_last if last and hess_last >= 0 else hess_points
                 l, gm, it, cv = _newton_one(kind, X[s], XI[s], prm[s], th, stages[st], K, a, hp, max_iter,
                                             tol if last else stage_tol, ftol, patience, c1, max_halvings, buf, reuse_h,
-                                            passes[s], Hc, carry_h and st > 0, zt, h_cost if last and hp == 0 else 0.0)
+                                            passes[s], Hc, carry_h and st > 0, zt, h_cost if last and hp == 0 else 0.0,
+                                            alpha_grow)
                 if last:
                     loss[s] = l
                     gmax[s] = gm
@@ -1250,7 +1251,7 @@ def nce_c0(kind, X, XI, prm, theta, *, a=0.0, n_points=65536, threads=None, bloc
 
 def newton_all(kind, X, XI, prm, theta0, *, a=0.0, progressive=False, hess_points=4096, max_iter=100, tol=1e-14,
                stage_tol=1e-9, ftol=1e-12, patience=3, c1=1e-4, max_halvings=40, threads=None, block_pairs=BLOCK_PAIRS,
-               reuse_h=False, hess_last=None, carry_h=False, noise_t=False, h_cost=0.0):
+               reuse_h=False, hess_last=None, carry_h=False, noise_t=False, h_cost=0.0, alpha_grow=ALPHA_GROW):
     """Fit every simulation: ``X (S, N, D)``, ``XI (S, N, K, D)`` noise base, ``prm`` the
     simulations' constants (``eps (S,)`` for CNCE; :func:`nce_params` for NCE), ``theta0 (S, P)``
     (float64 numpy; for NCE the last parameter is ``c``). Returns a dict of numpy arrays like
@@ -1264,7 +1265,10 @@ def newton_all(kind, X, XI, prm, theta0, *, a=0.0, progressive=False, hess_point
     matrix (its first pass forms no matrix; the first trial step forms a new one); ``noise_t``:
     the Gaussian's noise steps are laid out once per simulation (``D N K`` floats per thread) and
     read in place by every pass; ``h_cost``: with ``hess_last=0``, the last stage forms the matrix
-    anew where that is predicted to save passes (see :func:`_newton_one`)."""
+    anew where that is predicted to save passes (see :func:`_newton_one`); ``alpha_grow``: the
+    next line search starts at this multiple of the last accepted step (at most 1; ICA with
+    1.0-1.5 instead of 2 saved 5-13 of 24 rejected trials per fit, but at N = 1000 NCE with 1.0
+    left 3 of 20 fits unconverged: ``benchmarks/notes.md``)."""
     _threads(threads)
     S, N, _ = X.shape
     K = XI.shape[2]
@@ -1275,7 +1279,8 @@ def newton_all(kind, X, XI, prm, theta0, *, a=0.0, progressive=False, hess_point
     _newton_all(kind, X, XI, _prm(prm), theta, stages, float(a), int(hess_points),
                 int(block_pairs), int(max_iter), float(tol), float(stage_tol), float(ftol), int(patience), float(c1), int(max_halvings),
                 bool(reuse_h), out["init_loss"], out["loss"], out["grad_norm"], out["n_iter"], out["converged"], out["passes"],
-                int(hess_points if hess_last is None else hess_last), bool(carry_h), bool(noise_t), float(h_cost))
+                int(hess_points if hess_last is None else hess_last), bool(carry_h), bool(noise_t), float(h_cost),
+                float(alpha_grow))
     out["psi"] = theta
     return out
 
