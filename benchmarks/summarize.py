@@ -159,6 +159,23 @@ def render(include_notes: bool = True, include_history: bool = True) -> str:
                 out.append(f"| {r['model']} | {r['S']} | {r['N']} | {v['eps_prefix']} | {v['eps_margin']:g} | {v['differ']} | "
                            f"{v['evaluations_all']} / {v['evaluations_prefix']} | {v['ms_per_sim']:.2f} | {v['speedup_vs_all_points']:.2f}x |")
         out.append("")
+    ip = _load("ica-passes") if include_history else None
+    if ip:
+        out += ["## ICA fits: passes over the data, and two attempts at fewer", "", _machine(ip["machine"]), "",
+                "`benchmarks/ica_passes.py`: compiled kernels, one thread, medians per simulation. Passes as counted by "
+                "the kernels (`FitResult.info[\"passes\"]`); the cost of one pass of each kind timed alone at the same size "
+                "(ms: loss only / with gradient / with Gauss-Newton matrix); *accounted* = passes x cost. Variants: "
+                "a Gauss-Newton subsample of 8192 pairs instead of 32768; warm-started subsampled stages. Final loss "
+                "against the default's (largest increase / decrease).", "",
+                "| method | N | variant | ms/sim | iterations | loss-only passes | Gauss-Newton passes | pass ms | accounted ms | loss - default | log10 median sq. error |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in ip["rows"]:
+            c = r["pass_ms"]
+            out.append(f"| {r['method']} | {r['N']} | {r['variant']} | {r['ms_per_sim']:.1f} | {r['iterations_median']:.0f} | "
+                       f"{r['passes_loss']:.1f} | {r['passes_gauss_newton']:.1f} | {c['loss']:.2f} / {c['gradient']:.2f} / "
+                       f"{c['gauss_newton']:.2f} | {r['accounted_ms']:.0f} | {r['loss_minus_default_max']:+.1e} / "
+                       f"{r['loss_minus_default_min']:+.1e} | {r['log10_median_err']:.3f} |")
+        out.append("")
     rp = _load("redesign-passes") if include_history else None
     if rp:
         out += ["## Compiled kernels: one pass driver against the hand-written passes", "", _machine(rp["machine"]), "",
