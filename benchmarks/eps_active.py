@@ -17,20 +17,14 @@ import cnce
 from cnce import _fused
 from cnce.eps import choose_eps
 from cnce.models import ICA, Gaussian
-from cnce.noise import draw_base
-from run import machine_info  # benchmarks/run.py
+from run import heuristic_case, machine_info  # benchmarks/run.py
 
 REP = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 OUT = sys.argv[2] if len(sys.argv) > 2 else "benchmarks/results/eps-active.json"
 machine = machine_info(1)
 rows = []
 for model, kind, S, N, K in ((Gaussian(), _fused.GAUSSIAN, 100, 5000, 10), (ICA(), _fused.ICA, 20, 5000, 10)):
-    g = torch.Generator().manual_seed(0)
-    x = model.sample(model.random_params(S, g), N, generator=g)
-    base = draw_base(model, S, N, K, generator=g)
-    psi0 = model.to_free(model.init_params(S, g))
-    X, XI, P0 = x.numpy(), base.numpy(), psi0.numpy()
-    a = float(model.abs_projection_coef or 0.0)
+    x, base, X, XI, P0, a = heuristic_case(model, S, N, K)
     counts = {"full": 0, "active_only": 0}
 
     def J_full(e):
@@ -53,7 +47,7 @@ for model, kind, S, N, K in ((Gaussian(), _fused.GAUSSIAN, 100, 5000, 10), (ICA(
     fit_t = []
     for _ in range(max(2, REP // 2)):
         t0 = time.perf_counter()
-        cnce.fit(model, x, method="cnce", kappa=K, eps=e1, noise_base=base, theta0=model.from_free(psi0), backend="fused", threads=1)
+        cnce.fit(model, x, method="cnce", kappa=K, eps=e1, noise_base=base, theta0=model.from_free(torch.from_numpy(P0)), backend="fused", threads=1)
         fit_t.append(time.perf_counter() - t0)
     mf, ms, mfit = statistics.median(t_full), statistics.median(t_sub), statistics.median(fit_t)
     row = dict(model=type(model).__name__, S=S, N=N, kappa=K, same_eps=same, evaluations_full=n_full, evaluations_active_only=n_sub,

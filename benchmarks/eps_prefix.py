@@ -16,9 +16,8 @@ import torch
 from cnce import _fused
 from cnce.eps import choose_eps
 from cnce.models import ICA, Gaussian
-from cnce.noise import draw_base
 from cnce.options import FitOptions
-from run import machine_info  # benchmarks/run.py
+from run import heuristic_case, machine_info  # benchmarks/run.py
 
 REP = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 OUT = sys.argv[2] if len(sys.argv) > 2 else "benchmarks/results/eps-prefix.json"
@@ -27,12 +26,7 @@ machine = machine_info(1)
 rows = []
 cases = [(Gaussian(), _fused.GAUSSIAN, 100, N, 10) for N in (1000, 5000, 20000)] + [(ICA(), _fused.ICA, 20, 5000, 10)]
 for model, kind, S, N, K in cases:
-    g = torch.Generator().manual_seed(0)
-    x = model.sample(model.random_params(S, g), N, generator=g)
-    base = draw_base(model, S, N, K, generator=g)
-    psi0 = model.to_free(model.init_params(S, g))
-    X, XI, P0 = x.numpy(), base.numpy(), psi0.numpy()
-    a = float(model.abs_projection_coef or 0.0)
+    x, base, X, XI, P0, a = heuristic_case(model, S, N, K)
     pairs = {}
 
     def J(e, sims, n_data=None):

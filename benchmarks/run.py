@@ -108,6 +108,16 @@ def problem(model, S, N, kappa, seed=0):
     return th, th0, x, base
 
 
+def heuristic_case(model, S, N, kappa, seed=0):
+    """Data, torch noise base and start of an eps-heuristic benchmark, with the numpy views the
+    compiled loss takes: ``x, base, X, XI, P0, a``."""
+    g = torch.Generator().manual_seed(seed)
+    x = model.sample(model.random_params(S, g), N, generator=g)
+    base = draw_base(model, S, N, kappa, generator=g)
+    psi0 = model.to_free(model.init_params(S, g))
+    return x, base, x.numpy(), base.numpy(), psi0.numpy(), float(model.abs_projection_coef or 0.0)
+
+
 def _softplus(z):
     return np.logaddexp(0.0, z)
 
@@ -236,93 +246,85 @@ def _gauss_features(u, iu, coef):
     return u[..., iu[0]] * u[..., iu[1]] * coef
 
 
-def strong_gaussian(x, theta0, kappa, seed, ftol):
+def strong_loop(x, theta0, kappa, seed, ftol, problem):
     """The strong per-simulation scipy loop, all in: numpy noise, the authors' heuristic
-    (:func:`cnce.eps.choose_eps` on a numpy J at theta0), the features of all pairs built
-    once, L-BFGS-B with the analytic gradient. Returns estimates, eps and the seconds spent in
-    each part."""
+    (:func:`cnce.eps.choose_eps` on a numpy J at theta0), then L-BFGS-B with the analytic
+    gradient. ``problem(xs, xi, th0)`` returns ``J(eps)`` at ``th0`` and ``make_fg(eps)``,
+    the loss-and-gradient function with everything that does not depend on the parameters
+    built once. Returns estimates, eps and the seconds spent in each part."""
     from scipy.optimize import minimize
 
     from cnce.eps import choose_eps
 
     S, N, D = x.shape
-    iu = np.triu_indices(D)
-    coef = np.where(iu[0] == iu[1], -0.5, -1.0)
     est, eps_out, t = [], [], dict(noise=0.0, heuristic=0.0, fit=0.0)
     for s in range(S):
         t0 = time.perf_counter()
         xi = np.random.default_rng([seed, s]).standard_normal((N, kappa, D))
         t1 = time.perf_counter()
-        xs, th0 = x[s], theta0[s]
-        mx = _gauss_features(xs, iu, coef) @ th0
-
-        def J(e, xs=xs, xi=xi, mx=mx, th0=th0):
-            y = xs[:, None, :] + float(e[0]) * xi
-            m = mx[:, None] - _gauss_features(y, iu, coef) @ th0
-            return torch.tensor([2.0 * _softplus(-m).mean()])
-
-        e = float(choose_eps(J, torch.from_numpy(xs[None]))[0])
+        J, make_fg = problem(x[s], xi, theta0[s])
+        e = float(choose_eps(lambda ee, J=J: torch.tensor([J(float(ee[0]))]), torch.from_numpy(x[s][None]))[0])
         t2 = time.perf_counter()
-        F = (_gauss_features(xs, iu, coef)[:, None, :] - _gauss_features(xs[:, None, :] + e * xi, iu, coef)).reshape(-1, len(coef))
-        n = F.shape[0]
-
-        def fg(th, F=F, n=n):
-            m = F @ th
-            return 2.0 / n * _softplus(-m).sum(), -2.0 / n * (F.T @ _sigmoid(-m))
-
-        r = minimize(fg, th0, jac=True, method="L-BFGS-B", options=dict(maxiter=15000, maxfun=30000, ftol=ftol, gtol=1e-10))
+        r = minimize(make_fg(e), theta0[s], jac=True, method="L-BFGS-B",
+                     options=dict(maxiter=15000, maxfun=30000, ftol=ftol, gtol=1e-10))
         t3 = time.perf_counter()
         est.append(r.x)
         eps_out.append(e)
-        t["noise"] += t1 - t0
-        t["heuristic"] += t2 - t1
-        t["fit"] += t3 - t2
+        for part, dt_ in (("noise", t1 - t0), ("heuristic", t2 - t1), ("fit", t3 - t2)):
+            t[part] += dt_
     return np.stack(est), np.array(eps_out), t
 
 
-def strong_ica(x, theta0, kappa, seed, ftol):
-    """As :func:`strong_gaussian` for ICA (projections ``B x``, the same loss as ``naive_ica``)."""
-    from scipy.optimize import minimize
+def gaussian_problem(xs, xi, th0):
+    """For :func:`strong_loop`: the Gaussian's features of all pairs, built once per eps."""
+    D = xs.shape[1]
+    iu = np.triu_indices(D)
+    coef = np.where(iu[0] == iu[1], -0.5, -1.0)
+    Tx = _gauss_features(xs, iu, coef)
+    mx = Tx @ th0
 
-    from cnce.eps import choose_eps
+    def J(e):
+        m = mx[:, None] - _gauss_features(xs[:, None, :] + e * xi, iu, coef) @ th0
+        return 2.0 * _softplus(-m).mean()
 
+    def make_fg(e):
+        F = (Tx[:, None, :] - _gauss_features(xs[:, None, :] + e * xi, iu, coef)).reshape(-1, len(coef))
+        n = F.shape[0]
+
+        def fg(th):
+            m = F @ th
+            return 2.0 / n * _softplus(-m).sum(), -2.0 / n * (F.T @ _sigmoid(-m))
+        return fg
+
+    return J, make_fg
+
+
+def ica_problem(xs, xi, th0):
+    """For :func:`strong_loop`: ICA from the projections ``B x`` (the loss of ``naive_ica``),
+    the noise points built once per eps."""
     a = np.sqrt(2.0)
-    S, N, D = x.shape
-    est, eps_out, t = [], [], dict(noise=0.0, heuristic=0.0, fit=0.0)
-    for s in range(S):
-        t0 = time.perf_counter()
-        xi = np.random.default_rng([seed, s]).standard_normal((N, kappa, D))
-        t1 = time.perf_counter()
-        xs, th0 = x[s], theta0[s]
-        B0 = th0.reshape(D, D)
-        lx0 = -a * np.abs(xs @ B0.T).sum(1)
+    N, kappa, D = xi.shape
+    lx0 = -a * np.abs(xs @ th0.reshape(D, D).T).sum(1)
 
-        def J(e, xs=xs, xi=xi, B0=B0, lx0=lx0):
-            y = (xs[:, None, :] + float(e[0]) * xi).reshape(-1, D)
-            m = lx0[:, None] - (-a * np.abs(y @ B0.T).sum(1)).reshape(N, kappa)
-            return torch.tensor([2.0 * _softplus(-m).mean()])
+    def J(e):
+        y = (xs[:, None, :] + e * xi).reshape(-1, D)
+        m = lx0[:, None] - (-a * np.abs(y @ th0.reshape(D, D).T).sum(1)).reshape(N, kappa)
+        return 2.0 * _softplus(-m).mean()
 
-        e = float(choose_eps(J, torch.from_numpy(xs[None]))[0])
-        t2 = time.perf_counter()
+    def make_fg(e):
         ys = (xs[:, None, :] + e * xi).reshape(-1, D)
         n = ys.shape[0]
 
-        def fg(th, xs=xs, ys=ys, n=n):
+        def fg(th):
             B = th.reshape(D, D)
             sx, sy = xs @ B.T, ys @ B.T
             m = (-a * np.abs(sx).sum(1))[:, None] - (-a * np.abs(sy).sum(1)).reshape(N, kappa)
             w = _sigmoid(-m)
             gB = -a * ((np.sign(sx) * w.sum(1)[:, None]).T @ xs) + a * ((np.sign(sy) * w.reshape(-1, 1)).T @ ys)
             return 2.0 / n * _softplus(-m).sum(), -2.0 / n * gB.ravel()
+        return fg
 
-        r = minimize(fg, th0, jac=True, method="L-BFGS-B", options=dict(maxiter=15000, maxfun=30000, ftol=ftol, gtol=1e-10))
-        t3 = time.perf_counter()
-        est.append(r.x)
-        eps_out.append(e)
-        t["noise"] += t1 - t0
-        t["heuristic"] += t2 - t1
-        t["fit"] += t3 - t2
-    return np.stack(est), np.array(eps_out), t
+    return J, make_fg
 
 
 def bench_allin(args):
@@ -346,7 +348,7 @@ def bench_allin(args):
         x = model.sample(th, N, g)
         S_loop = min(S, args.naive_sims)
         xn, t0n = x[:S_loop].numpy(), th0[:S_loop].numpy()
-        loop = strong_gaussian if name == "gaussian" else strong_ica
+        loop_problem = gaussian_problem if name == "gaussian" else ica_problem
         D = x.shape[-1]
         cnce.fit(model, x[:2], "cnce", kappa, theta0=th0[:2], seed=5, threads=1)  # warm-up (compiled kernels)
         base = default_base(GaussianNoise(), S, N, kappa, D, torch.Generator().manual_seed(0), threads=1)
@@ -379,7 +381,7 @@ def bench_allin(args):
             cnce.fit(model, x, "cnce", kappa, eps=res.eps, theta0=th0, noise_base=base, threads=1)
             t_fit.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
-            est, eps_loop, part = loop(xn, t0n, kappa, 7, args.allin_ftol)
+            est, eps_loop, part = strong_loop(xn, t0n, kappa, 7, args.allin_ftol, loop_problem)
             t_loop.append(time.perf_counter() - t0)
             parts.append(part)
             load.append(list(os.getloadavg()))
