@@ -41,13 +41,13 @@ def render(include_notes: bool = True, include_history: bool = True) -> str:
                 f"(ftol {ai['settings']['allin_ftol']:g}, gtol 1e-10). Both start from the same initial parameters; they draw "
                 "different noise, so the errors are compared as medians. Times in ms per simulation, medians over "
                 f"{ai['settings']['repeats']} alternating repeats; the load average is the highest seen during the case.", "",
-                "| model | N | S (cnce / loop) | cnce all in | noise | heuristic | fit | loop all in | noise | heuristic | fit | speed-up all in | fit only | log10 median sq. error, cnce / loop | load |",
-                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                "| model | N | S, cnce / loop | cnce.fit, all in (noise + heuristic + fit) | strong loop, all in (noise + heuristic + fit) | speed-up, all in | speed-up, fit only | log10 median sq. error, cnce / loop | load |",
+                "|---|---|---|---|---|---|---|---|---|"]
         for r in ai["results"]:
             load = max(x[0] for x in r["load_average"])
-            out.append(f"| {r['model']} | {r['N']} | {r['S']} / {r['S_loop']} | {r['cnce_all_in_ms']:.1f} | {r['cnce_noise_ms']:.1f} | "
-                       f"{r['cnce_heuristic_ms']:.1f} | {r['cnce_fit_ms']:.1f} | {r['loop_all_in_ms']:.1f} | {r['loop_noise_ms']:.1f} | "
-                       f"{r['loop_heuristic_ms']:.1f} | {r['loop_fit_ms']:.1f} | **{r['speedup_all_in']:.1f}x** | {r['speedup_fit_only']:.1f}x | "
+            out.append(f"| {r['model']} | {r['N']} | {r['S']} / {r['S_loop']} | {r['cnce_all_in_ms']:.1f} ({r['cnce_noise_ms']:.1f} + "
+                       f"{r['cnce_heuristic_ms']:.1f} + {r['cnce_fit_ms']:.1f}) | {r['loop_all_in_ms']:.1f} ({r['loop_noise_ms']:.1f} + "
+                       f"{r['loop_heuristic_ms']:.1f} + {r['loop_fit_ms']:.1f}) | **{r['speedup_all_in']:.1f}x** | {r['speedup_fit_only']:.1f}x | "
                        f"{r['log10_median_err_cnce']:.2f} / {r['log10_median_err_loop']:.2f} | {load:.1f} |")
         out.append("")
     b = _load("batched")
@@ -59,14 +59,14 @@ def render(include_notes: bool = True, include_history: bool = True) -> str:
                 "errors compared on the simulations both ran.", "",
                 "`cnce.fit` uses its default backend (`fused`: the compiled CPU kernels of `cnce/_fused.py`) with one "
                 "thread; the torch backend (the batched tensor path, also what runs on a GPU) is timed beside it.", "",
-                "| model | N | kappa | S (batched / loop) | cnce.fit ms/sim | with eps heuristic ms/sim | torch backend ms/sim | scipy loop ms/sim | speed-up (1 thread) | speed-up, 2 threads | speed-up, torch backend | median Newton iters | error rel. diff to the loop, median / max |",
-                "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                "| model | N | kappa | S, batched / loop | cnce.fit ms/sim: fit / with eps heuristic / torch backend | scipy loop ms/sim | speed-up: 1 thread / 2 threads / torch backend | median Newton iterations | error rel. diff to the loop, median / max |",
+                "|---|---|---|---|---|---|---|---|---|"]
         for r in b["results"]:
             two = f"{r['speedup_2threads']:.1f}x" if r.get("speedup_2threads") else "-"
             tb = f"{1e3*r['torch_s_per_sim']:.1f}" if r.get("torch_s_per_sim") else "-"
             tsp = f"{r['speedup_torch_backend']:.1f}x" if r.get("speedup_torch_backend") else "-"
-            out.append(f"| {r['model']} | {r['N']} | {r['kappa']} | {r['S']} / {r['S_naive']} | {1e3*r['batched_s_per_sim']:.1f} | "
-                       f"{1e3*r['batched_auto_eps_s']/r['S']:.1f} | {tb} | {1e3*r['naive_s_per_sim']:.1f} | **{r['speedup']:.1f}x** | {two} | {tsp} | "
+            out.append(f"| {r['model']} | {r['N']} | {r['kappa']} | {r['S']} / {r['S_naive']} | {1e3*r['batched_s_per_sim']:.1f} / "
+                       f"{1e3*r['batched_auto_eps_s']/r['S']:.1f} / {tb} | {1e3*r['naive_s_per_sim']:.1f} | **{r['speedup']:.1f}x** / {two} / {tsp} | "
                        f"{r['batched_iters_median']:.0f} | {r['err_rel_diff_median']:.1e} / {r['err_rel_diff_max']:.1e} |")
         out.append("")
         for extra in sorted(RESULTS.glob("batched_*.json")):  # extra runs (e.g. fewer simulations), same columns
