@@ -50,6 +50,17 @@ def render(include_notes: bool = True, include_history: bool = True) -> str:
                        f"{r['loop_heuristic_ms']:.1f} + {r['loop_fit_ms']:.1f}) | **{r['speedup_all_in']:.1f}x** | {r['speedup_fit_only']:.1f}x | "
                        f"{r['log10_median_err_cnce']:.2f} / {r['log10_median_err_loop']:.2f} | {load:.1f} |")
         out.append("")
+    nd = _load("noise-draw")
+    if nd:
+        out += ["## Drawing the noise base", "", _machine(nd["machine"]), "",
+                "`cnce.noise.draw_streams` (one numpy SFC64 stream per simulation; what `cnce.fit` draws when no base is "
+                "given) against `torch.randn` of the same shape "
+                f"({' x '.join(str(v) for v in nd['rows'][0]['shape'])} doubles), alternating in one process. "
+                f"The 1- and 2-thread draws give {'the same' if nd['same_numbers_1_and_2_threads'] else 'DIFFERENT'} numbers.", "",
+                "| way | seconds | ns per number | speed-up over torch.randn |", "|---|---|---|---|"]
+        for r in nd["rows"]:
+            out.append(f"| {r['way']} | {r['seconds']:.3f} | {r['ns_per_number']:.1f} | {r['speedup_vs_torch_randn']:.2f}x |")
+        out.append("")
     b = _load("batched")
     if b:
         out += ["## Batched `cnce.fit` against a per-simulation scipy loop", "", _machine(b["machine"]), "",

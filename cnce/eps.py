@@ -93,8 +93,10 @@ def choose_eps(J_of_eps, x: torch.Tensor, rule: EpsRule = AUTHORS_RULE, *, retur
             reached: where the rule stops there too, that eps is the result; elsewhere the
             loop goes on from there on all points. The result satisfies the rule on all the
             data; it equals the full-data rule's eps wherever the prefix takes the same
-            decisions, which ``scripts/check_eps_prefix.py`` checked on the committed
-            paper-scale problems. ``None`` (default) or ``prefix >= N``: all points throughout.
+            decisions, which it does not always do (``benchmarks/eps_prefix.py``: for 8-12 of
+            100 Gaussian simulations at N / 16 without ``margin``; hence
+            ``FitOptions.eps_prefix`` is off by default). The trace holds the evaluations on
+            all points only. ``None`` (default) or ``prefix >= N``: all points throughout.
         margin: with ``prefix``, a step whose prefix J lies within ``margin`` of one of the
             rule's thresholds (``(1 -+ near) 2 log 2``, ``far 2 log 2``) is decided on all
             points instead, so that sampling noise of the prefix rarely flips a decision.

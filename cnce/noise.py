@@ -212,8 +212,8 @@ def draw_streams(S: int, N: int, kappa: int, D: int, *, key: int, kind: str = "n
     The numbers do not depend on ``threads`` (simulations are drawn in parallel, each from its
     own stream), nor on ``S`` (simulation ``s`` is the same in any batch that has it), and
     ``N`` points are a prefix of any larger draw with the same ``kappa``. numpy's ziggurat
-    sampler draws normals about 1.9x as fast as ``torch.randn`` on one thread
-    (``benchmarks/run.py --allin``). This is how :func:`cnce.fit` draws a missing
+    sampler draws normals faster than ``torch.randn`` (``benchmarks/noise_draw.py``). This
+    is how :func:`cnce.fit` draws a missing
     ``noise_base``; the experiments keep :func:`draw_base` (their committed results were
     computed with it).
     """

@@ -60,10 +60,10 @@ class FitOptions:
             steps on the first ``N // eps_prefix`` data points and confirms the result on all
             of them (:func:`cnce.eps.choose_eps` ``prefix``; not used below 64 prefix points).
             The default ``1`` evaluates every step on all points: the authors' rule stops
-            after 1.6 evaluations per simulation on average (Gaussian, N = 5000, kappa = 10),
-            so the confirmation alone costs most of what the prefix saves, and a prefix of
-            N / 16 chose a different eps for 9 of 100 simulations without ``eps_margin``
-            (``benchmarks/eps_prefix.py``).
+            after 1.6-1.9 evaluations per simulation on average (Gaussian, N = 1000-20000,
+            kappa = 10), so the confirmation alone costs most of what the prefix saves, and a
+            prefix of N / 16 chose a different eps for 8-12 of 100 simulations without
+            ``eps_margin`` (``benchmarks/eps_prefix.py``).
         eps_margin: with ``eps_prefix``, a step whose prefix J lies within
             ``eps_margin / sqrt(prefix pairs)`` of a threshold of the rule is decided on all
             points.
