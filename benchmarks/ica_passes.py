@@ -3,7 +3,8 @@
 For ICA with CNCE and NCE on the compiled kernels, one thread: time per simulation, Newton
 iterations, and the passes over the data per simulation (``FitResult.info["passes"]``: loss
 only, with gradient, with the Gauss-Newton matrix), next to the time of one pass of each kind
-measured alone at the same size, so that passes x cost accounts for the fit's time. Then the
+measured alone at the same size (with the default Gauss-Newton subsample), so that passes x
+cost accounts for the default fit's time. Then the
 same fits with (a) a Gauss-Newton subsample of 8192 instead of 32768 pairs
 (``FitOptions.projection_hess_points``) and (b) warm-started subsampled stages (progressive
 sampling, as the convex fits use), with the change in final loss against the default and the
@@ -48,7 +49,7 @@ def pass_costs(kernel, x, base, prm, theta):
     hb = max(1, (N * K) // 32768)  # the default Gauss-Newton subsample's stride
     out = {}
     for label, want, stride in (("loss", False, 1), ("gradient", True, 1 << 62), ("gauss_newton", True, hb)):
-        f = lambda: _fused._pass(kind, X, XI, prm[0], T, N, K, 0.0 + float(model.abs_projection_coef), want, stride, g, H, buf, zt)  # noqa: E731
+        f = lambda: _fused._pass(kind, X, XI, prm[0], T, N, K, float(model.abs_projection_coef), want, stride, g, H, buf, zt)  # noqa: E731
         f()
         ts = []
         for _ in range(7):

@@ -365,7 +365,7 @@ def bench_allin(args):
 
         t_all, t_noise, t_heur, t_fit, t_loop, parts = [], [], [], [], [], []
         load = [list(os.getloadavg())]
-        res = est = eps_loop = None
+        res = est = None
         for rep in range(args.repeats):
             t0 = time.perf_counter()
             res = cnce.fit(model, x, "cnce", kappa, theta0=th0, seed=5, threads=1)
@@ -381,7 +381,7 @@ def bench_allin(args):
             cnce.fit(model, x, "cnce", kappa, eps=res.eps, theta0=th0, noise_base=base, threads=1)
             t_fit.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
-            est, eps_loop, part = strong_loop(xn, t0n, kappa, 7, args.allin_ftol, loop_problem)
+            est, _, part = strong_loop(xn, t0n, kappa, 7, args.allin_ftol, loop_problem)
             t_loop.append(time.perf_counter() - t0)
             parts.append(part)
             load.append(list(os.getloadavg()))
