@@ -257,21 +257,33 @@ if HAVE_NUMBA:
         for r in range(D):
             Sx = SX[r]
             for t in range(nt):
-                Sx[t] = 0.0
                 SP[t] = 0.0
             for c in range(D):
                 brc = th[r * D + c]
-                Xc, Zc = XB[c], Z[c]
+                Zc = Z[c]
                 for t in range(nt):
-                    Sx[t] += brc * Xc[t]
                     SP[t] += brc * Zc[t]
-            Sg = SG[r]
-            for t in range(nt):
-                sx = Sx[t]
-                sy = sx + SP[t]
-                M[t] += a * (abs(sy) - abs(sx))
-                Sg[t] = 1.0 if sy > 0.0 else (-1.0 if sy < 0.0 else 0.0)
-                Sx[t] = 1.0 if sx > 0.0 else (-1.0 if sx < 0.0 else 0.0)
+            # b_r . x once per data point (the same sum, in the same order, as per pair)
+            t = 0
+            for i in range(i0, i1):
+                px = 0.0
+                for c in range(D):
+                    px += th[r * D + c] * X[i, c]
+                for k in range(K):
+                    Sx[t + k] = px
+                t += K
+            if want:  # the signs, for the features (:func:`_grad_ica`)
+                Sg = SG[r]
+                for t in range(nt):
+                    sx = Sx[t]
+                    sy = sx + SP[t]
+                    M[t] += a * (abs(sy) - abs(sx))
+                    Sg[t] = 1.0 if sy > 0.0 else (-1.0 if sy < 0.0 else 0.0)
+                    Sx[t] = 1.0 if sx > 0.0 else (-1.0 if sx < 0.0 else 0.0)
+            else:
+                for t in range(nt):
+                    sx = Sx[t]
+                    M[t] += a * (abs(sx + SP[t]) - abs(sx))
 
     @njit(inline="always", **_JIT)
     def _fill_nce(X, XI, prm, i0, i1, K, XB, Z, M, T):
@@ -557,7 +569,7 @@ if HAVE_NUMBA:
                     _grad_block(W, F, P, nt, g)
                 if blk % hb == 0:
                     n_h += nt
-                    if tiled:
+                    if tiled or P >= 3:  # 3 x 3 tiles (1.5-2.3x the entry-wise sums at P = 16-21)
                         _gn_block_v(W, F, SP, buf[1], H, P, nt)
                     else:
                         _gn_block(W, F, SP, H, P, nt)
