@@ -1,7 +1,8 @@
-"""Before/after of the compiled pass redesign (issue 12, step 4), in one process: an old copy of
+"""Before/after of a change to the compiled passes, in one process: an old copy of
 ``cnce/_fused.py`` (path as the first argument, e.g. ``git show b72c667:cnce/_fused.py >
 /tmp/old_fused.py``) and the current ``cnce._fused`` on identical inputs, timed alternately, one
-thread. Per kernel: one pass (loss; loss + gradient; + Gauss-Newton) at N = 20000, kappa = 10,
+thread. Used for the pass redesign of issue 12 (step 4; ``redesign-passes.json``) and for the
+tiled Gauss-Newton sums of issue 17 (``gn-tiles-passes.json``). Per kernel: one pass (loss; loss + gradient; + Gauss-Newton) at N = 20000, kappa = 10,
 and ``newton_all`` end to end (4 simulations, N = 5000), with whether the outputs are bitwise
 equal. ``CASES`` / ``E2E`` (comma lists) pick kernels; ``NO_E2E=1`` skips the end-to-end part.
 
@@ -68,7 +69,10 @@ for name, model in cases:
     zo = zt if name == "gaussian" else None
     res = {}
     for want, hb, label in ((True, 1 << 62, "loss+grad"), (True, 1, "loss+grad+GN"), (False, 1, "loss")):
-        f_old = lambda: old._pass_z(kind, X, XI, prm, T, N, K, a, want, hb, g, H, buf_o, zo)
+        if hasattr(old, "_pass_z"):  # the module before the redesign
+            f_old = lambda: old._pass_z(kind, X, XI, prm, T, N, K, a, want, hb, g, H, buf_o, zo)
+        else:
+            f_old = lambda: old._pass(kind, X, XI, prm, T, N, K, a, want, hb, g, H, buf_o, zt)
         f_new = lambda: new._pass(kind, X, XI, prm, T, N, K, a, want, hb, g, H, buf_n, zt)
         lo, go, Ho = f_old()[0], g.copy(), H.copy()
         ln, gn, Hn = f_new()[0], g.copy(), H.copy()
@@ -85,7 +89,7 @@ for name, model in cases:
 
 if os.environ.get("NO_E2E"): sys.exit(0)
 # end to end: newton_all, 4 simulations, 1 thread
-for name, model in [c for c in (("gaussian", Gaussian()), ("ica", ICA()), ("nce_gaussian", Gaussian()), ("lognormal", LogNormal()), ("ring", Ring(dim=5, mu=7.0))) if c[0] in os.environ.get("E2E", "gaussian,ica,nce_gaussian,lognormal,ring").split(",")]:
+for name, model in [c for c in (("gaussian", Gaussian()), ("ica", ICA()), ("nce_gaussian", Gaussian()), ("nce_ica", ICA()), ("lognormal", LogNormal()), ("ring", Ring(dim=5, mu=7.0))) if c[0] in os.environ.get("E2E", "gaussian,ica,nce_gaussian,lognormal,ring").split(",")]:
     S, N2 = 4, 5000
     kind = new.KERNELS[name]
     th, th0, x, base = data(model, S, N2, K, seed=1)
@@ -95,8 +99,8 @@ for name, model in [c for c in (("gaussian", Gaussian()), ("ica", ICA()), ("nce_
     theta0 = th0.numpy()
     if name.startswith("nce"):
         theta0 = np.concatenate([theta0, np.zeros((S, 1))], 1)
-    st = dict(KERNEL_SETTINGS[name][0]); st.setdefault("hess_points", 32768 if name == "ica" else 4096)
-    if name == "ica":
+    st = dict(KERNEL_SETTINGS[name][0]); st.setdefault("hess_points", 32768 if name.endswith("ica") else 4096)
+    if name.endswith("ica"):
         st["ftol"] = 1e-5 * 16 / N2
     f_old = lambda: old.newton_all(kind, X, XI, prm, theta0, a=a, threads=1, **st)
     f_new = lambda: new.newton_all(kind, X, XI, prm, theta0, a=a, threads=1, **st)

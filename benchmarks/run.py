@@ -514,6 +514,18 @@ def bench_throughput(args):
 
 
 # --------------------------------------------------------------------------- end to end
+def study_seconds(results_dir, experiment):
+    """Compute seconds per study of one experiment's runs in ``results_dir`` (from the studies'
+    provenance files): where the time of ``cnce run`` went, e.g. the ICA share."""
+    out = {}
+    for prov in sorted(Path(results_dir).glob("*.provenance.json")):
+        p = json.loads(prov.read_text())
+        secs = sum(r.get("compute_seconds", 0.0) for r in p.get("runs", []) if r.get("experiment") == experiment)
+        if secs:
+            out[p["study"]] = round(secs, 3)
+    return out
+
+
 def bench_e2e(args):
     rows = []
     keep = args.e2e_results_dir is not None
@@ -535,7 +547,8 @@ def bench_e2e(args):
                     pass
         rows.append(dict(experiment=exp, scale=args.scale, seconds=secs, returncode=r.returncode, threads=args.threads,
                          load_average=list(os.getloadavg()), stderr_tail=r.stderr[-2000:] if r.returncode else "",
-                         parts=[dict(experiment=q.get("experiment"), wall_seconds=q.get("wall_seconds"), cells_run=q.get("cells_run"))
+                         parts=[dict(experiment=q.get("experiment"), wall_seconds=q.get("wall_seconds"), cells_run=q.get("cells_run"),
+                                     study_seconds=study_seconds(out, q.get("experiment")))
                                 for q in parts]))
         print(f"e2e {exp} at {args.scale}: {secs:.1f} s (rc {r.returncode})"
               + "".join(f"; {q.get('experiment')} {q.get('wall_seconds', 0):.0f} s" for q in parts), flush=True)

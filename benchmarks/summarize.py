@@ -187,10 +187,17 @@ def render(include_notes: bool = True, include_history: bool = True) -> str:
                        f"{c['gauss_newton']:.2f} | {r['accounted_ms']:.0f} | {r['loss_minus_default_max']:+.1e} / "
                        f"{r['loss_minus_default_min']:+.1e} | {r['log10_median_err']:.3f} |")
         out.append("")
-    rp = _load("redesign-passes") if include_history else None
-    if rp:
-        out += ["## Compiled kernels: one pass driver against the hand-written passes", "", _machine(rp["machine"]), "",
-                "The redesign of `cnce/_fused.py` (one driver over per-model block kernels) against the module before it "
+    for name, title, what in (
+            ("gn-tiles-passes", "Compiled kernels: Gauss-Newton sums in tiles",
+             "The Gauss-Newton sums in 3 x 3 tiles for every kernel with at least 3 parameters, ICA's data projections "
+             "once per data point and a loss-only ICA pass without the sign writes (issue 17)"),
+            ("redesign-passes", "Compiled kernels: one pass driver against the hand-written passes",
+             "The redesign of `cnce/_fused.py` (one driver over per-model block kernels)")):
+        rp = _load(name) if include_history else None
+        if not rp:
+            continue
+        out += [f"## {title}", "", _machine(rp["machine"]), "",
+                f"{what} against the module before it "
                 f"({rp['old']}), alternating in one process, one thread; one pass at N = 20000, and `newton_all` end to "
                 "end. Below 1: the new code is faster. The passes sum with reassociation, so their last bit depends on how "
                 "the compiler vectorised them; \"bitwise equal\" compares loss, gradient and Gauss-Newton matrix (passes) or "

@@ -189,13 +189,17 @@ if HAVE_NUMBA:
         for u in range(D):
             for v in range(u, D):
                 c = 0.5 if u == v else 1.0
-                Fp = F[p]
                 Xa, Xb, Za, Zb = XB[u], XB[v], Z[u], Z[v]
-                for t in range(nt):
-                    Fp[t] = c * (Xa[t] * Zb[t] + Za[t] * Xb[t] + Za[t] * Zb[t])
                 tp = th[p]
-                for t in range(nt):
-                    M[t] += tp * Fp[t]
+                if want:
+                    Fp = F[p]
+                    for t in range(nt):
+                        Fp[t] = c * (Xa[t] * Zb[t] + Za[t] * Xb[t] + Za[t] * Zb[t])
+                    for t in range(nt):
+                        M[t] += tp * Fp[t]
+                else:  # loss only (the eps heuristic): the same margins, the features not stored
+                    for t in range(nt):
+                        M[t] += tp * (c * (Xa[t] * Zb[t] + Za[t] * Xb[t] + Za[t] * Zb[t]))
                 p += 1
 
     @njit(**_JIT_SUM)

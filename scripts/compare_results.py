@@ -1,7 +1,7 @@
 """Do rerun results match the committed ones? Compares the result tables of two folders study by
 study, row by row (matched on method, N, kappa, sim and, where present, eps_setting).
 
-    python scripts/compare_results.py NEW_DIR data/results/paper gaussian ica ...
+    python scripts/compare_results.py NEW_DIR data/results/paper gaussian ica ... [--json OUT]
 
 Prints, per study, how many rows have identical error / eps / loss (as stored: 9 significant
 digits), the largest relative difference of each, and the largest relative difference of the
@@ -32,6 +32,17 @@ def compare(new_dir: str, old_dir: str, study: str) -> dict:
 
 
 if __name__ == "__main__":
-    new_dir, old_dir, *studies = sys.argv[1:]
+    argv = sys.argv[1:]
+    out_json = None
+    if "--json" in argv:
+        i = argv.index("--json")
+        out_json = argv[i + 1]
+        del argv[i:i + 2]
+    new_dir, old_dir, *studies = argv
+    found = {}
     for st in studies:
-        print(st, json.dumps(compare(new_dir, old_dir, st)), flush=True)
+        found[st] = compare(new_dir, old_dir, st)
+        print(st, json.dumps(found[st]), flush=True)
+    if out_json:
+        with open(out_json, "w") as f:
+            json.dump(dict(new=new_dir, old=old_dir, studies=found), f, indent=1)
