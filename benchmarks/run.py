@@ -335,6 +335,7 @@ def bench_allin(args):
     by side in one process, alternating, the load average recorded per case."""
     from cnce import _fused
     from cnce.eps import choose_eps
+    from cnce._torch import make_generator
     from cnce.noise import GaussianNoise, default_base
 
     rows = []
@@ -351,7 +352,9 @@ def bench_allin(args):
         loop_problem = gaussian_problem if name == "gaussian" else ica_problem
         D = x.shape[-1]
         cnce.fit(model, x[:2], "cnce", kappa, theta0=th0[:2], seed=5, threads=1)  # warm-up (compiled kernels)
-        base = default_base(GaussianNoise(), S, N, kappa, D, torch.Generator().manual_seed(0), threads=1)
+        # the noise that cnce.fit(..., seed=5) draws itself, so that the parts time the same fit
+        # (ICA's iterations depend on the noise)
+        base = default_base(GaussianNoise(), S, N, kappa, D, make_generator(5), threads=1)
         kind, a = _fused.KERNELS[model.compiled_kernels["cnce"]], float(model.abs_projection_coef or 0.0)
         X, XI, P0 = x.numpy(), base.numpy(), model.to_free(th0).numpy()
 
@@ -370,7 +373,7 @@ def bench_allin(args):
             t0 = time.perf_counter()
             res = cnce.fit(model, x, "cnce", kappa, theta0=th0, seed=5, threads=1)
             t_all.append(time.perf_counter() - t0)
-            g5 = torch.Generator().manual_seed(0)
+            g5 = make_generator(5)
             t0 = time.perf_counter()
             base = default_base(GaussianNoise(), S, N, kappa, D, g5, threads=1)
             t_noise.append(time.perf_counter() - t0)
@@ -663,7 +666,8 @@ def main(argv=None):
     p.add_argument("--tp-kappa", type=int, default=20)
     p.add_argument("--tp-chunk", type=int, default=10, help="simulations per chunk (memory)")
     p.add_argument("--scale", default="paper")
-    p.add_argument("--experiments", nargs="*", default=["consistency", "nce", "ring", "supplementary"])
+    p.add_argument("--experiments", nargs="*", default=["consistency", "nce", "ring", "supplementary", "eps"],
+                   help="with --e2e: the experiments, each timed alone from an empty results folder")
     p.add_argument("--e2e-results-dir", default=None, help="with --e2e: keep the results there (default: a temporary folder, removed)")
     p.add_argument("--book", action="store_true", help="with --e2e: time the quick-scale book build from clean and cached")
     p.add_argument("--image-configs", nargs="*", default=["quick", "paper"])

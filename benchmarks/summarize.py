@@ -49,6 +49,10 @@ def render(include_notes: bool = True, include_history: bool = True) -> str:
                        f"{r['cnce_heuristic_ms']:.1f} + {r['cnce_fit_ms']:.1f}) | {r['loop_all_in_ms']:.1f} ({r['loop_noise_ms']:.1f} + "
                        f"{r['loop_heuristic_ms']:.1f} + {r['loop_fit_ms']:.1f}) | **{r['speedup_all_in']:.1f}x** | {r['speedup_fit_only']:.1f}x | "
                        f"{r['log10_median_err_cnce']:.2f} / {r['log10_median_err_loop']:.2f} | {load:.1f} |")
+        frac = [(r["model"], r["N"], r["cnce_heuristic_ms"] / r["cnce_fit_ms"]) for r in ai["results"]]
+        out += ["", "The eps heuristic costs cnce " + ", ".join(f"{f:.2f}" for _, _, f in frac) + " of the fit's time ("
+                + ", ".join(f"{m} N = {n}" for m, n, _ in frac) + "; the parts' times above); the loop's heuristic, "
+                + ", ".join(f"{r['loop_heuristic_ms'] / r['loop_fit_ms']:.2f}" for r in ai["results"]) + " of its fit's."]
         out.append("")
     nd = _load("noise-draw")
     if nd:
@@ -115,14 +119,23 @@ def render(include_notes: bool = True, include_history: bool = True) -> str:
                 "Wall time of `python -m cnce run <experiment> --scale paper` from an empty results folder "
                 "(`all`: every synthetic experiment in one process; cells that two figures share run once).", "",
                 "| experiment | scale | threads | seconds | exit code | note |", "|---|---|---|---|---|---|"]
+        paper = ica = 0.0
         for r in e["results"]:
             rc = "-" if r["returncode"] is None else r["returncode"]
             note = r.get("note", "")
             if r.get("parts") and len(r["parts"]) > 1:  # `run all`: each experiment's share (shared cells run once)
                 note = (note + " " if note else "") + "; ".join(f"{q['experiment']} {q['wall_seconds']:.0f} s ({q['cells_run']} cells)"
                                                                  for q in r["parts"])
+            studies = {k: v for q in r.get("parts") or [] for k, v in (q.get("study_seconds") or {}).items()}
+            if studies:  # compute seconds per study (from the provenance files)
+                note = (note + "; " if note else "") + ", ".join(f"{k} {v:.0f} s" for k, v in studies.items())
+            if r["experiment"] != "eps":
+                paper += r["seconds"]
+                ica += studies.get("ica", 0.0)
             out.append(f"| {r['experiment']} | {r['scale']} | {r.get('threads', e['settings'].get('threads', '-'))} | "
                        f"{r['seconds']:.0f} | {rc} | {note} |")
+        if len(e["results"]) > 1 and ica:
+            out.append(f"| the paper's experiments | | | **{paper:.0f}** | | ICA {ica:.0f} s ({100 * ica / paper:.0f} %) |")
         out.append("")
     im = _load("images")
     if im:
@@ -186,6 +199,42 @@ def render(include_notes: bool = True, include_history: bool = True) -> str:
                        f"{r['passes_loss']:.1f} | {r['passes_gauss_newton']:.1f} | {c['loss']:.2f} / {c['gradient']:.2f} / "
                        f"{c['gauss_newton']:.2f} | {r['accounted_ms']:.0f} | {r['loss_minus_default_max']:+.1e} / "
                        f"{r['loss_minus_default_min']:+.1e} | {r['log10_median_err']:.3f} |")
+        out.append("")
+    lo = _load("loss-only") if include_history else None
+    if lo:
+        out += ["## The eps heuristic's loss-only pass", "", _machine(lo["machine"]), "",
+                "`benchmarks/loss_only.py`: `cnce._fused.loss_all` (what the compiled heuristic evaluates) against the module "
+                f"before the change ({lo['old']}), one thread, alternating, 9 repeats, ms per simulation.", "",
+                "| kernel | N | kappa | old ms | new ms | speed-up | bitwise equal | largest rel. difference |",
+                "|---|---|---|---|---|---|---|---|"]
+        for r in lo["rows"]:
+            out.append(f"| {r['kernel']} | {r['N']} | {r['kappa']} | {r['old_ms_per_sim']:.2f} | {r['new_ms_per_sim']:.2f} | "
+                       f"{r['old_over_new']:.2f}x | {'yes' if r['bitwise_equal'] else 'no'} | {r['max_rel_diff']:.1e} |")
+        out.append("")
+    ms = _load("ica-mle-stop") if include_history else None
+    if ms:
+        out += ["## ICA maximum likelihood: an earlier stop (not adopted)", "", _machine(ms["machine"]), "",
+                "`benchmarks/ica_mle_stop.py`: the compiled L-BFGS with its default stop against the statistical stop of "
+                "the ICA CNCE and NCE fits (`stat_ftol * n_params / N`), same problems, one thread, alternating. Changes "
+                "are against the default's estimates.", "",
+                "| N | S | stop | ms/sim | iterations | loss - default, largest | sq. error, largest rel. change | median sq. error, rel. change |",
+                "|---|---|---|---|---|---|---|---|"]
+        for r in ms["rows"]:
+            out.append(f"| {r['N']} | {r['S']} | {r['variant']} | {r['ms_per_sim']:.1f} | {r['iterations_median']:.0f} | "
+                       f"{r['loss_minus_default_max']:.1e} | {r['sq_error_max_rel_change']:.3f} | {r['median_sq_error_rel_change']:.4f} |")
+        out.append("")
+    kp = _load("ica-kink-prototype") if include_history else None
+    if kp:
+        out += ["## ICA CNCE: curvature at the kinks (prototype, not adopted)", "", _machine(kp["machine"]), "",
+                "`benchmarks/ica_kink_prototype.py` (numpy): damped Newton with the Gauss-Newton matrix alone or with a "
+                "box-kernel estimate of the curvature at the kinks of `|b . u|`; the kernels' line search and statistical "
+                f"stop. The compiled fit on the same problems: iterations {kp['compiled_iterations']}, log10 median squared "
+                f"error {kp['compiled_log10_median_err']:.3f}.", "",
+                "| variant | S | N | iterations (mean) | line-search trials (mean) | loss - compiled fit's (max / min) | log10 median sq. error |",
+                "|---|---|---|---|---|---|---|"]
+        for r in kp["rows"]:
+            out.append(f"| {r['variant']} | {r['S']} | {r['N']} | {r['iterations_mean']:.1f} | {r['line_search_trials_mean']:.1f} | "
+                       f"{r['loss_minus_compiled_max']:+.1e} / {r['loss_minus_compiled_min']:+.1e} | {r['log10_median_err']:.3f} |")
         out.append("")
     for name, title, what in (
             ("gn-tiles-passes", "Compiled kernels: Gauss-Newton sums in tiles",

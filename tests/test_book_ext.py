@@ -24,7 +24,13 @@ def test_every_substitution_in_the_book_pages_comes_from_the_results():
     for page in (ROOT / "book").glob("*.md"):
         used |= set(re.findall(r"\{\{\s*(\w+)\s*\}\}", page.read_text()))
     assert used and used <= set(config.myst_substitutions), used - set(config.myst_substitutions)
-    assert all(re.fullmatch(r"[0-9a-f]{7}|\d+", v) for v in config.myst_substitutions.values())
+    from cnce.experiments.configs import STUDIES
+
+    for key, v in config.myst_substitutions.items():
+        if key == "e2e_studies_differ":  # study names (or "none")
+            assert v == "none" or set(v.split(", ")) <= set(STUDIES), v
+        else:  # a number or a commit
+            assert re.fullmatch(r"[0-9a-f]{7}|\d+|\d(\.\d+)?e[+-]\d+", v), (key, v)
 
 
 def test_benchmark_tables_are_rendered_into_the_page_and_tracked():

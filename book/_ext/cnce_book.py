@@ -104,13 +104,31 @@ def _e2e_substitutions(app, config):
         return
     e = json.loads(path.read_text())
     subs = dict(getattr(config, "myst_substitutions", None) or {})
+    paper_s = ica_s = 0.0
     for r in e["results"]:
         subs[f"e2e_{r['experiment']}_s"] = f"{r['seconds']:.0f}"
         subs["e2e_threads"] = str(r.get("threads", e["settings"].get("threads")))
+        if r["experiment"] != "eps":  # the paper's figures; the eps experiment is beyond the paper
+            paper_s += r["seconds"]
         for q in r.get("parts") or []:
             subs[f"e2e_{q['experiment']}_s"] = f"{q['wall_seconds']:.0f}"
+            if q["experiment"] != "eps":
+                ica_s += (q.get("study_seconds") or {}).get("ica", 0.0)
+    subs.setdefault("e2e_all_s", f"{paper_s:.0f}")  # runs timed one experiment at a time: their sum
+    subs["e2e_ica_s"] = f"{ica_s:.0f}"
+    subs["e2e_ica_pct"] = f"{100 * ica_s / paper_s:.0f}" if paper_s else "-"
     subs["e2e_commit"] = str(e["machine"]["git_commit"])[:7]
     subs["e2e_cores"] = str(e["machine"]["cores"])
+    cmp_path = BENCH / "results" / "e2e-compare.json"
+    if cmp_path.is_file():  # the timed run's results against the committed ones
+        st = json.loads(cmp_path.read_text())["studies"]
+        rows = sum(v["matched"] for v in st.values())
+        same = sum(v["error_identical_rows"] for v in st.values())
+        subs["e2e_rows"] = str(rows)
+        subs["e2e_rows_differ"] = str(rows - same)
+        subs["e2e_err_max_rel"] = f"{max(v['error_max_rel'] for v in st.values()):.0e}"
+        subs["e2e_median_max_rel"] = f"{max(v['median_error_max_rel'] for v in st.values()):.0e}"
+        subs["e2e_studies_differ"] = ", ".join(k for k, v in st.items() if v["error_identical_rows"] < v["matched"]) or "none"
     config.myst_substitutions = subs
 
 
