@@ -267,7 +267,8 @@ if HAVE_NUMBA:
                 Zc = Z[c]
                 for t in range(nt):
                     SP[t] += brc * Zc[t]
-            # b_r . x once per data point (the same sum, in the same order, as per pair)
+            # b_r . x once per data point instead of once per pair (the same sum over c; the
+            # compiler may contract it differently, so its last bit can differ: measured 2e-16)
             t = 0
             for i in range(i0, i1):
                 px = 0.0
