@@ -31,6 +31,10 @@ def test_every_substitution_in_the_book_pages_comes_from_the_results():
             assert v == "none" or set(v.split(", ")) <= set(STUDIES), v
         else:  # a number or a commit
             assert re.fullmatch(r"[0-9a-f]{7}|\d+|\d(\.\d+)?e[+-]\d+", v), (key, v)
+    # the page's total is the sum of the experiments it lists (each rounded to a second)
+    subs = config.myst_substitutions
+    parts = [int(subs[f"e2e_{e}_s"]) for e in ("consistency", "nce", "ring", "supplementary")]
+    assert abs(sum(parts) - int(subs["e2e_all_s"])) <= 2, (parts, subs["e2e_all_s"])
 
 
 def test_benchmark_tables_are_rendered_into_the_page_and_tracked():
