@@ -21,6 +21,18 @@ def _machine(m):
             f"{m['torch_threads']} torch thread(s); load average at start {la}; {m['date']}; commit {str(m['git_commit'])[:7]}")
 
 
+def e2e_totals(e: dict) -> tuple[float, float]:
+    """Seconds of the paper's experiments in ``e2e.json`` (every row but the eps experiment,
+    which is beyond the paper) and the ICA study's compute seconds within them."""
+    paper = ica = 0.0
+    for r in e["results"]:
+        if r["experiment"] == "eps":
+            continue
+        paper += r["seconds"]
+        ica += sum((q.get("study_seconds") or {}).get("ica", 0.0) for q in r.get("parts") or [] if q["experiment"] != "eps")
+    return paper, ica
+
+
 def render(include_notes: bool = True, include_history: bool = True) -> str:
     """The summary as Markdown (level-2 sections), from the JSON files in ``results/``.
 
@@ -119,7 +131,6 @@ def render(include_notes: bool = True, include_history: bool = True) -> str:
                 "Wall time of `python -m cnce run <experiment> --scale paper` from an empty results folder "
                 "(`all`: every synthetic experiment in one process; cells that two figures share run once).", "",
                 "| experiment | scale | threads | seconds | exit code | note |", "|---|---|---|---|---|---|"]
-        paper = ica = 0.0
         for r in e["results"]:
             rc = "-" if r["returncode"] is None else r["returncode"]
             note = r.get("note", "")
@@ -129,11 +140,9 @@ def render(include_notes: bool = True, include_history: bool = True) -> str:
             studies = {k: v for q in r.get("parts") or [] for k, v in (q.get("study_seconds") or {}).items()}
             if studies:  # compute seconds per study (from the provenance files)
                 note = (note + "; " if note else "") + ", ".join(f"{k} {v:.0f} s" for k, v in studies.items())
-            if r["experiment"] != "eps":
-                paper += r["seconds"]
-                ica += studies.get("ica", 0.0)
             out.append(f"| {r['experiment']} | {r['scale']} | {r.get('threads', e['settings'].get('threads', '-'))} | "
                        f"{r['seconds']:.0f} | {rc} | {note} |")
+        paper, ica = e2e_totals(e)
         if len(e["results"]) > 1 and ica:
             out.append(f"| the paper's experiments | | | **{paper:.0f}** | | ICA {ica:.0f} s ({100 * ica / paper:.0f} %) |")
         out.append("")

@@ -574,7 +574,7 @@ if HAVE_NUMBA:
                     _grad_block(W, F, P, nt, g)
                 if blk % hb == 0:
                     n_h += nt
-                    if tiled or P >= 3:  # 3 x 3 tiles (1.5-2.3x the entry-wise sums at P = 16-21)
+                    if P >= 3:  # 3 x 3 tiles (1.5-2.3x the entry-wise sums at P = 16-21)
                         _gn_block_v(W, F, SP, buf[1], H, P, nt)
                     else:
                         _gn_block(W, F, SP, H, P, nt)
@@ -726,7 +726,7 @@ if HAVE_NUMBA:
         """Per-thread scratch: ``XB, Z (D, B), M, SP, W (B,), F (P, B), SG, SX (D, B)`` with
         ``B = R * max(1, block_pairs // R)`` rows per block (whole data points, ``R`` rows each:
         :func:`_rows`). ``Z`` has at least 3 rows (NCE keeps the label and offset there; the
-        Gaussian's Gauss-Newton tiles use it as scratch)."""
+        Gauss-Newton tiles, :func:`_gn_block_v`, use it as scratch)."""
         B = R * max(1, block_pairs // R)
         return (np.empty((D, B)), np.empty((max(D, 3), B)), np.empty(B), np.empty(B), np.empty(B), np.empty((P, B)),
                 np.empty((D, B)), np.empty((D, B)))

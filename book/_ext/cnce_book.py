@@ -104,18 +104,14 @@ def _e2e_substitutions(app, config):
         return
     e = json.loads(path.read_text())
     subs = dict(getattr(config, "myst_substitutions", None) or {})
-    paper_s = ica_s = 0.0
     for r in e["results"]:
         subs[f"e2e_{r['experiment']}_s"] = f"{r['seconds']:.0f}"
         subs["e2e_threads"] = str(r.get("threads", e["settings"].get("threads")))
-        if r["experiment"] != "eps":  # the paper's figures; the eps experiment is beyond the paper
-            paper_s += r["seconds"]
         parts = r.get("parts") or []
-        for q in parts:
-            if len(parts) > 1:  # `run all` in one process: each experiment's share of its wall time
+        if len(parts) > 1:  # `run all` in one process: each experiment's share of its wall time
+            for q in parts:
                 subs[f"e2e_{q['experiment']}_s"] = f"{q['wall_seconds']:.0f}"
-            if q["experiment"] != "eps":
-                ica_s += (q.get("study_seconds") or {}).get("ica", 0.0)
+    paper_s, ica_s = _summarize().e2e_totals(e)  # the paper's experiments, and ICA within them
     subs.setdefault("e2e_all_s", f"{paper_s:.0f}")  # runs timed one experiment at a time: their sum
     subs["e2e_ica_s"] = f"{ica_s:.0f}"
     subs["e2e_ica_pct"] = f"{100 * ica_s / paper_s:.0f}" if paper_s else "-"
