@@ -667,7 +667,7 @@ def main(argv=None):
     p.add_argument("--tp-chunk", type=int, default=10, help="simulations per chunk (memory)")
     p.add_argument("--scale", default="paper")
     p.add_argument("--experiments", nargs="*", default=["consistency", "nce", "ring", "supplementary", "eps"],
-                   help="with --e2e: the experiments, each timed alone from an empty results folder")
+                   help="with --e2e: the experiments, timed one after the other into one results folder, empty at the start")
     p.add_argument("--e2e-results-dir", default=None, help="with --e2e: keep the results there (default: a temporary folder, removed)")
     p.add_argument("--book", action="store_true", help="with --e2e: time the quick-scale book build from clean and cached")
     p.add_argument("--image-configs", nargs="*", default=["quick", "paper"])

@@ -128,8 +128,9 @@ def render(include_notes: bool = True, include_history: bool = True) -> str:
     e = _load("e2e")
     if e:
         out += ["## End to end", "", _machine(e["machine"]), "",
-                "Wall time of `python -m cnce run <experiment> --scale paper` from an empty results folder "
-                "(`all`: every synthetic experiment in one process; cells that two figures share run once).", "",
+                "Wall time of `python -m cnce run <experiment> --scale paper`, the experiments one after the other into one "
+                "results folder that is empty at the start "
+                "(cells that two figures share run once; `all`: every synthetic experiment in one process).", "",
                 "| experiment | scale | threads | seconds | exit code | note |", "|---|---|---|---|---|---|"]
         for r in e["results"]:
             rc = "-" if r["returncode"] is None else r["returncode"]
