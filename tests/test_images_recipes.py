@@ -44,7 +44,7 @@ def test_finished_runs_and_recipe_table(two_runs):
     assert list(runs) == ["paper", "paper-adam"]  # the folder without a state is left out
     t = measures.recipe_table(runs)
     assert list(t.index) == ["paper", "paper-adam"]
-    assert set(t["optimiser"]) == {"lbfgs", "adam"}
+    assert set(t["optimiser"]) == {"cg", "adam"}
     assert ((t["oriented share"] >= 0) & (t["oriented share"] <= 1)).all()
     assert (t["OSI localised noise"] > 0).all()
     assert torch.isfinite(torch.tensor(t[["train loss", "next fresh loss"]].to_numpy())).all()

@@ -67,6 +67,9 @@ __all__ = [
     "baseline_weights",
     "summarise_filters",
     "layer1_table",
+    "osi_threshold",
+    "oriented_share",
+    "Layer1Monitor",
     "pooled_sets",
     "pooling_coherence",
     "so_rf_properties",
@@ -306,6 +309,41 @@ def layer1_table(weights: dict[str, torch.Tensor], whitener: Whitener, *, refere
             s = summarise_filters(props[name, pic], oriented=thr)
             rows.append({"units": name, "picture": pic, **s, "osi_threshold": thr})
     return pd.DataFrame(rows).set_index(["picture", "units"]), props
+
+
+def osi_threshold(whitener: Whitener, *, K: int = 600, quantile: float = 0.95, seed: int = 0,
+                  picture: str = "receptive fields") -> float:
+    """The OSI above which a unit counts as oriented: the ``quantile`` of the OSI of ``K``
+    localised-noise patterns passed through ``whitener`` (as :func:`layer1_table` computes it)."""
+    n = int(round(math.sqrt(whitener.V.shape[0])))
+    W = project_to_whitened(localised_noise(n, K, seed=seed), whitener)
+    return float(np.quantile(filter_properties(unit_images(W, whitener)[picture]).osi, quantile))
+
+
+def oriented_share(W, whitener: Whitener, threshold: float, picture: str = "receptive fields") -> float:
+    """The share of the units ``W (K, D)`` whose OSI exceeds ``threshold`` (:func:`osi_threshold`)."""
+    return float(np.mean(filter_properties(unit_images(W, whitener)[picture]).osi > threshold))
+
+
+class Layer1Monitor:
+    """``monitor(net, layer, whitener) -> {"oriented": share, "osi_median": ...}`` for
+    :func:`cnce.images.train.train`: after every layer-1 meta-iteration, the share of
+    receptive fields more oriented than 95 % of localised noise (the threshold is computed once
+    per whitener) and their median OSI; ``{}`` for other layers."""
+
+    def __init__(self, K_noise: int = 600, quantile: float = 0.95):
+        self.K_noise, self.quantile = K_noise, quantile
+        self._thr: dict[int, float] = {}
+
+    def __call__(self, net: ImageNetwork, layer: int, whitener: Whitener) -> dict[str, float]:
+        if layer != 1:
+            return {}
+        key = id(whitener)
+        if key not in self._thr:
+            self._thr[key] = osi_threshold(whitener, K=self.K_noise, quantile=self.quantile)
+        props = filter_properties(unit_images(net.W1.detach().float().cpu(), whitener)["receptive fields"])
+        return {"oriented": float(np.mean(props.osi > self._thr[key])), "osi_median": float(np.median(props.osi)),
+                "osi_threshold": self._thr[key]}
 
 
 # -- pooling layers ------------------------------------------------------------------------------
