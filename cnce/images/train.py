@@ -516,10 +516,10 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
         monitor: ``monitor(net, layer, whitener) -> dict`` called after every meta-iteration;
             its numbers are added to the meta-iteration's record (e.g. the oriented share).
         allow_dirty: write under ``data/weights/`` from a tree with uncommitted changes.
-        code_commit: the commit the code came from, recorded when git cannot tell (a copy of
-            the tree without ``.git``, as on a lent GPU machine); the provenance also records a
-            hash of the package's source (:func:`cnce.provenance.package_source_hash`), which
-            ties the run to that commit.
+        code_commit: the commit the code came from, recorded instead of what git reports (the
+            copy of the tree on a lent GPU machine carries a stale ``.git``); the provenance also
+            records a hash of the package's source (:func:`cnce.provenance.package_source_hash`),
+            which :func:`cnce.images.runs.adopt_device_runs` checks against that commit.
     """
     from tqdm.auto import tqdm
 
@@ -561,10 +561,13 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
         state = dict(config=cfg.to_dict(), sizes=cfg.sizes(), method=method, seed=seed, history={}, seconds={},
                      snapshots={}, opt={}, data=None, whitener=None, network=None, nce_c={}, wh2_retained=None,
                      device=str(dev), torch=torch.__version__, package=__version__,
-                     git_commit=_git_commit() or code_commit)
+                     git_commit=code_commit or _git_commit())
 
     # every invocation (the first and each resume) records the code it ran with
-    session = dict(git_commit=_git_commit(), cnce_tree=_cnce_tree(), images_tree=_cnce_tree("cnce/images"),
+    # a given code_commit wins: a copy of the tree on a lent machine may carry a stale .git
+    session = dict(git_commit=code_commit or _git_commit(),
+                   cnce_tree=None if code_commit else _cnce_tree(),
+                   images_tree=None if code_commit else _cnce_tree("cnce/images"),
                    code_commit=code_commit, source_hash=provenance.package_source_hash(exclude=()),
                    allow_dirty=bool(allow_dirty and dirty), device=str(dev), threads=torch.get_num_threads(),
                    started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
