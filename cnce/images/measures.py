@@ -49,6 +49,8 @@ __all__ = [
     "ANALYSIS_SIZES",
     "pooling_table",
     "share_words",
+    "above_chance",
+    "border_share",
     "finished_runs",
     "generalisation_gap",
     "recipe_table",
@@ -578,6 +580,22 @@ def pooling_table(summary: dict):
 
     return pd.DataFrame({k: {"pooled units": summary[f"{k}_median"], "random sets": summary[f"{k}_random_median"],
                              "coherent share": summary[f"{k}_coherent_share"]} for k in SPREADS}).T
+
+
+def above_chance(share: float, n: int, chance: float = 0.05) -> float:
+    """One-sided binomial p-value that ``share`` of ``n`` units exceeds what ``chance`` gives
+    (the share of a baseline counted as coherent or oriented by construction)."""
+    from scipy.stats import binomtest
+
+    if not 0 <= share <= 1 or n < 1:
+        raise ValueError(f"share must lie in [0, 1] and n >= 1; got share={share!r}, n={n!r}")
+    return float(binomtest(int(round(share * n)), n, chance, alternative="greater").pvalue)
+
+
+def border_share(props: FilterProperties, size: int, margin: float = 4.0) -> float:
+    """Share of filters whose energy centroid lies within ``margin`` pixels of the patch border."""
+    lo, hi = margin, size - 1 - margin
+    return float(np.mean((props.x < lo) | (props.x > hi) | (props.y < lo) | (props.y > hi)))
 
 
 def share_words(share: float, chance: float = 0.05) -> str:

@@ -189,6 +189,8 @@ def adopt_device_runs(src: str | os.PathLike, commit: str, *, root: str | os.Pat
             obj = torch.load(src / name, map_location="cpu", weights_only=False)
             if isinstance(obj, dict) and "commit" in obj:
                 obj["commit"] = commit
+            if isinstance(obj, dict) and obj.get("data") == "given PatchSource":  # the photos job's source
+                obj["data"] = "photo pack data/photos/pack.npz (scripts/photo-pack.sh; source built by scripts/gpu_section4.py)"
             provenance.atomic_torch_save(obj, root / rel)
             placed[name] = root / rel
     if (src / "d2.pt").is_file():
@@ -208,6 +210,8 @@ def adopt_device_runs(src: str | os.PathLike, commit: str, *, root: str | os.Pat
                     raise ValueError(f"{d.name}: a session's source hash differs from commit {commit}'s")
                 st["git_commit"] = commit
                 st["sessions"] = _clean_sessions(st.get("sessions"), commit, tree)
+                if st.get("data") == "given PatchSource":  # the script built the source with make_source(None)
+                    st["data"] = "skimage.data bundled photographs (source built by scripts/gpu_section4.py)"
                 name = "paper" if st["seed"] == 0 else f"paper-seed{st['seed']}"
                 out = root / name
                 out.mkdir(parents=True, exist_ok=True)

@@ -239,20 +239,16 @@ def weights_dir() -> Path:
 
 def find_weights(weights: str = "auto", root: str | os.PathLike | None = None) -> Path | None:
     """The folder of a finished, committed run: ``weights="auto"`` picks the first present of
-    ``paper-adam``, ``paper``, ``demo``, ``quick`` whose every layer finished; a config name or a
-    path selects one. Returns ``None`` when ``"auto"`` finds nothing.
-
-    ``paper-adam`` comes first: it has the paper's sizes and batches, and on the bundled
-    photographs its first layer becomes oriented, while the authors' recipe (``paper``: a main
-    set reused for 20 meta-iterations, full-batch line searches) fits its own sample and does
-    not (measured on the image page)."""
+    ``paper`` (the authors' recipe at the paper's sizes), ``demo``, ``quick`` whose every layer
+    finished; a config name or a path selects one. Returns ``None`` when ``"auto"`` finds
+    nothing."""
     root = Path(root) if root is not None else weights_dir()
     if weights != "auto":
         p = Path(weights) if Path(weights).is_dir() else root / weights
         if not (p / STATE_FILE).is_file():
             raise ValueError(f"weights={weights!r}: no {STATE_FILE} under {p}")
         return p
-    for name in ("paper-adam", "paper", "demo", "quick"):
+    for name in ("paper", "demo", "quick"):
         p = root / name / STATE_FILE
         if p.is_file():
             st = torch.load(p, map_location="cpu", weights_only=False)
