@@ -248,7 +248,7 @@ print("positive control passes:", control_passes, "| negative controls fail:", n
 # isotropic differences of Gaussians give {glue:text}`oriented_rf_dog` % and the random
 # initialisation {glue:text}`oriented_rf_init` %. (The control of earlier versions of this page
 # failed because it ran 200 filters at D = 600 from 20,000 patches: undercomplete and
-# under-sampled. FastICA on the CPU at D = 200 from 100,000 patches passes as well.) The
+# under-sampled.) The
 # learned receptive fields: median OSI {glue:text}`osi_rf_learned`,
 # {glue:text}`oriented_rf_learned` % oriented; their features
 # {glue:text}`oriented_feat_learned` %.
@@ -581,11 +581,12 @@ fig = plots.plot_memorisation({"paper size: their CG, main sets": results["runs"
 # first main set (J about 1.1 on the other half), before the schedules differ, which points at
 # the PCA sample. A check without training (`scripts/check_whitening.py`) whitens 100,000
 # unseen patches with each fit and reports the eigenvalues of their covariance, which are all
-# 1 for a perfect whitening (the test sample's own spread, about +-15 % at this size, is
-# included in both):
+# 1 for a perfect whitening (the test sample's own spread, up to {glue:text}`white_mp` % at
+# this size by the Marchenko-Pastur law, is included in both):
 
 # %%
 wpath = runs.weights_dir().parent / "checks" / "whitening-sample.json"
+glue_text("white_mp", 100 * ((1 + (600 / 100_000) ** 0.5) ** 2 - 1), ".0f")  # largest eigenvalue of a white sample
 if wpath.is_file():
     wt = pd.DataFrame(json.loads(wpath.read_text())["rows"])
     wsum = wt.groupby("n_fit")[["eig_min", "eig_max", "eig_p1", "eig_p99"]].mean()
@@ -608,8 +609,24 @@ else:
 # (image-photos)=
 # ## A larger set of photographs
 #
-# The authors' recipe, layer 1, on the nine Debian wallpaper photographs of the photo pack
-# ({doc}`../book/image-data`; about 4.5 times the bundled set's patch positions), seed 0:
+# The authors' recipe, layer 1, on the {glue:text}`pack_n` Debian wallpaper photographs of the
+# photo pack ({doc}`../book/image-data`; {glue:text}`pack_ratio` times the bundled set's patch
+# positions), seed 0:
+
+# %% tags=["hide-input"]
+from cnce.images.pack import patch_positions
+
+pack = json.loads((runs.weights_dir().parent / "checks" / "photo-pack.json").read_text())
+bundled = sum(patch_positions(imdata.prepare_image(im).shape, border=0) for im in images)
+glue_text("pack_n", len(pack["photos"]))
+glue_text("pack_mpx_source", pack["source_pixels"] / 1e6, ".1f")
+glue_text("pack_mpx", pack["pixels"] / 1e6, ".2f")
+glue_text("pack_positions", pack["patch_positions_32"] / 1e6, ".2f")
+glue_text("bundled_positions", bundled / 1e6, ".2f")
+glue_text("bundled_mpx", sum(im.size for im in images) / 1e6, ".2f")
+glue_text("pack_ratio", pack["patch_positions_32"] / bundled, ".1f")
+print(pd.DataFrame([{k: p[k] for k in ("name", "package", "author")} | {"size used": "x".join(map(str, p["shape"][::-1]))}
+                    for p in pack["photos"]]).to_string(index=False))
 
 # %%
 ph = runs.load_pt("photos/paper.pt")
@@ -659,7 +676,7 @@ m11, lo11, hi11 = diff_at(11)
 mr, lor, hir = diff_at(11, "nce", "nce-reset")
 glue_text("d2_diff", f"{100 * m11:+.0f} points [{100 * lo11:+.0f}, {100 * hi11:+.0f}]")
 glue_text("d2_reset_diff", f"{100 * mr:+.0f} points [{100 * lor:+.0f}, {100 * hir:+.0f}]")
-glue_text("d2_verdict", f"after 11 meta-iterations CNCE minus NCE (their code's) in oriented share is "
+glue_text("d2_verdict", f"After 11 meta-iterations CNCE minus NCE (their code's) in oriented share is "
           f"{100 * m11:+.0f} points [{100 * lo11:+.0f}, {100 * hi11:+.0f}] over 3 seeds"
           + ("; NCE learns faster here." if hi11 < 0 else "; CNCE learns faster here." if lo11 > 0 else "; no difference shown."))
 glue_text("v_d2", "reproduced" if lo11 > 0 else "not reproduced")
@@ -684,8 +701,8 @@ glue_text("d2_meta", int(d2["meta"].max()))
 # The run's provenance records the package version and commit (checked against the hash of
 # the package source the run used), the configuration, seed, device, wall time per layer and
 # library versions. Every committed run is retrained with `scripts/gpu_section4.py` on one
-# GPU (about 13 minutes for all of the above) and taken into the repository with
-# `cnce.images.runs.adopt_device_runs`.
+# GPU (all of the above in two calls of it, on {glue:text}`recipe_gpu`) and taken into the
+# repository with `cnce.images.runs.adopt_device_runs`.
 
 # %%
 keys = ("package", "git_commit", "device", "seed", "wall_seconds_per_layer", "meta_iterations_done", "final_eps")

@@ -2,7 +2,6 @@
 GPU runs with checked provenance, the dirty-tree guard, and the committed data themselves."""
 import json
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -252,18 +252,21 @@ def test_gpu_command_smoke_on_cpu(tmp_path):
     assert [s["done"] for s in prov["sessions"]] == [{}, {"1": 3, "2": 2}]  # each invocation records its code
 
 
-def test_eps_comparison_reuses_the_comparison_setup(tmp_path, monkeypatch):
+def test_comparison_variants_share_the_start_and_nce_reset_restarts_c(tmp_path, monkeypatch):
     import cnce.images.train as T
 
     monkeypatch.setattr(T, "make_source", lambda images, patch: (_source(), "test"))
-    cfg = _tiny(compare_K1=4, compare_n=100, compare_meta=2, optimizer="adam", main_set=None)
-    res = T.train_eps_comparison(cfg, out=tmp_path / "out", work=tmp_path / "work", eps_bases=(1.0, 2.0), progress=False)
-    assert list(res["snapshots"]) == ["cnce eps_base=1.0", "cnce eps_base=2.0"]
-    for key, e in (("cnce eps_base=1.0", 1.0), ("cnce eps_base=2.0", 2.0)):
-        assert all(r["eps_trace"][0][0] == e for r in res["history"][key])
-        assert sorted(res["snapshots"][key]) == [0, 1, 2]
-    # a common initialisation
-    torch.testing.assert_close(res["snapshots"]["cnce eps_base=1.0"][0], res["snapshots"]["cnce eps_base=2.0"][0])
-    assert (tmp_path / "out" / T.EPS_COMPARE_FILE).is_file()
-    with pytest.raises(ValueError, match="eps_bases"):
-        T.train_eps_comparison(cfg, out=tmp_path / "o2", work=tmp_path / "w2", eps_bases=(0.0,), progress=False)
+    cfg = _tiny(compare_K1=4, compare_n=100, compare_meta=3)
+    res = T.train_comparison(cfg, out=tmp_path / "out", work=tmp_path / "work", progress=False,
+                             variants=("cnce", "nce", "nce-reset"))
+    assert list(res["snapshots"]) == ["cnce", "nce", "nce-reset"]
+    for v in res["snapshots"]:
+        assert sorted(res["snapshots"][v]) == [0, 1, 2, 3]
+        torch.testing.assert_close(res["snapshots"][v][0], res["snapshots"]["cnce"][0])  # a common initialisation
+    # NCE's loss before the update: with c reset it restarts from c = 0, carried it starts where it ended
+    carried, reset = res["history"]["nce"], res["history"]["nce-reset"]
+    assert all("c" in r for r in carried + reset)
+    assert carried[1]["loss"] != reset[1]["loss"]
+    assert (tmp_path / "out" / T.COMPARE_FILE).is_file()
+    with pytest.raises(ValueError, match="variants"):
+        T.train_comparison(cfg, out=tmp_path / "o2", work=tmp_path / "w2", variants=("ncex",), progress=False)

@@ -21,13 +21,11 @@ __all__ = [
     "plot_memorisation",
     "plot_d2_curves",
     "plot_training",
-    "plot_generalisation",
     "plot_comparison",
     "plot_gabor_summary",
     "plot_layer1_measures",
     "plot_pooling_coherence",
     "plot_so_coherence",
-    "plot_comparison_measures",
     "plot_top_patches",
     "pooled_units",
 ]
@@ -359,31 +357,6 @@ def plot_training(history: dict, title: str = ""):
     return fig
 
 
-def plot_generalisation(histories: dict[str, list[dict]], title: str = ""):
-    """Per run (``{label: layer history}``), the training loss after each meta-iteration
-    (dashed) and the loss of the same weights on the next meta-iteration's fresh sample
-    (solid): where the two part, the optimiser fits its own sample rather than the data."""
-    plt = _pyplot()
-
-    from cnce.losses import LOG4
-
-    fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    for c, (label, h) in enumerate(histories.items()):
-        m = np.arange(1, len(h))
-        ax.plot(m, [r["loss"] for r in h[1:]], "-", color=f"C{c}", lw=1.5, label=f"{label}: next fresh sample")
-        ax.plot(m, [r["train_loss"] for r in h[:-1]], "--", color=f"C{c}", lw=1.2, label=f"{label}: own sample (training)")
-    ax.axhline(LOG4, color="gray", ls=":", lw=1)
-    ax.text(1, LOG4, " 2 log 2", va="bottom", color="gray")
-    ax.set_xlabel("meta-iteration m of layer 1")
-    ax.set_ylabel("CNCE loss J")
-    ax.set_ylim(bottom=0)
-    ax.legend(loc="upper right", frameon=False)
-    if title:
-        ax.set_title(title)
-    fig.tight_layout()
-    return fig
-
-
 def plot_comparison(snaps: dict[str, dict[int, np.ndarray]], iters: list[int], ncol: int | None = None, size: float = 2.2):
     """Supp. D.2: first-layer features (image space) of each method (rows) after each meta-iteration
     in ``iters`` (columns); ``snaps[method][m] (K, n, n)``, ``m = 0`` the common initialisation."""
@@ -515,37 +488,6 @@ def plot_so_coherence(named: dict, measures=("orientation_coherence", "frequency
         ax.set_xlabel(m.replace("_", " "))
         ax.set_ylabel("fraction of units")
     axes[0, 0].legend(frameon=False)
-    fig.tight_layout()
-    return fig
-
-
-def plot_comparison_measures(table):
-    """Supp. D.2 measured (:func:`cnce.images.measures.comparison_table`): per meta-iteration and
-    method, the share of oriented units (receptive fields, features), and the first two
-    methods' own losses on the next sample (CNCE and NCE losses are different functions)."""
-    plt = _pyplot()
-
-    methods = list(dict.fromkeys(table.index.get_level_values(0)))
-    fig, grid = plt.subplots(2, 2, figsize=(PAGE_WIDTH, 5.6))
-    axes = grid.ravel()
-    for k, meth in enumerate(methods):
-        t = table.xs(meth, level=0)
-        st = dict(color=f"C{k}", marker="os^v"[k % 4], ms=3, ls="-" if k < 2 else "--")
-        axes[0].plot(t.index, t["oriented_rf"], label=meth.upper(), **st)
-        axes[1].plot(t.index, t["oriented_feat"], label=meth.upper(), **st)
-        if k < 2:  # the losses of further runs (e.g. CNCE at other eps) are other functions again
-            ax = axes[2 + k]
-            ax.plot(t.index, t["loss"], **st)
-            ax.set_ylabel(f"{meth.upper()} loss")
-            ax.set_title(f"{meth.upper()}: loss on the next fresh sample")
-            ax.set_xlabel("meta-iteration")
-    axes[0].set_title("receptive fields")
-    axes[1].set_title("features (dewhitened)")
-    for ax in axes[:2]:
-        ax.set_xlabel("meta-iteration")
-        ax.set_ylabel("share of oriented units")
-        ax.set_ylim(0, 1)
-    axes[0].legend(frameon=False)
     fig.tight_layout()
     return fig
 

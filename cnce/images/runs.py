@@ -28,8 +28,12 @@ import numpy as np
 import torch
 
 from cnce import provenance
+from cnce.images.data import Whitener
+from cnce.images.network import ImageNetwork
 
-__all__ = ["weights_dir", "load_results", "load_pt", "ablation_records", "ablation_table", "d2_records",
+STATE_FILE = "state.pt"
+
+__all__ = ["weights_dir", "load_state", "find_weights", "network_from_state", "STATE_FILE", "load_results", "load_pt", "ablation_records", "ablation_table", "d2_records",
            "interval", "adopt_device_runs", "commit_source_hash", "OPT_NAMES", "SCHEDULE_NAMES"]
 
 OPT_NAMES = {"cg": "their CG", "lbfgs": "L-BFGS", "adam": "Adam"}
@@ -39,6 +43,44 @@ SCHEDULE_NAMES = {"main": "their main sets", "fresh": "fresh patches"}
 def weights_dir() -> Path:
     """``data/weights`` of the repository that holds this package."""
     return provenance.REPO_ROOT / "data" / "weights"
+
+
+def load_state(out: str | os.PathLike) -> dict:
+    """The training state saved in ``<out>/state.pt`` (raises ``ValueError`` if absent)."""
+    p = Path(out) / STATE_FILE
+    if not p.is_file():
+        raise ValueError(f"out={str(out)!r} holds no {STATE_FILE}; train first (python -m cnce image-train)")
+    return torch.load(p, map_location="cpu", weights_only=False)
+
+def find_weights(weights: str = "auto", root: str | os.PathLike | None = None) -> Path | None:
+    """The folder of a finished, committed run: ``weights="auto"`` picks the first present of
+    ``paper`` (the authors' recipe at the paper's sizes), ``demo``, ``quick`` whose every layer
+    finished; a config name or a path selects one. Returns ``None`` when ``"auto"`` finds
+    nothing."""
+    root = Path(root) if root is not None else weights_dir()
+    if weights != "auto":
+        p = Path(weights) if Path(weights).is_dir() else root / weights
+        if not (p / STATE_FILE).is_file():
+            raise ValueError(f"weights={weights!r}: no {STATE_FILE} under {p}")
+        return p
+    for name in ("paper", "demo", "quick"):
+        p = root / name / STATE_FILE
+        if p.is_file():
+            st = torch.load(p, map_location="cpu", weights_only=False)
+            if all(len(st["history"].get(str(L), [])) >= n for L, n in zip((1, 2, 3, 4), st["config"]["meta_iters"])):
+                return p.parent
+    return None
+
+def network_from_state(state: dict) -> tuple[ImageNetwork, Whitener]:
+    """Rebuild the trained network and the input whitening from a saved state."""
+    net = ImageNetwork(**state["sizes"], **_network_options(state["config"]))
+    net.load_state_dict(state["network"])
+    return net, Whitener.from_state_dict(state["whitener"])
+
+def _network_options(config: dict) -> dict:
+    """Initialisation and layer-3 options of a saved config (runs saved before these options
+    existed used the orthonormal start and the linear z3)."""
+    return dict(init=config.get("init", "orthonormal"), l3_nonlinearity=config.get("l3_nonlinearity", "linear"))
 
 
 def load_results(root: str | os.PathLike | None = None) -> dict:

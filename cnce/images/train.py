@@ -64,12 +64,12 @@ from cnce.images.cg import CGSettings, ConjugateGradients
 from cnce.images.configs import ImageConfig, get_config
 from cnce.images.data import PatchSource, Whitener, load_images, load_skimage_images, prepare_image
 from cnce.images.network import ImageNetwork
+from cnce.images.runs import STATE_FILE, find_weights, load_state, network_from_state, weights_dir  # noqa: F401 (re-exported)
 
-__all__ = ["choose_eps", "choose_eps_authors", "estimate_flops", "make_source", "start_pooling_layer", "train", "train_comparison", "train_eps_comparison", "load_state", "DirtyTreeError", "network_from_state", "find_weights",
+__all__ = ["choose_eps", "choose_eps_authors", "estimate_flops", "make_source", "start_pooling_layer", "train", "train_comparison", "load_state", "DirtyTreeError", "network_from_state", "find_weights",
            "weights_dir", "STATE_FILE",
            "COMPARE_FILE"]
 
-STATE_FILE = "state.pt"
 COMPARE_FILE = "compare.pt"
 METHODS = ("cnce", "nce")
 
@@ -222,52 +222,6 @@ def _cnce_tree(sub: str = "cnce") -> str | None:
     :func:`_git_commit`). Unlike a commit hash it survives a rebase onto a base that does not
     change ``sub``, so ``cnce/images`` names the image code of a run after a branch is merged."""
     return _git_object(f"HEAD:{sub}", sub)
-
-
-def load_state(out: str | os.PathLike) -> dict:
-    """The training state saved in ``<out>/state.pt`` (raises ``ValueError`` if absent)."""
-    p = Path(out) / STATE_FILE
-    if not p.is_file():
-        raise ValueError(f"out={str(out)!r} holds no {STATE_FILE}; train first (python -m cnce image-train)")
-    return torch.load(p, map_location="cpu", weights_only=False)
-
-
-def weights_dir() -> Path:
-    """``data/weights`` of the repository that holds this package."""
-    return provenance.REPO_ROOT / "data" / "weights"
-
-
-def find_weights(weights: str = "auto", root: str | os.PathLike | None = None) -> Path | None:
-    """The folder of a finished, committed run: ``weights="auto"`` picks the first present of
-    ``paper`` (the authors' recipe at the paper's sizes), ``demo``, ``quick`` whose every layer
-    finished; a config name or a path selects one. Returns ``None`` when ``"auto"`` finds
-    nothing."""
-    root = Path(root) if root is not None else weights_dir()
-    if weights != "auto":
-        p = Path(weights) if Path(weights).is_dir() else root / weights
-        if not (p / STATE_FILE).is_file():
-            raise ValueError(f"weights={weights!r}: no {STATE_FILE} under {p}")
-        return p
-    for name in ("paper", "demo", "quick"):
-        p = root / name / STATE_FILE
-        if p.is_file():
-            st = torch.load(p, map_location="cpu", weights_only=False)
-            if all(len(st["history"].get(str(L), [])) >= n for L, n in zip((1, 2, 3, 4), st["config"]["meta_iters"])):
-                return p.parent
-    return None
-
-
-def network_from_state(state: dict) -> tuple[ImageNetwork, Whitener]:
-    """Rebuild the trained network and the input whitening from a saved state."""
-    net = ImageNetwork(**state["sizes"], **_network_options(state["config"]))
-    net.load_state_dict(state["network"])
-    return net, Whitener.from_state_dict(state["whitener"])
-
-
-def _network_options(config: dict) -> dict:
-    """Initialisation and layer-3 options of a saved config (runs saved before these options
-    existed used the orthonormal start and the linear z3)."""
-    return dict(init=config.get("init", "orthonormal"), l3_nonlinearity=config.get("l3_nonlinearity", "linear"))
 
 
 def _batched(fn, x: torch.Tensor, chunk: int) -> torch.Tensor:
@@ -698,35 +652,6 @@ def train_comparison(config: str | ImageConfig, *, out: str | os.PathLike, work:
     name = file or (COMPARE_FILE if seed == 0 else f"compare-seed{seed}.pt")
     Path(out).mkdir(parents=True, exist_ok=True)
     _atomic_save({k: v for k, v in res.items() if k != "whitener"}, Path(out) / name)
-    return res
-
-
-EPS_COMPARE_FILE = "compare-eps.pt"
-
-
-def train_eps_comparison(config: str | ImageConfig, *, out: str | os.PathLike, work: str | os.PathLike,
-                         eps_bases=(1.0, 2.0), seed: int = 0, device: str = "auto", images=None, progress: bool = True,
-                         threads: int | None = None) -> dict:
-    """The CNCE run of :func:`train_comparison` again with the eps rule starting from other
-    ``eps_base`` values (same initialisation, patches and noise draws): does CNCE's speed in
-    Supp. D.2 depend on the eps the rule settles on? Runs live in ``<work>/compare-cnce-eps<e>``;
-    ``<out>/compare-eps.pt`` has the layout of ``compare.pt`` with methods named
-    ``"cnce eps_base=<e>"``."""
-    base = get_config(config).for_comparison()
-    source, _ = make_source(images, patch=base.patch)
-    res = {"config": base.to_dict(), "seed": seed, "snapshots": {}, "history": {}}
-    for e in eps_bases:
-        if not e > 0:
-            raise ValueError(f"eps_bases must be > 0; got {eps_bases!r}")
-        cfg = replace(base, eps_base=float(e))
-        st = train(cfg, out=Path(work) / f"compare-cnce-eps{float(e)}", layers=(1,), method="cnce", device=device, seed=seed,
-                   source=source, snapshots=True, progress=progress, threads=threads)
-        key = f"cnce eps_base={float(e)}"
-        res["snapshots"][key] = st["snapshots"]
-        res["history"][key] = st["history"]["1"]
-        res["device"] = st["device"]
-    Path(out).mkdir(parents=True, exist_ok=True)
-    _atomic_save(res, Path(out) / EPS_COMPARE_FILE)
     return res
 
 
