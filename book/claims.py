@@ -18,8 +18,8 @@
 # an exact sampler of the model), local minima of ICA, the score-matching limit and the neural
 # image model. Each gets four things: what the paper says (in our words), what we measure, the
 # verdict, and the page that shows the evidence. The first five are rows of the table below
-# (one row per claim and model; a last row covers the $\varepsilon$ heuristic, which goes
-# beyond the paper); the score-matching limit and the image model, which the results tables
+# (one row per claim and model; click a row's measurement for the paper's statement and all
+# numbers; a last row covers the $\varepsilon$ heuristic, which goes beyond the paper); the score-matching limit and the image model, which the results tables
 # cannot check, follow under the table in the same four parts. Every measurement in the
 # table is computed below from the committed paper-scale results in `data/results/paper/`
 # (100 simulations per point), by `cnce.experiments.claims`. Errors are compared through
@@ -35,37 +35,24 @@ seed = 0
 # %% tags=["hide-input"]
 import html
 
-import pandas as pd
 from IPython.display import HTML
 
-from cnce.experiments import FIGURES, claims, load_results
+from cnce.experiments import claims
+from cnce.report import badge_html
 
-results, runs = {}, []
-for name in FIGURES:
-    try:
-        df = load_results(name, "paper", seed)
-    except (FileNotFoundError, ValueError) as exc:  # not committed: its claims are left out
-        print(f"{name}: no complete paper-scale run ({exc})")
-        continue
-    for study in df.study.unique():
-        rows = df[df.study == study]
-        if str(study) in results:  # a study shared by two figures: the union of their cells
-            both = pd.concat([results[str(study)], rows], ignore_index=True)
-            results[str(study)] = both.drop_duplicates(["method", "kappa", "N", "sim"], ignore_index=True)
-            continue
-        results[str(study)] = rows
-        commits = {(r.get("git_commit") or "")[:8] for r in (df.attrs["provenance"].get(study) or {}).get("runs", [])}
-        runs.append(f"{study} ({', '.join(sorted(commits))})")
+results, runs = claims.committed_results(seed)
 table = claims.claims_table(results, n_boot=2000, seed=seed)
 print(f"{len(table)} claims from {len(results)} studies; runs by commit: " + "; ".join(runs))
 
 PAGES = {"02_consistency": "Consistency", "03_cnce_vs_nce": "CNCE against NCE", "04_ring": "The ring model",
          "05_supplementary": "Supplementary models", "07_choosing_eps": "Choosing eps"}
 html_rows = "".join(
-    f"<tr><td><b>{html.escape(r.claim)}</b></td><td>{html.escape(r.paper)}</td><td>{html.escape(r.measured)}</td>"
-    f"<td><b>{html.escape(r.verdict)}</b></td><td><a href=\"../notebooks/{r.page}.html\">{PAGES[r.page]}</a></td></tr>"
+    f"<tr><td><b>{html.escape(r.claim)}</b></td>"
+    f"<td><details><summary>{html.escape(r.short)}</summary><div><b>The paper:</b> {html.escape(r.paper)}."
+    f"<br><b>Measured</b> (95 % intervals): {html.escape(r.measured)}</div></details></td>"
+    f"<td>{badge_html(r.verdict)}</td><td><a href=\"../notebooks/{r.page}.html\">{PAGES[r.page]}</a></td></tr>"
     for r in table.itertuples())
-HTML("<table class=\"claims\"><thead><tr><th>claim</th><th>the paper says</th><th>we measure (95 % interval)</th>"
+HTML("<table class=\"claims\"><thead><tr><th>claim</th><th>we measure (click for the paper's statement and all numbers)</th>"
      f"<th>verdict</th><th>page</th></tr></thead><tbody>{html_rows}</tbody></table>")
 
 # %% [markdown]
@@ -115,13 +102,20 @@ HTML("<table class=\"claims\"><thead><tr><th>claim</th><th>the paper says</th><t
 #
 # ## How to read the verdicts
 #
-# * **reproduced**: our measurement supports the claim, with its interval on the claim's side.
-# * **partly reproduced**: the direction agrees but the size does not (for example a smaller
-#   gap than the paper's), or the claim holds only under one of two data generators.
-# * **not reproduced**: our measurement contradicts the claim, or does not show the effect.
-# * **not testable here**: the run cannot show it (for the Bernoulli model the heuristic
-#   mostly picks $\varepsilon = 1$, where CNCE gives the maximum-likelihood estimate; the
-#   fixed-$\varepsilon$ run tests the claim instead).
+# * <span class="cnce-badge cnce-badge-reproduced">reproduced</span> our measurement supports
+#   the claim, with its interval on the claim's side.
+# * <span class="cnce-badge cnce-badge-partly">partly reproduced</span> the direction agrees but
+#   the size does not (for example a smaller gap than the paper's), or the claim holds only
+#   under one of two data generators.
+# * <span class="cnce-badge cnce-badge-not-reproduced">not reproduced</span> our measurement
+#   contradicts the claim, or does not show the effect.
+# * <span class="cnce-badge cnce-badge-not-testable">not testable here</span> the run cannot
+#   show it (for the Bernoulli model the heuristic mostly picks $\varepsilon = 1$, where CNCE
+#   gives the maximum-likelihood estimate; the fixed-$\varepsilon$ run tests the claim instead).
+# * <span class="cnce-badge cnce-badge-beyond">beyond the paper</span> a question of ours that
+#   the paper does not ask (how good the $\varepsilon$ heuristic's choice is): the row reports
+#   what we measure, with no verdict, since a claim the paper does not make cannot be
+#   reproduced.
 #
 # Where our setting differs from the paper's (optimiser, error measure, data), the pages and
 # {doc}`differences` say how; a different result is reported as it is, with the reasons we can
