@@ -60,8 +60,8 @@ HTML("<table class=\"claims\"><thead><tr><th>claim</th><th>we measure (click for
 #
 # **The score-matching limit** (Section 2 and Supplementary B: as $\varepsilon \to 0$, the
 # CNCE loss minus $2\log 2$, divided by $\varepsilon^2$, tends to half the score-matching
-# objective). The theory page checks it on the Gaussian model with moment-matched antithetic
-# noise: at $\varepsilon =$ {glue:text}`../notebooks/01_theory.py::sm_eps_min:.0e` the ratio is
+# objective). The theory page checks it on the Gaussian model with {term}`moment-matched antithetic noise`:
+# at $\varepsilon =$ {glue:text}`../notebooks/01_theory.py::sm_eps_min:.0e` the ratio is
 # {glue:text}`../notebooks/01_theory.py::sm_ratio_mm:.6f` against $J_{SM}/2 =$
 # {glue:text}`../notebooks/01_theory.py::sm_half:.6f` (relative difference
 # {glue:text}`../notebooks/01_theory.py::sm_rel_dev_mm:.0e`), and the distance falls with slope
@@ -79,14 +79,14 @@ HTML("<table class=\"claims\"><thead><tr><th>claim</th><th>we measure (click for
 # it at the paper's sizes on a GPU, on other natural images (the photographs bundled with
 # scikit-image; see {doc}`differences` and {doc}`image-data`), and measured each layer
 # against a baseline ({doc}`../notebooks/06_image_model`). In the run shown there (fresh
-# patches every meta-iteration, Adam), {glue:text}`../notebooks/06_image_model.py::oriented_rf_learned:s` % of the first-layer receptive
-# fields are oriented (median orientation index {glue:text}`../notebooks/06_image_model.py::osi_rf_learned:s`, against
+# patches every {term}`meta-iteration`, Adam), {glue:text}`../notebooks/06_image_model.py::oriented_rf_learned:s` % of the first-layer receptive
+# fields are oriented (median {term}`orientation index <orientation selectivity index (OSI)>` {glue:text}`../notebooks/06_image_model.py::osi_rf_learned:s`, against
 # {glue:text}`../notebooks/06_image_model.py::osi_rf_noise:s` for localised noise; 5 % count as oriented by chance);
 # {glue:text}`../notebooks/06_image_model.py::l2_position_coherent:s` % of the second-layer units pool features coherent in position and
 # {glue:text}`../notebooks/06_image_model.py::l2_orientation_coherent:s` % in orientation; the third-layer fields have an orientation
 # coherence of {glue:text}`../notebooks/06_image_model.py::l3_orientation_coherence:s` against {glue:text}`../notebooks/06_image_model.py::l3_orientation_coherence_random:s`
 # with random third-layer weights; {glue:text}`../notebooks/06_image_model.py::l4_orientation_coherent:s` % of the fourth-layer units
-# pool third-layer units coherent in orientation. With the authors' recipe (a reused main set
+# pool third-layer units coherent in orientation. With the authors' recipe (a reused {term}`main set`
 # and full-batch line searches) only {glue:text}`../notebooks/06_image_model.py::recipe_paper_oriented:s` % of the first-layer units
 # are oriented, in {glue:text}`../notebooks/06_image_model.py::recipe_n_paper:s` runs: that recipe fits its own sample. The
 # image runs are too few for a bootstrap over simulations (one run of the recipe shown), so
