@@ -79,8 +79,9 @@ class _Markdown(_Text):
         return self.text
 
 
-def glue_verdict(name: str, question: str, items, note: str | None = None, title: str = "Verdict") -> str:
-    """Glue the verdict block (:func:`verdict_html`) under ``name`` as Markdown; returns its HTML.
+def glue_verdict(name: str, question: str, items, note: str | None = None, title: str = "Verdict") -> None:
+    """Glue the verdict block (:func:`verdict_html`) under ``name`` as Markdown. Returns nothing,
+    so that a call at the end of a cell prints nothing (:func:`verdict_html` gives the HTML).
 
     The page shows it where its markdown says (usually right under the title, so that the
     computation can stay further down)::
@@ -95,6 +96,6 @@ def glue_verdict(name: str, question: str, items, note: str | None = None, title
     try:
         from myst_nb import glue as _glue
     except ImportError:  # pragma: no cover
-        return text
+        return None
     _glue(name, _Markdown(text), display=False)
-    return text
+    return None

@@ -326,7 +326,7 @@ glue_verdict("verdict", "Is the CNCE loss 2 log 2 at \u03b5 = 0 for every model,
              "objective as \u03b5 \u2192 0 (Section 2, Supp. B)?", [
     ("reproduced" if worst_eps0 < 1e-12 else "not reproduced",
      f"largest |J_N \u2212 2 log 2| at \u03b5 = 0 over five models and {S} simulations: "
-     f"{worst_eps0:.0e}", "Loss at \u03b5 = 0"),
+     f"{worst_eps0:.0e}" if worst_eps0 else "exactly 0", "Loss at \u03b5 = 0"),
     (sm_verdict, f"at \u03b5 = {float(eps_sm[0]):.0e} the ratio is {ratio[mm][0]:.6f} against "
      f"J_SM/2 = {half_sm:.6f} (relative difference {rel_dev_mm:.0e}); its distance to the "
      f"limit falls with slope {slope_mm:.2f} in \u03b5 (2 expected)",
