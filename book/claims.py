@@ -44,15 +44,15 @@ results, runs = claims.committed_results(seed)
 table = claims.claims_table(results, n_boot=2000, seed=seed)
 print(f"{len(table)} claims from {len(results)} studies; runs by commit: " + "; ".join(runs))
 
-PAGES = {"02_consistency": "Consistency", "03_cnce_vs_nce": "CNCE against NCE", "04_ring": "The ring model",
-         "05_supplementary": "Supplementary models", "07_choosing_eps": "Choosing eps"}
+PAGES = {"02_consistency": "Consistency", "03_cnce_vs_nce": "NCE", "04_ring": "Ring",
+         "05_supplementary": "Supp. models", "07_choosing_eps": "Choosing eps"}
 html_rows = "".join(
     f"<tr><td><b>{html.escape(r.claim)}</b></td>"
     f"<td><details><summary>{html.escape(r.short)}</summary><div><b>The paper:</b> {html.escape(r.paper)}."
     f"<br><b>Measured</b> (95 % intervals): {html.escape(r.measured)}</div></details></td>"
     f"<td>{badge_html(r.verdict)}</td><td><a href=\"../notebooks/{r.page}.html\">{PAGES[r.page]}</a></td></tr>"
     for r in table.itertuples())
-HTML("<table class=\"claims\"><thead><tr><th>claim</th><th>we measure (click for the paper's statement and all numbers)</th>"
+HTML("<table class=\"claims\"><thead><tr><th>claim</th><th>we measure (click: the paper's claim, all numbers)</th>"
      f"<th>verdict</th><th>page</th></tr></thead><tbody>{html_rows}</tbody></table>")
 
 # %% [markdown]
