@@ -262,6 +262,9 @@ def rerun_box(docname: str, quick_seconds: float | None = None) -> str:
                          f"{_fmt_s(total)} of training on {gpu} (data/weights/paper-adam/provenance.json)"))
             rows.append(("paper scale, CPU", ".venv/bin/python -m cnce image-train --config demo --compare",
                          "the CPU-sized run; see the image page for its time"))
+        elif name.startswith("06_"):  # the committed runs moved: their provenance holds the times
+            rows.append(("paper scale, GPU", "scripts/gpu-paper-images.sh (see the image page for the runs it makes)",
+                         "in each committed run's provenance under data/weights/"))
         else:
             rows.append(("paper scale, CPU", f".venv/bin/python -m cnce batch {num} --scale paper",
                          "not measured (more simulations and data in every check)"))
