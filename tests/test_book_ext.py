@@ -113,4 +113,4 @@ def test_rerun_box_names_commands_and_measured_times():
     assert "e2e.json" in box and "GPU" in box
     assert "scripts/book.sh" in ext.rerun_box("book/claims")
     box6 = ext.rerun_box("notebooks/06_image_model")
-    assert "GPU" in box6 and ("image-train" in box6 or "gpu-paper-images.sh" in box6)
+    assert "GPU" in box6 and ("image-train" in box6 or "GPU command" in box6)

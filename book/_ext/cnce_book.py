@@ -263,7 +263,7 @@ def rerun_box(docname: str, quick_seconds: float | None = None) -> str:
             rows.append(("paper scale, CPU", ".venv/bin/python -m cnce image-train --config demo --compare",
                          "the CPU-sized run; see the image page for its time"))
         elif name.startswith("06_"):  # the committed runs moved: their provenance holds the times
-            rows.append(("paper scale, GPU", "scripts/gpu-paper-images.sh (see the image page for the runs it makes)",
+            rows.append(("paper scale, GPU", "the one-call GPU command that the image page and the README give",
                          "in each committed run's provenance under data/weights/"))
         else:
             rows.append(("paper scale, CPU", f".venv/bin/python -m cnce batch {num} --scale paper",
