@@ -247,10 +247,7 @@ def test_every_notebook_has_a_page(book):
 #: The results pages: each shows a verdict block (``cnce.report.glue_verdict``) in its first screen.
 RESULTS_PAGES = [p for p in PAGES if re.match(r"notebooks/0[1-7]_", p)]
 #: Pages that do not carry their verdict block yet, with the reason (the test expects them to fail).
-VERDICT_PENDING = {
-    "notebooks/06_image_model": "the image page's verdict block is added by the Section 4 work "
-                                "(cnce.report.glue_verdict and a {glue:md} directive under the title)",
-}
+VERDICT_PENDING: dict[str, str] = {}
 FIRST_SCREEN_PX = 900
 
 _VERDICT_JS = r"""
