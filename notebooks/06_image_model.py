@@ -301,7 +301,9 @@ for name, short in (("learned", "learned"), ("localised noise", "noise"), ("isot
 # The Gabor test passes {glue:text}`gabor_learned` % of the learned receptive fields,
 # {glue:text}`gabor_noise` % of localised noise and {glue:text}`gabor_dog` % of isotropic
 # differences of Gaussians: a pass there means "localised"; the OSI test above is what tells
-# oriented units from noise.
+# oriented units from noise. (The fits are least-squares searches: on another CPU or thread
+# count a unit at the pass threshold can fall the other way, so these shares can move by a few
+# per cent.)
 #
 # ## Figure 5 (right): second-layer pooling
 #

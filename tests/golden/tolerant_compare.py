@@ -39,6 +39,12 @@ TOLERANCES: dict[tuple[str, str], Tolerance] = {
         rtol=2e-4, atol=1e-12,
         reason="at eps = 1e-7 the excess J_N - 2 log 2 is about 2e-14, a sum over 160,000 data-noise pairs "
                "whose round-off moves the ratio's fifth digit (2.4424 on one CPU, 2.4425 on another)"),
+    ("06_image_model.ipynb", "gabor_rows = []"): Tolerance(
+        rtol=0.0, atol=0.08,
+        reason="least-squares Gabor fits of 40 units: a unit at the pass threshold passes on one CPU and "
+               "thread count and fails on another (0.98 against 0.95 seen); each unit moves the share by 0.025"),
+    ("06_image_model.ipynb", 'glue_text(f"gabor_{short}"'): Tolerance(
+        rtol=0.0, atol=8.0, reason="the same shares in per cent"),
 }
 
 _NUMBER = re.compile(
