@@ -17,26 +17,7 @@ MU = torch.tensor([0.5, -1.0], dtype=torch.float64)
 COV = torch.tensor([[1.0, 0.6], [0.6, 2.0]], dtype=torch.float64)
 
 
-class GaussianEnergy(torch.nn.Module):
-    """log phi(x) = -1/2 (x - mu)^T P (x - mu), P = L L^T (L lower triangular, log-diagonal)."""
-
-    def __init__(self, dtype=torch.float64):
-        super().__init__()
-        self.mu = torch.nn.Parameter(torch.zeros(2, dtype=dtype))
-        self.raw = torch.nn.Parameter(torch.zeros(3, dtype=dtype))  # log L11, L21, log L22
-
-    def chol(self):
-        r = self.raw
-        z = torch.zeros((), dtype=r.dtype)
-        return torch.stack([torch.stack([r[0].exp(), z]), torch.stack([r[1], r[2].exp()])])
-
-    def precision(self):
-        Lc = self.chol()
-        return Lc @ Lc.T
-
-    def forward(self, x):
-        d = x - self.mu
-        return -0.5 * ((d @ self.precision()) * d).sum(-1)
+GaussianEnergy = nn.GaussianEnergy
 
 
 def _data(n, seed=0):

@@ -15,10 +15,10 @@ Example::
     print(cnce.nn.log_likelihood(net, x))
 """
 from .losses import cnce_loss, dsm_loss, evaluate, nce_loss, score, ssm_loss
-from .toys import (BOX, TOYS, MLPEnergy, eight_gaussians_log_prob, grid, grid_log_normaliser, log_likelihood,
+from .toys import (BOX, TOYS, GaussianEnergy, MLPEnergy, eight_gaussians_log_prob, grid, grid_log_normaliser, log_likelihood,
                    sample_toy, true_log_prob)
 from .train import DSM_SIGMA, EPS_CAP, METHODS, TrainResult, train
 
 __all__ = ["train", "TrainResult", "METHODS", "EPS_CAP", "DSM_SIGMA", "cnce_loss", "nce_loss", "dsm_loss",
            "ssm_loss", "evaluate", "score", "TOYS", "BOX", "sample_toy", "true_log_prob", "eight_gaussians_log_prob",
-           "MLPEnergy", "grid", "grid_log_normaliser", "log_likelihood"]
+           "MLPEnergy", "GaussianEnergy", "grid", "grid_log_normaliser", "log_likelihood"]

@@ -25,7 +25,7 @@ from ..provenance import REPO_ROOT, atomic_torch_save, atomic_write_text, derive
 from .toys import TOYS, MLPEnergy, log_likelihood, sample_toy
 from .train import METHODS, train
 
-__all__ = ["Scale", "SCALES", "run_comparison", "summarise", "results_path", "load_paper", "EPS_VARIANTS"]
+__all__ = ["Scale", "SCALES", "run_comparison", "summarise", "results_path", "load_paper", "EPS_VARIANTS", "verdict", "verdict_text", "t_interval"]
 
 #: CNCE variants of the eps study: name -> (eps, eps_every); eps a multiple of the data scale
 EPS_VARIANTS = {"auto": ("auto", None), "auto-once": ("auto", "once"), "fixed 0.1": (0.1, None),
@@ -146,6 +146,24 @@ def verdict(summary, method: str = "cnce", by="method"):
     return out
 
 
+def verdict_text(summary, method: str = "cnce", by="method", labels=None) -> str:
+    """One sentence: where ``method`` wins, ties and loses (by :func:`verdict`)."""
+    lab = (lambda m: (labels or {}).get(m, m.upper()))
+    v = verdict(summary, method, by)
+    parts = []
+    for toy, d in summary.groupby("toy", sort=False):
+        me = d[d[by] == method].iloc[0]
+        best = d.sort_values("mean", ascending=False).iloc[0][by]
+        if v[toy] == "wins":
+            parts.append(f"wins on {toy}")
+        elif v[toy] == "loses":
+            above = [lab(m) for m in d[d.lo > me.hi][by]]
+            parts.append(f"loses on {toy} (to {' and '.join(above)})")
+        else:
+            parts.append(f"ties on {toy} (highest mean: {lab(best)})")
+    return f"{lab(method)} " + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+
+
 def load_paper(name: str = "nn-toys"):
     """The committed paper-scale tables and networks, or ``None`` when they are not stored."""
     import pandas as pd
@@ -170,6 +188,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     torch.set_num_threads(a.threads)
     t0 = time.time()
+    env = environment_record(a.device)  # at the start: the code that runs
     df, eps_df, nets = run_comparison(a.scale, seed=a.seed, device=a.device, log=lambda s: print(s, flush=True))
     p = results_path(a.name)
     p.parent.mkdir(parents=True, exist_ok=True)
@@ -177,7 +196,7 @@ def main(argv=None):
     atomic_write_text(p.with_name(f"{a.name}-eps.csv"), eps_df.to_csv(index=False))
     atomic_torch_save(nets, p.with_name(f"{a.name}-nets.pt"))
     prov = dict(scale=a.scale, seed=a.seed, settings=asdict(SCALES[a.scale]), threads=a.threads,
-                wall_seconds=time.time() - t0, environment=environment_record(a.device))
+                wall_seconds=time.time() - t0, environment=env)
     atomic_write_text(p.with_suffix(".json"), json.dumps(prov, indent=1, default=str))
     print(f"wrote {p} ({time.time() - t0:.0f} s)")
 

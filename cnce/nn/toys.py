@@ -25,7 +25,7 @@ import torch
 
 from .._validation import check_positive_int
 
-__all__ = ["TOYS", "sample_toy", "eight_gaussians_log_prob", "true_log_prob", "MLPEnergy", "grid",
+__all__ = ["TOYS", "sample_toy", "eight_gaussians_log_prob", "true_log_prob", "MLPEnergy", "GaussianEnergy", "grid",
            "grid_log_normaliser", "log_likelihood", "BOX"]
 
 TOYS = ("8gaussians", "2spirals", "checkerboard", "rings")
@@ -137,6 +137,27 @@ class MLPEnergy(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x).squeeze(-1)
+
+
+class GaussianEnergy(torch.nn.Module):
+    """``log phi(x) = -1/2 (x - mu)^T P (x - mu)`` in two dimensions, ``P = L L^T`` with ``L``
+    lower triangular (log-parametrised diagonal): a network whose optimum is known in closed
+    form for every loss (the data's Gaussian; for DSM the data's Gaussian smoothed by the noise)."""
+
+    def __init__(self, dtype=torch.float64):
+        super().__init__()
+        self.mu = torch.nn.Parameter(torch.zeros(2, dtype=dtype))
+        self.raw = torch.nn.Parameter(torch.zeros(3, dtype=dtype))  # log L11, L21, log L22
+
+    def precision(self) -> torch.Tensor:
+        r = self.raw
+        z = torch.zeros((), dtype=r.dtype, device=r.device)
+        Lc = torch.stack([torch.stack([r[0].exp(), z]), torch.stack([r[1], r[2].exp()])])
+        return Lc @ Lc.T
+
+    def forward(self, x):
+        d = x - self.mu
+        return -0.5 * ((d @ self.precision()) * d).sum(-1)
 
 
 def grid(n: int = 300, box: float = BOX, *, dtype=torch.float64, device=None) -> tuple[torch.Tensor, float]:
