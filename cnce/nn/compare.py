@@ -25,7 +25,7 @@ from ..provenance import REPO_ROOT, atomic_torch_save, atomic_write_text, derive
 from .toys import TOYS, MLPEnergy, log_likelihood, sample_toy
 from .train import METHODS, train
 
-__all__ = ["Scale", "SCALES", "run_comparison", "summarise", "results_path", "load_paper", "EPS_VARIANTS", "verdict", "verdict_text", "t_interval"]
+__all__ = ["Scale", "SCALES", "run_comparison", "summarise", "results_path", "load_paper", "EPS_VARIANTS", "paired", "verdict_text", "t_interval"]
 
 #: CNCE variants of the eps study: name -> (eps, eps_every); eps a multiple of the data scale
 EPS_VARIANTS = {"auto": ("auto", None), "auto-once": ("auto", "once"), "fixed 0.1": (0.1, None),
@@ -47,7 +47,7 @@ class Scale:
     grid: int = 300
 
 
-SCALES = {"quick": Scale(seeds=2, steps=300, eps_seeds=1), "paper": Scale(seeds=3, steps=2000, eps_seeds=2)}
+SCALES = {"quick": Scale(seeds=2, steps=300, eps_seeds=1), "paper": Scale(seeds=6, steps=2000, eps_seeds=2)}
 
 
 def results_path(name: str = "nn-toys"):
@@ -71,7 +71,7 @@ def _one(toy, method, seed, sc: Scale, xtr, xte, device, eps="auto", eps_every=N
 
 
 def run_comparison(scale: str | Scale = "quick", *, seed: int = 0, device="cpu", toys=TOYS, methods=METHODS,
-                   eps_study: bool = True, keep_nets: bool = True, log=None):
+                   eps_study: bool = True, keep_nets: bool = True, log=None, stored=None):
     """Run the page's two studies; returns ``(table, eps_table, nets)``: pandas frames with one
     row per toy x method (or eps variant) x seed, and the seed-``seed`` networks' state dicts
     keyed by ``(toy, method)``. Seeds are ``seed, seed + 1, ...``; data are drawn per toy
@@ -86,7 +86,8 @@ def run_comparison(scale: str | Scale = "quick", *, seed: int = 0, device="cpu",
         xte = sample_toy(toy, sc.n_test, generator=g).float()
         for s in range(seed, seed + sc.seeds):
             for m in methods:
-                r = _one(toy, m, s, sc, xtr, xte, device, keep=nets if (keep_nets and s == seed) else None)
+                old = _stored_row(stored, 0, toy=toy, method=m, seed=s)
+                r = old or _one(toy, m, s, sc, xtr, xte, device, keep=nets if (keep_nets and s == seed) else None)
                 rows.append(r)
                 if log:
                     log(f"{toy} {m} seed {s}: log-lik {r['loglik']:.3f}")
@@ -96,12 +97,22 @@ def run_comparison(scale: str | Scale = "quick", *, seed: int = 0, device="cpu",
                     if name == "auto":
                         r = next(dict(r) for r in rows if r["toy"] == toy and r["method"] == "cnce" and r["seed"] == s)
                     else:
-                        r = _one(toy, "cnce", s, sc, xtr, xte, device, eps=eps, eps_every=every)
+                        r = (_stored_row(stored, 1, toy=toy, variant=name, seed=s)
+                             or _one(toy, "cnce", s, sc, xtr, xte, device, eps=eps, eps_every=every))
                     r["variant"] = name
                     eps_rows.append(r)
                     if log:
                         log(f"{toy} cnce {name} seed {s}: log-lik {r['loglik']:.3f}")
     return pd.DataFrame(rows), pd.DataFrame(eps_rows), nets
+
+
+def _stored_row(stored, which, **key):
+    if stored is None or stored[which] is None:
+        return None
+    d = stored[which]
+    for k, v in key.items():
+        d = d[d[k] == v]
+    return d.iloc[0].to_dict() if len(d) else None
 
 
 def t_interval(values, level: float = 0.95):
@@ -130,38 +141,40 @@ def summarise(df, by="method", level: float = 0.95):
     return pd.DataFrame(out)
 
 
-def verdict(summary, method: str = "cnce", by="method"):
-    """Per toy: ``"wins"`` when ``method``'s interval lies above every other method's, ``"loses"``
-    when some method's interval lies entirely above it, else ``"ties"``; and the best method."""
-    out = {}
-    for toy, d in summary.groupby("toy", sort=False):
-        me = d[d[by] == method].iloc[0]
-        others = d[d[by] != method]
-        if (me.lo > others.hi).all():
-            out[toy] = "wins"
-        elif (others.lo > me.hi).any():
-            out[toy] = "loses"
-        else:
-            out[toy] = "ties"
-    return out
+def paired(df, method: str = "cnce", level: float = 0.95):
+    """Per toy and other method: the mean over seeds of ``method``'s held-out log-likelihood
+    minus the other's (same seed: same initial network, data and test points), its Student-t
+    interval, and the outcome: ``"wins"`` (interval above 0), ``"loses"`` (below) or ``"ties"``."""
+    import pandas as pd
+
+    out = []
+    for toy, d in df.groupby("toy", sort=False):
+        me = d[d.method == method].set_index("seed").loglik
+        for other in [m for m in d.method.unique() if m != method]:
+            o = d[d.method == other].set_index("seed").loglik
+            diff = (me - o).dropna()
+            m, lo, hi = t_interval(diff, level)
+            out.append({"toy": toy, "other": other, "diff": m, "lo": lo, "hi": hi, "seeds": len(diff),
+                        "outcome": "wins" if lo > 0 else ("loses" if hi < 0 else "ties")})
+    return pd.DataFrame(out)
 
 
-def verdict_text(summary, method: str = "cnce", by="method", labels=None) -> str:
-    """One sentence: where ``method`` wins, ties and loses (by :func:`verdict`)."""
+def verdict_text(df, method: str = "cnce", labels=None) -> str:
+    """One sentence from :func:`paired`: per other method, the toys where ``method`` wins,
+    ties and loses."""
     lab = (lambda m: (labels or {}).get(m, m.upper()))
-    v = verdict(summary, method, by)
+    p = paired(df, method)
+    n_toys = p.toy.nunique()
     parts = []
-    for toy, d in summary.groupby("toy", sort=False):
-        me = d[d[by] == method].iloc[0]
-        best = d.sort_values("mean", ascending=False).iloc[0][by]
-        if v[toy] == "wins":
-            parts.append(f"wins on {toy}")
-        elif v[toy] == "loses":
-            above = [lab(m) for m in d[d.lo > me.hi][by]]
-            parts.append(f"loses on {toy} (to {' and '.join(above)})")
-        else:
-            parts.append(f"ties on {toy} (highest mean: {lab(best)})")
-    return f"{lab(method)} " + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+    for other, d in p.groupby("other", sort=False):
+        bits = []
+        for outcome in ("wins", "ties", "loses"):
+            toys = d[d.outcome == outcome].toy.tolist()
+            if toys:
+                where = "all toys" if len(toys) == n_toys else ", ".join(toys)
+                bits.append(f"{outcome} on {where}")
+        parts.append(f"against {lab(other)} it " + " and ".join(bits))
+    return f"{lab(method)}: " + "; ".join(parts)
 
 
 def load_paper(name: str = "nn-toys"):
@@ -189,14 +202,25 @@ def main(argv=None):
     torch.set_num_threads(a.threads)
     t0 = time.time()
     env = environment_record(a.device)  # at the start: the code that runs
-    df, eps_df, nets = run_comparison(a.scale, seed=a.seed, device=a.device, log=lambda s: print(s, flush=True))
     p = results_path(a.name)
+    old = load_paper(a.name) if p.exists() else None
+    prov_old = old[3] if old else {}
+    if old and prov_old.get("settings", {}) | {"seeds": 0, "eps_seeds": 0} != asdict(SCALES[a.scale]) | {"seeds": 0, "eps_seeds": 0}:
+        raise SystemExit(f"{p} holds a run with other settings; move it away first")
+    if old:
+        print(f"reusing the {len(old[0])} + {len(old[1])} rows stored in {p}", flush=True)
+    df, eps_df, nets = run_comparison(a.scale, seed=a.seed, device=a.device, log=lambda s: print(s, flush=True),
+                                      stored=None if old is None else old[:2])
+    if old:
+        nets = {**old[2], **nets}
     p.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(p, df.to_csv(index=False))
     atomic_write_text(p.with_name(f"{a.name}-eps.csv"), eps_df.to_csv(index=False))
     atomic_torch_save(nets, p.with_name(f"{a.name}-nets.pt"))
-    prov = dict(scale=a.scale, seed=a.seed, settings=asdict(SCALES[a.scale]), threads=a.threads,
-                wall_seconds=time.time() - t0, environment=env)
+    runs = prov_old.get("runs", []) + [dict(wall_seconds=time.time() - t0, threads=a.threads, environment=env,
+                                            rows_computed=len(df) + len(eps_df) - (len(old[0]) + len(old[1]) if old else 0))]
+    prov = dict(scale=a.scale, seed=a.seed, settings=asdict(SCALES[a.scale]), runs=runs,
+                wall_seconds=sum(r["wall_seconds"] for r in runs), threads=a.threads, environment=env)
     atomic_write_text(p.with_suffix(".json"), json.dumps(prov, indent=1, default=str))
     print(f"wrote {p} ({time.time() - t0:.0f} s)")
 
