@@ -205,7 +205,7 @@ print(f"machine: {prov.get('environment', {}).get('cpu', 'this one')}; "
       f"threads {prov.get('threads', torch.get_num_threads())}; "
       f"device {prov.get('environment', {}).get('device', device)}")
 glue("cost_ratio_ssm", f"{cost['ssm'] / cost['cnce']:.1f}")
-glue("cost_ratio_dsm", f"{cost['dsm'] / cost['cnce']:.1f}")
+glue("cost_ratio_dsm", f"{cost['dsm'] / cost['cnce']:.1f}");
 
 # %% [markdown]
 # A step of SSM costs {glue:text}`cost_ratio_ssm` times a step of CNCE, a step of DSM
@@ -252,7 +252,7 @@ diff = piv["auto"] - piv.drop(columns="auto").max(axis=1)
 glue("eps_seeds", eps_df.seed.nunique())
 glue("auto_best", int((diff >= 0).sum()))
 glue("auto_gap", f"{-diff.min():.2f}")
-glue("auto_vs_once", f"{(piv['auto'] - piv['auto-once']).mean():.2f}")
+glue("auto_vs_once", f"{(piv['auto'] - piv['auto-once']).mean():.2f}");
 
 # %% [markdown]
 # On the freshly initialised network the rule climbs to {glue:text}`once_lo` to
@@ -297,7 +297,7 @@ print("(J - 2 log 2) / (eps^2/2 J_SM):  " + "  ".join(f"{r:.3f}" for r in ratio)
 glue("ratio_small", f"{ratio[-1]:.3f}")
 beaten = pair[(pair.other == "DSM") & (pair.outcome == "wins")].toy.tolist()
 glue("dsm_lost", " and ".join(beaten) if beaten else "no toy")
-glue("dsm_sigma_rings", f"{cnn.DSM_SIGMA * scale_of['rings']:.2f}")
+glue("dsm_sigma_rings", f"{cnn.DSM_SIGMA * scale_of['rings']:.2f}");
 
 # %% [markdown]
 # The ratio tends to 1 as $\varepsilon \to 0$ ({glue:text}`ratio_small` at the smallest
