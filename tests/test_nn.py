@@ -33,7 +33,7 @@ def test_each_loss_recovers_the_gaussian(method):
     x = _data(4000)
     net = GaussianEnergy()
     sigma = 0.3
-    res = nn.train(net, x, method, kappa=10, steps=1500, batch_size=500, lr=0.02, seed=1, sigma=sigma,
+    res = nn.train(net, x, method, kappa=10, steps=700, batch_size=500, lr=0.03, seed=1, sigma=sigma,
                    progress=False)
     cov = COV + (sigma**2 * torch.eye(2, dtype=torch.float64) if method == "dsm" else 0)
     want = torch.linalg.inv(cov)
