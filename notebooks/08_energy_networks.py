@@ -191,6 +191,10 @@ plots.density_figure(nets, cnn.TOYS, cnn.METHODS, hidden=sc.hidden,
 # *Figure: not a figure of the paper. True densities (left) and the densities learned by the
 # same MLP with CNCE, NCE, DSM and SSM at equal budgets ({glue:text}`shown_desc`).*
 #
+# DSM's densities are blurred versions of the toys (its optimum is the data density smoothed
+# by its noise, see below); in this seed SSM puts most of its mass on a few parts of the
+# spirals and rings, and its wide intervals in the table show how much its runs vary.
+#
 # ## Cost per step
 #
 # Milliseconds per training step, mean over toys and seeds, on the machine that made the

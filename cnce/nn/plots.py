@@ -51,7 +51,7 @@ def density_figure(nets: dict, toys, methods, *, hidden: int, layers: int, n: in
     for i, toy in enumerate(toys):
         d, what = _true_density(toy, n)
         axes[i, 0].imshow(d, origin="lower", extent=ext, cmap="viridis", vmin=0, vmax=np.quantile(d, 0.995))
-        axes[i, 0].set_title(f"{toy}\n({what})" if i == 0 else toy, fontsize=7)
+        axes[i, 0].set_title(f"{toy}\n({what})", fontsize=7)
         for j, m in enumerate(methods, start=1):
             ax = axes[i, j]
             p = _model_density(net_from_state(nets[(toy, m)], hidden, layers), n)
