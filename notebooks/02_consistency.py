@@ -13,6 +13,10 @@
 # %% [markdown]
 # # Consistency of CNCE (Fig. 2a-b)
 #
+# ```{glue:md} verdict
+# :format: myst
+# ```
+#
 # Section 3.2 of the paper argues empirically that CNCE is consistent: for the Gaussian
 # model (Eq. 15, five dimensions, 15 precision parameters) and the ICA model (Eq. 16, four
 # sources, a 4 x 4 demixing matrix) the squared estimation error falls on a straight line
@@ -194,7 +198,7 @@ else:
 # %% [markdown]
 # How does our MLE compare with the authors'? Their ICA maximum-likelihood routine hands
 # the optimiser a natural gradient where it expects the ordinary gradient, which stops it
-# short of the optimum (see the project's notes on the authors' code); our MLE minimises
+# short of the optimum (see {doc}`../book/authors-code`); our MLE minimises
 # the exact negative log-likelihood. A count of stuck fits is therefore a statement about
 # optimisers as much as about estimators: a smaller count than the paper's says that our
 # optimisers escape (or never meet) the poor basins from the same kind of starting points,
@@ -220,6 +224,22 @@ print(analysis.convergence_summary(df).pipe(analysis.format_table, 4))
 # for consistency, and a slope of $-1$ is the rate of an efficient estimator. The verdicts
 # below are computed from the tables above. Where the grids differ (the `quick` scale),
 # only the qualitative shape can be compared.
+
+# %% tags=["hide-input"]
+# The verdict block at the top of this page: the claims page's rows for this
+# page (same function, committed paper-scale results, 95 % bootstrap intervals)
+from cnce.experiments import claims
+from cnce.report import glue_verdict
+
+rows = claims.page_claims("02_consistency", seed=seed)
+items = [(r.verdict, r.short, r.claim) for r in rows.itertuples()] or [
+    ("not testable here", f"no committed paper-scale run for seed {seed}")]
+glue_verdict("verdict", "Does CNCE's error fall like 1/N (consistency), does it approach MLE's as κ grows, and do some ICA fits end in a local minimum, as the paper reports?", items,
+             note="From the committed paper-scale results, as on the "
+                  '<a href="../book/claims.html">claims page</a>; '
+                  "intervals and details there.")
+for r in rows.itertuples():
+    print(f"{r.claim}: {r.verdict}; {r.short}")
 
 # %% tags=["hide-input"]
 for study in studies:

@@ -13,6 +13,10 @@
 # %% [markdown]
 # # CNCE against NCE (Fig. 2c-f)
 #
+# ```{glue:md} verdict
+# :format: myst
+# ```
+#
 # With the same number of noise samples, which estimator is more accurate? The paper
 # compares CNCE with noise-contrastive estimation (NCE, Gutmann & Hyvärinen 2012) on the
 # Gaussian and ICA models. Its NCE draws noise from a Gaussian with the data's mean and
@@ -231,3 +235,25 @@ if "ica" in studies:
 # $\kappa \ge 10$ the lead is {glue:text}`ica_z_lo` to {glue:text}`ica_z_hi` bootstrap standard
 # errors. Our verdict: {glue:text}`ica_verdict`. The paper judged from curves on a log axis
 # that spans several decades, on which a difference of this size is hard to see.
+
+# %% [markdown]
+# ## The verdict, computed
+#
+# The block at the top of this page comes from this cell: the claims page's rows for this
+# page.
+
+# %% tags=["hide-input"]
+# The verdict block at the top of this page: the claims page's rows for this
+# page (same function, committed paper-scale results, 95 % bootstrap intervals)
+from cnce.experiments import claims
+from cnce.report import glue_verdict
+
+rows = claims.page_claims("03_cnce_vs_nce", seed=seed)
+items = [(r.verdict, r.short, r.claim) for r in rows.itertuples()] or [
+    ("not testable here", f"no committed paper-scale run for seed {seed}")]
+glue_verdict("verdict", 'With as many noise samples, is NCE more accurate than CNCE on the Gaussian model, on par with it on ICA once N is large, and does the gap shrink as κ grows?', items,
+             note="From the committed paper-scale results, as on the "
+                  '<a href="../book/claims.html">claims page</a>; '
+                  "intervals and details there.")
+for r in rows.itertuples():
+    print(f"{r.claim}: {r.verdict}; {r.short}")

@@ -13,6 +13,10 @@
 # %% [markdown]
 # # Non-negative and discrete data (Supp. Fig. 1)
 #
+# ```{glue:md} verdict
+# :format: myst
+# ```
+#
 # Supplementary C of the paper checks CNCE on two more models, with the same protocol as
 # Fig. 2a-b (median and 0.1/0.9 quantiles over simulations, CNCE at each $\kappa$ and MLE):
 #
@@ -154,7 +158,7 @@ bound = f"< 1e{int(np.ceil(np.log10(gap))) if gap > 0 else -16:d}"
 print(f"bernoulli: fits with eps = 1: {int(at_one.sum())} of {len(pair)}; in those, the 2-norm errors of CNCE and MLE "
       f"differ by {bound}")
 glue("bern_eps1_share", at_one.mean(), "{:.0%}")
-glue("bern_eps1_gap", bound)
+glue("bern_eps1_gap", bound);
 
 # %% [markdown]
 # So {glue:text}`bern_eps1_share` of the Bernoulli CNCE fits ran at $\varepsilon = 1$, and in
@@ -169,21 +173,41 @@ glue("bern_eps1_gap", bound)
 #
 # Supp. Fig. 1 shows, for both models, CNCE curves that fall linearly in the log-log
 # domain and approach MLE as $\kappa$ grows. Below, the slopes and the CNCE/MLE ratios at the
-# smallest and largest $\kappa$, with 95 % intervals from a bootstrap over simulations.
+# smallest and largest $\kappa$, with 95 % intervals from a bootstrap over simulations: the
+# rows of the verdict block above, which the claims page shows too (one computation, from the
+# committed paper-scale results).
 
 # %% tags=["hide-input"]
+# The verdict block at the top of this page: the claims page's rows for this
+# page (same function, committed paper-scale results, 95 % bootstrap intervals)
 from cnce.experiments import claims
+from cnce.report import glue_verdict
 
-boot = claims.log10_medians(df, n_boot=2000, seed=seed)
-for study in ["lognormal", "bernoulli", "bernoulli-eps0.2"]:
-    ks = sorted(int(k) for k in df[(df.study == study) & (df.method == "cnce")].kappa.unique())
-    first = claims.log_ratio(boot, study, ("cnce", ks[0]), ("mle", None))
-    last = claims.log_ratio(boot, study, ("cnce", ks[-1]), ("mle", None))
-    change = claims.log_ratio(boot, study, ("cnce", ks[-1]), ("cnce", ks[0]))
-    sl = [claims.slope(boot, study, "cnce", k) for k in ks]
-    print(f"{study}: CNCE slopes {min(e.value for e in sl):.2f} to {max(e.value for e in sl):.2f}; "
-          f"log10(CNCE / MLE) at kappa = {ks[0]}: {first.fmt()}, at kappa = {ks[-1]}: {last.fmt()}; change {change.fmt()}")
+rows = claims.page_claims("05_supplementary", seed=seed)
+items = [(r.verdict, r.short, r.claim) for r in rows.itertuples()] or [
+    ("not testable here", f"no committed paper-scale run for seed {seed}")]
+glue_verdict("verdict", 'On the log-normal and Bernoulli models (Supp. Fig. 1), is CNCE consistent and does it approach MLE as κ grows?', items,
+             note="From the committed paper-scale results, as on the "
+                  '<a href="../book/claims.html">claims page</a>; '
+                  "intervals and details there.")
+for r in rows.itertuples():
+    print(f"{r.claim}: {r.verdict}; {r.short}")
+
+# %% tags=["hide-input"]
+# the same rows as the verdict block and the claims page (one computation)
+by_claim = {r.claim: r for r in rows.itertuples()}
+for study, name in [("lognormal", "lognormal"), ("bernoulli", "bernoulli"),
+                    ("bernoulli-eps0.2", "bernoulli, fixed eps = 0.2")]:
+    r = by_claim.get(f"CNCE approaches MLE as kappa grows ({name})")
     key = study.replace("-", "_").replace(".", "")
+    if r is None:
+        print(f"{study}: no committed paper-scale run")
+        for k in ("first", "last", "change", "verdict"):
+            glue(f"{key}_{k}", "(no committed run)")
+        continue
+    first, last, change = r.stats["first"], r.stats["last"], r.stats["change"]
+    print(f"{study}: log10(CNCE / MLE) at the smallest kappa: {first.fmt()}, at the largest: {last.fmt()}; "
+          f"change {change.fmt()}")
     glue(f"{key}_first", first.fmt())
     glue(f"{key}_last", last.fmt())
     glue(f"{key}_change", change.fmt())

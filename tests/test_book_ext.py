@@ -18,8 +18,10 @@ def _ext():
 
 def test_every_substitution_in_the_book_pages_comes_from_the_results():
     ext = _ext()
-    config = SimpleNamespace(myst_substitutions={})
+    config = SimpleNamespace(myst_substitutions={}, html_theme_options={"repository_url": "https://example.org/r"})
     ext._e2e_substitutions(None, config)
+    ext._repo_substitutions(None, config)
+    repo_keys = {"repo_url", "link_bench_notes", "link_bench_summary"}
     used = set()
     for page in (ROOT / "book").glob("*.md"):
         used |= set(re.findall(r"\{\{\s*(\w+)\s*\}\}", page.read_text()))
@@ -27,7 +29,9 @@ def test_every_substitution_in_the_book_pages_comes_from_the_results():
     from cnce.experiments.configs import STUDIES
 
     for key, v in config.myst_substitutions.items():
-        if key == "e2e_studies_differ":  # study names (or "none")
+        if key in repo_keys:  # the repository's address and links into it
+            assert "https://example.org/r" in v, (key, v)
+        elif key == "e2e_studies_differ":  # study names (or "none")
             assert v == "none" or set(v.split(", ")) <= set(STUDIES), v
         else:  # a number or a commit
             assert re.fullmatch(r"[0-9a-f]{7}|\d+|\d(\.\d+)?e[+-]\d+", v), (key, v)
@@ -41,9 +45,9 @@ def test_benchmark_tables_are_rendered_into_the_page_and_tracked():
     ext = _ext()
     deps = []
     app = SimpleNamespace(env=SimpleNamespace(note_dependency=deps.append))
-    source = [(ROOT / "book" / "reproduce.md").read_text()]
+    source = [(ROOT / "book" / "speed.md").read_text()]
     assert ext.MARK in source[0]
-    ext._insert_benchmarks(app, "book/reproduce", source)
+    ext._insert_benchmarks(app, "book/speed", source)
     assert ext.MARK not in source[0] and "### End to end" in source[0] and "| experiment | scale |" in source[0]
     assert any(d.endswith("e2e.json") for d in deps)
     other = ["no marker here"]
@@ -93,3 +97,20 @@ def test_book_build_times_come_from_the_results_file(tmp_path):
     source = [(ROOT / "book" / "reproduce.md").read_text()]
     ext._insert_book_times(app, "book/reproduce", source)
     assert ext.BOOK_MARK not in source[0] and any(d.endswith("e2e_book.json") for d in deps)
+
+
+def test_paper_figures_are_linked_outside_code_and_links():
+    ext = _ext()
+    out = ext.link_figures('<p>Fig. 2a-b and Supp. Fig. 1</p><pre>Fig. 3</pre><a href="x">Fig. 1</a><code>Fig. 4</code>')
+    assert out.count(ext.PAPER_PDF) == 1 and out.count(ext.PAPER_PAGE) == 1
+    assert "<pre>Fig. 3</pre>" in out and '<a href="x">Fig. 1</a>' in out and "<code>Fig. 4</code>" in out
+
+
+def test_rerun_box_names_commands_and_measured_times():
+    ext = _ext()
+    box = ext.rerun_box("notebooks/02_consistency", 41.0)
+    assert "cnce batch 02" in box and "cnce run consistency --scale paper" in box and "41 s in this build" in box
+    assert "e2e.json" in box and "GPU" in box
+    assert "scripts/book.sh" in ext.rerun_box("book/claims")
+    box6 = ext.rerun_box("notebooks/06_image_model")
+    assert "GPU" in box6 and ("image-train" in box6 or "GPU command" in box6)

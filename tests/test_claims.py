@@ -94,3 +94,101 @@ def test_claims_table_verdicts():
     assert t.loc["CNCE approaches MLE as kappa grows (bernoulli)", "verdict"] == "not testable here"
     assert t.loc["Ring model: CNCE beats NCE (authors' data generator, as in the paper)", "verdict"] == "reproduced"
     assert (t.page.isin(["02_consistency", "03_cnce_vs_nce", "04_ring", "05_supplementary"])).all()
+
+
+# --- the claims page and the results pages agree (issue 25) ---------------------------------
+
+import html as _html  # noqa: E402
+import json  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+
+
+@pytest.fixture(scope="module")
+def committed():
+    results, _ = claims.committed_results(0)
+    if not results:
+        pytest.skip("no committed paper-scale results")
+    return results, claims.claims_table(results, n_boot=2000, seed=0)
+
+
+def _outputs(nb_path: Path) -> list[str]:
+    """Every text output of a golden notebook: printed streams, and each display's markdown or
+    plain text (glued values are displays whose keys carry myst-nb's record prefix)."""
+    out = []
+    for cell in json.loads(nb_path.read_text())["cells"]:
+        for o in cell.get("outputs", []):
+            if o.get("output_type") == "stream":
+                out.append("".join(o["text"]) if isinstance(o["text"], list) else o["text"])
+                continue
+            data = o.get("data", {})
+            for key in ("text/markdown", "text/plain"):
+                hits = [v for k, v in data.items() if k.endswith(key)]
+                if hits:
+                    out.append("".join(hits[0]) if isinstance(hits[0], list) else hits[0])
+                    break
+    return out
+
+
+def _verdict_block(nb_path: Path) -> str | None:
+    blocks = [t for t in _outputs(nb_path) if 'class="admonition cnce-verdict"' in t and t.startswith("<div")]
+    return blocks[0] if blocks else None
+
+
+@pytest.mark.parametrize("page", sorted(claims.PAGE_STUDIES))
+def test_page_claims_are_the_claims_pages_rows(page, committed):
+    """A page's verdict rows are computed from its studies alone; they equal the claims page's."""
+    _, table = committed
+    mine = claims.page_claims(page, seed=0)
+    theirs = table[table.page == page].reset_index(drop=True)
+    assert len(mine) == len(theirs) > 0
+    for col in ("claim", "measured", "short", "verdict"):
+        assert mine[col].tolist() == theirs[col].tolist(), f"{page}: column {col} differs from the claims page"
+
+
+@pytest.mark.parametrize("page", sorted(claims.PAGE_STUDIES))
+def test_golden_verdict_block_matches_claims_page(page, committed):
+    """The verdict block that the notebook glued (its golden copy) states the claims page's
+    verdicts and numbers: a page and the claims page cannot print different numbers for one claim."""
+    _, table = committed
+    nb = next(GOLDEN.glob(f"{page}.ipynb"))
+    block = _verdict_block(nb)
+    assert block, f"{nb.name}: no glued 'verdict' block"
+    for r in table[table.page == page].itertuples():
+        assert _html.escape(r.short) in block, f"{nb.name}: the verdict block lacks {r.claim!r}: {r.short!r}"
+        assert f">{r.verdict}</span>" in block, f"{nb.name}: the verdict block lacks the verdict {r.verdict!r}"
+
+
+def test_supplementary_page_quotes_the_claims_numbers(committed):
+    """Notebook 05's bullets (log-normal, Bernoulli) quote the claims page's intervals."""
+    _, table = committed
+    printed = "\n".join(_outputs(GOLDEN / "05_supplementary.ipynb"))
+    for study, name in [("lognormal", "lognormal"), ("bernoulli", "bernoulli"),
+                        ("bernoulli-eps0.2", "bernoulli, fixed eps = 0.2")]:
+        r = table[table.claim == f"CNCE approaches MLE as kappa grows ({name})"].iloc[0]
+        first, last, change = (r.stats[k].fmt() for k in ("first", "last", "change"))
+        assert (f"{study}: log10(CNCE / MLE) at the smallest kappa: {first}, at the largest: {last}; "
+                f"change {change}") in printed, f"05 prints other numbers than the claims page for {study}"
+        assert first in r.measured and change in r.measured
+
+
+def test_ring_page_words_follow_the_interval(committed):
+    """Page 04 says what its interval shows ('more accurate', not 'at least as accurate')."""
+    _, table = committed
+    shown = _outputs(GOLDEN / "04_ring.ipynb")
+    est = table[table.claim == "Ring model: CNCE beats NCE (exact sampler of the model)"].iloc[0].stats["log10_ratio"]
+    want = "more accurate than" if est.hi < 0 else "less accurate than" if est.lo > 0 else "about as accurate as"
+    assert est.fmt() in shown and want in shown
+    assert "at least as accurate as" not in shown
+
+
+def test_verdict_words_have_badges():
+    from cnce.report import BADGES, badge_html, verdict_html
+
+    assert set(BADGES) == set(claims.VERDICTS)
+    assert "cnce-badge-beyond" in badge_html("beyond the paper")
+    with pytest.raises(ValueError):
+        badge_html("agrees")
+    block = verdict_html("Q?", [("reproduced", "slope -1.05 < 0", "Consistency")])
+    assert 'class="admonition cnce-verdict"' in block and "slope -1.05 &lt; 0" in block

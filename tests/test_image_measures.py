@@ -213,11 +213,10 @@ def test_random_layer_keeps_norms_and_weight_distributions():
 
 
 # -- runs ---------------------------------------------------------------------------------------
-def test_initial_network_and_comparison(tmp_path):
+def test_initial_network(tmp_path):
     from dataclasses import replace
 
     from cnce.images.configs import get_config
-    from cnce.images.train import COMPARE_FILE
 
     cfg = replace(get_config("quick"), D=40, K1=12, K2=8, D3=6, K3=5, K4=3)
     state = {"config": cfg.to_dict(), "sizes": cfg.sizes(), "seed": 3}
@@ -227,22 +226,23 @@ def test_initial_network_and_comparison(tmp_path):
               "sizes": cfg.sizes(), "seed": 3}
     W = M.initial_network(legacy).W1
     torch.testing.assert_close(W @ W.T, torch.eye(12), atol=1e-5, rtol=0)
-    assert M.load_comparison(tmp_path) is None
 
+
+def test_layer1_monitor_counts_gabors_as_oriented_and_noise_not():
     wh = _one_over_f_whitener(16, 150, 2000)
     G = gabor(16, 8, 8, np.linspace(0, np.pi, 10, endpoint=False), 0.2, 0.0, 4.0)
     Wg = M.project_to_whitened(G, wh)
-    W0 = torch.randn(10, 150, generator=torch.Generator().manual_seed(0))
-    snaps = {0: W0.half(), 1: (0.5 * W0 + 0.5 * Wg).half(), 2: Wg.half()}
-    hist = [{"meta": 0, "loss": 1.2, "eps": 0.5}, {"meta": 1, "loss": 1.0, "eps": 0.5}]
-    torch.save({"config": cfg.to_dict(), "seed": 0, "device": "cpu", "snapshots": {"cnce": snaps, "nce": snaps},
-                "history": {"cnce": hist, "nce": hist}}, tmp_path / COMPARE_FILE)
-    cmp = M.load_comparison(tmp_path)
-    assert cmp["snapshots"]["cnce"][2].dtype == torch.float32
-    t = M.comparison_table(cmp, wh, {"receptive fields": 0.5, "features": 0.5})
-    c = t.xs("cnce", level="method")
-    assert list(c.index) == [0, 1, 2] and np.isnan(c.loc[2, "loss"]) and c.loc[0, "loss"] == 1.2
-    assert c.loc[0, "moved"] == 0 and c.loc[2, "oriented_rf"] == 1.0 and c.loc[0, "oriented_rf"] < 0.5
+    thr = M.osi_threshold(wh, K=200)
+    assert 0 < thr < 1
+    assert M.oriented_share(Wg, wh, thr) == 1.0
+    noise = M.project_to_whitened(M.localised_noise(16, 200, seed=5), wh)
+    assert M.oriented_share(noise, wh, thr) < 0.15  # about 5 % by construction
+    mon = M.Layer1Monitor(K_noise=200)
+    net = ImageNetwork(D=150, K1=10, K2=4, D3=3, K3=2, K4=2)
+    net.W1.data.copy_(Wg)
+    rec = mon(net, 1, wh)
+    assert rec["oriented"] == 1.0 and rec["osi_threshold"] == pytest.approx(thr)
+    assert mon(net, 2, wh) == {}
 
 
 def test_analysis_sizes():
@@ -267,14 +267,21 @@ def test_measure_plots():
     probe = GaborProbe(size=32)
     resp = [np.random.default_rng(0).random((4, len(probe.positions(f)), probe.n_orient)) for f in probe.freqs]
     so = M.so_rf_properties(resp, probe)
-    import pandas as pd
+    from cnce.images import runs
 
-    ct = pd.DataFrame([{"method": m, "meta": k, "loss": 1.0 - 0.1 * k, "oriented_rf": 0.1 * k, "oriented_feat": 0.1 * k}
-                       for m in ("cnce", "nce") for k in range(3)]).set_index(["method", "meta"])
+    rec = [dict(meta=m, eps=0.5, loss=1.0, train_loss=0.4, loss_fresh_noise=0.5, loss_unseen=0.6, oriented=0.3,
+                seconds=1.0) for m in range(3)]
+    res = {"runs": {f"paper/{o}-{s}/s{k}": {"history": {"1": rec}} for o in ("cg", "adam") for s in ("main", "fresh")
+                    for k in range(2)}}
+    res["runs"].update({f"d2/{v}/s{k}": {"history": {"1": rec}} for v in ("cnce", "nce") for k in range(2)})
     for f in (plots.plot_layer1_measures(props, thresholds={"receptive fields": 0.5, "features": 0.5}),
               plots.plot_pooling_coherence({"layer 2": df, "layer 4": df}),
               plots.plot_so_coherence({"learned": so, "random": so}),
-              plots.plot_comparison_measures(ct),
+              plots.plot_ablation({"a": runs.ablation_table(res, "paper"), "b": runs.ablation_table(res, "paper")}),
+              plots.plot_memorisation({"x": rec, "y": rec}),
+              plots.plot_d2_curves(runs.d2_records(res)),
+              plots.plot_layer4([0, 1], np.random.default_rng(0).random((2, 4)), resp, probe,
+                                np.random.default_rng(0).random((20, 1024)), np.arange(16).reshape(2, 8)),
               plots.plot_top_patches(np.random.default_rng(0).random((20, 64)), np.arange(12).reshape(3, 4), title="t")):
         plt.close(f)
     # every pooled set at one frequency (spreads all zero, as for layer 4 on the book's run):

@@ -137,7 +137,8 @@ def test_main_set_batches_alternate_within_an_epoch():
 
     src = _source()
     src.fit_whitener(2000, 20, seed=0)
-    cfg = replace(get_config("smoke"), n_patches=(100, 100, 100, 100), main_set=(300, 200, 100, 100), epoch=(4, 3, 2, 2))
+    cfg = replace(get_config("smoke"), n_patches=(100, 100, 100, 100), main_set=(300, 200, 100, 100), epoch=(4, 3, 2, 2),
+                  redraw="blocks")
     cache: dict = {}
     b = [_batch(src, cfg, 1, m, 0, "cpu", cache) for m in range(6)]
     main0 = src.draw(300, seed=__import__("cnce.images.train", fromlist=["_seed"])._seed(0, 1, 0, 2))
@@ -148,6 +149,23 @@ def test_main_set_batches_alternate_within_an_epoch():
     assert not torch.equal(_batch(src, fresh, 1, 0, 0, "cpu", {}), _batch(src, fresh, 1, 1, 0, "cpu", {}))
     with pytest.raises(ValueError, match="main_set"):
         replace(cfg, main_set=(50, 100, 100, 100))
+
+
+def test_main_sets_are_drawn_when_the_authors_code_draws_them():
+    """CNCEstimator.m: a new main set at the first meta-iteration and whenever the 1-based
+    meta-iteration is a multiple of the epoch size; batches alternate and restart at each set."""
+    from cnce.images.train import main_set_index
+
+    idx = [main_set_index(m, 20) for m in range(40)]
+    starts = [m for m, (e, k) in enumerate(idx) if k == 0]
+    assert starts == [0, 19, 39]  # 1-based meta-iterations 1, 20 and 40: three sets
+    assert [e for e, _ in idx] == [0] * 19 + [1] * 20 + [2]
+    assert [k % 2 for _, k in idx[:4]] == [0, 1, 0, 1] and idx[19] == (1, 0) and idx[20] == (1, 1)
+    assert [main_set_index(m, 4, "blocks") for m in (0, 3, 4)] == [(0, 0), (0, 3), (1, 0)]
+    with pytest.raises(ValueError, match="redraw"):
+        main_set_index(0, 4, "sometimes")
+    with pytest.raises(ValueError, match="epoch"):
+        main_set_index(0, 0)
 
 
 # -- training with the authors' recipe --------------------------------------------------------
@@ -196,8 +214,10 @@ def test_config_options_are_checked():
 
 # -- the FLOP estimate ------------------------------------------------------------------------
 def test_flop_estimate_by_hand():
-    cfg = _tiny(meta_iters=(1, 1, 1, 1), steps=4, eps_n=100)
+    cfg = _tiny(meta_iters=(1, 1, 1, 1), steps=4, eps_n=100, optimizer="lbfgs")
     f = estimate_flops(cfg, eps_evals=2)
+    g = estimate_flops(replace(cfg, optimizer="cg"), eps_evals=2, cg_evals=2.5)
+    assert g["evals_per_meta"] == 10.0
     rows = 200 * 7
     evals = 5  # 4 * 5 // 4
     # layer 1: no frozen layers; eps rule 2 x 2 x 100 x 6 x (40 x 10); optimisation (3 x 5 + 2) x 2 x rows x 400
@@ -232,18 +252,21 @@ def test_gpu_command_smoke_on_cpu(tmp_path):
     assert [s["done"] for s in prov["sessions"]] == [{}, {"1": 3, "2": 2}]  # each invocation records its code
 
 
-def test_eps_comparison_reuses_the_comparison_setup(tmp_path, monkeypatch):
+def test_comparison_variants_share_the_start_and_nce_reset_restarts_c(tmp_path, monkeypatch):
     import cnce.images.train as T
 
     monkeypatch.setattr(T, "make_source", lambda images, patch: (_source(), "test"))
-    cfg = _tiny(compare_K1=4, compare_n=100, compare_meta=2, optimizer="adam", main_set=None)
-    res = T.train_eps_comparison(cfg, out=tmp_path / "out", work=tmp_path / "work", eps_bases=(1.0, 2.0), progress=False)
-    assert list(res["snapshots"]) == ["cnce eps_base=1.0", "cnce eps_base=2.0"]
-    for key, e in (("cnce eps_base=1.0", 1.0), ("cnce eps_base=2.0", 2.0)):
-        assert all(r["eps_trace"][0][0] == e for r in res["history"][key])
-        assert sorted(res["snapshots"][key]) == [0, 1, 2]
-    # a common initialisation
-    torch.testing.assert_close(res["snapshots"]["cnce eps_base=1.0"][0], res["snapshots"]["cnce eps_base=2.0"][0])
-    assert (tmp_path / "out" / T.EPS_COMPARE_FILE).is_file()
-    with pytest.raises(ValueError, match="eps_bases"):
-        T.train_eps_comparison(cfg, out=tmp_path / "o2", work=tmp_path / "w2", eps_bases=(0.0,), progress=False)
+    cfg = _tiny(compare_K1=4, compare_n=100, compare_meta=3)
+    res = T.train_comparison(cfg, out=tmp_path / "out", work=tmp_path / "work", progress=False,
+                             variants=("cnce", "nce", "nce-reset"))
+    assert list(res["snapshots"]) == ["cnce", "nce", "nce-reset"]
+    for v in res["snapshots"]:
+        assert sorted(res["snapshots"][v]) == [0, 1, 2, 3]
+        torch.testing.assert_close(res["snapshots"][v][0], res["snapshots"]["cnce"][0])  # a common initialisation
+    # NCE's loss before the update: with c reset it restarts from c = 0, carried it starts where it ended
+    carried, reset = res["history"]["nce"], res["history"]["nce-reset"]
+    assert all("c" in r for r in carried + reset)
+    assert carried[1]["loss"] != reset[1]["loss"]
+    assert (tmp_path / "out" / T.COMPARE_FILE).is_file()
+    with pytest.raises(ValueError, match="variants"):
+        T.train_comparison(cfg, out=tmp_path / "o2", work=tmp_path / "w2", variants=("ncex",), progress=False)

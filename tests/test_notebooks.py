@@ -77,6 +77,7 @@ def test_toc_covers_every_notebook_and_book_page():
         for ch in part.get("chapters", []):
             entries.append(ch.get("file") or ch.get("glob"))
     assert "notebooks/*" in entries or all(f"notebooks/{p.stem}" in entries for p in NOTEBOOKS)
-    for page in ("book/intro", "book/reproduce", "book/differences", "book/references"):
+    for page in ("book/intro", "book/reproduce", "book/differences", "book/references", "book/authors-code",
+                 "book/glossary", "book/speed"):
         assert page in entries, f"{page} missing from _toc.yml"
         assert (repo_root() / f"{page}.md").is_file()

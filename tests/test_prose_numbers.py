@@ -63,6 +63,7 @@ ALLOWED = {
         "10": "kappa = 10 and the paper's 'order of magnitude' (setting, quote)",
         "20000": "points drawn for the radius figure (setting)",
         "5000": "model samples of the Fig. 1 noise (setting)",
+        "95": "95 % bootstrap intervals (setting)",
     },
     "notebooks/05_supplementary.py": {
         "0.1": "quantile plotted, as in the paper",

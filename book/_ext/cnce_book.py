@@ -27,6 +27,7 @@ from __future__ import annotations
 import codecs
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import latexcodec  # noqa: F401  (registers the "ulatex" codec)
@@ -170,7 +171,143 @@ register_plugin("pybtex.style.labels", "cnce-author-year", _AuthorYearLabels)
 register_plugin("pybtex.style.formatting", "cnce", _CnceStyle)
 
 
+# --- where the book comes from (issue 25) ------------------------------------------------------
+
+#: The paper, for the links on "Fig. N" / "Supp. Fig. N" in every page's text.
+PAPER_PDF = "https://proceedings.mlr.press/v80/ceylan18a/ceylan18a.pdf"
+PAPER_PAGE = "https://proceedings.mlr.press/v80/ceylan18a.html"  # the paper and its supplementary material
+
+#: notebook -> (experiment of ``python -m cnce run``, or None)
+EXPERIMENT_OF = {"02_consistency": "consistency", "03_cnce_vs_nce": "nce", "04_ring": "ring",
+                 "05_supplementary": "supplementary", "07_choosing_eps": "eps"}
+IMAGE_RUN = ROOT / "data" / "weights" / "paper-adam" / "provenance.json"
+
+_SKIP = {"a", "pre", "code", "script", "style", "textarea", "title", "h1"}
+_TAG = re.compile(r"(<[^>]+>)")
+_FIG = re.compile(r"\b(Supp\.\s+Figs?\.|Figs?\.)(\s|&nbsp;)(\d+[a-f]?(?:[-\u2013]\d*[a-f])?)")
+
+
+def link_figures(body: str) -> str:
+    """Every "Fig. N..." / "Supp. Fig. N" in the text of ``body`` (not inside links, code,
+    headings' titles or scripts) becomes a link to the paper (the main text's PDF; the
+    supplementary figures to the paper's page, which carries the supplementary PDF)."""
+    out, skip = [], []
+    for part in _TAG.split(body):
+        if part.startswith("<") and part.endswith(">"):
+            m = re.match(r"<\s*(/)?\s*([a-zA-Z0-9]+)", part)
+            if m:
+                name = m.group(2).lower()
+                if name in _SKIP and not part.endswith("/>"):
+                    if m.group(1):
+                        if skip and skip[-1] == name:
+                            skip.pop()
+                    else:
+                        skip.append(name)
+            out.append(part)
+        elif skip or "Fig" not in part:
+            out.append(part)
+        else:
+            out.append(_FIG.sub(lambda f: f'<a class="cnce-paper-fig reference external" href="'
+                                f'{PAPER_PAGE if f.group(1).startswith("Supp") else PAPER_PDF}">'
+                                f"{f.group(0)}</a>", part))
+    return "".join(out)
+
+
+def _fmt_s(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+
+
+def rerun_box(docname: str, quick_seconds: float | None = None) -> str:
+    """The "rerun this page" box: the exact commands for this page and their measured times
+    at quick and paper scale, on a CPU and a GPU, from the build's execution record
+    (``quick_seconds``), ``benchmarks/results/e2e.json``, ``e2e_book.json`` and the image run's
+    provenance. A time that no record holds is said to be unmeasured, never guessed."""
+    import html as _html
+
+    rows = []
+    book_t = None
+    if BOOK_TIMES.is_file():
+        e = json.loads(BOOK_TIMES.read_text())
+        clean = [r for r in e["results"] if r["experiment"] == "book (clean)"]
+        if clean:
+            m = e["machine"]
+            book_t = f"{_fmt_s(clean[0]['seconds'])} for the whole book on a {m['cores']}-core CPU (e2e_book.json)"
+    name = docname.split("/")[-1]
+    if docname.startswith("notebooks/"):
+        num = name[:2]
+        q = (f"{_fmt_s(quick_seconds)} in this build (CPU, one thread)" if quick_seconds else
+             "its time is in the batch summary it writes")
+        rows.append(("quick scale, CPU", f".venv/bin/python -m cnce batch {num}", q))
+        exp = EXPERIMENT_OF.get(name)
+        e2e = BENCH / "results" / "e2e.json"
+        if exp and e2e.is_file():
+            e = json.loads(e2e.read_text())
+            secs = {r["experiment"]: r["seconds"] for r in e["results"]}
+            for r in e["results"]:
+                for part in r.get("parts") or []:
+                    secs[part["experiment"]] = part["wall_seconds"]
+            t = (f"{_fmt_s(secs[exp])} on a {e['machine']['cores']}-core CPU, {e.get('settings', {}).get('threads', 2)} "
+                 f"threads (benchmarks/results/e2e.json)") if exp in secs else "not measured"
+            rows.append(("paper scale, CPU", f".venv/bin/python -m cnce run {exp} --scale paper --seed 1 && "
+                         f".venv/bin/python -m cnce batch {num} --scale paper -p seed 1", t))
+            rows.append(("paper scale, GPU", f".venv/bin/python -m cnce run {exp} --scale paper --seed 1 --device cuda",
+                         "not measured for this experiment (the fits are small; benchmarks/results/cuda-fit-check.json "
+                         "compares single fits)"))
+        elif name.startswith("06_") and IMAGE_RUN.is_file():
+            p = json.loads(IMAGE_RUN.read_text())
+            total = sum(float(v) for v in (p.get("wall_seconds_per_layer") or {}).values())
+            gpu = next((x.get("gpu") for x in p.get("sessions") or [] if isinstance(x, dict) and x.get("gpu")), None) or "a GPU"
+            rows.append(("paper scale, GPU (the run shown)",
+                         ".venv/bin/python -m cnce image-train --config paper-adam --device cuda --compare",
+                         f"{_fmt_s(total)} of training on {gpu} (data/weights/paper-adam/provenance.json)"))
+            rows.append(("paper scale, CPU", ".venv/bin/python -m cnce image-train --config demo --compare",
+                         "the CPU-sized run; see the image page for its time"))
+        elif name.startswith("06_"):  # the committed runs moved: their provenance holds the times
+            rows.append(("paper scale, GPU", "the one-call GPU command that the image page and the README give",
+                         "in each committed run's provenance under data/weights/"))
+        else:
+            rows.append(("paper scale, CPU", f".venv/bin/python -m cnce batch {num} --scale paper",
+                         "not measured (more simulations and data in every check)"))
+    else:
+        rows.append(("this page", "scripts/book.sh", book_t or "see the reproduce page"))
+    items = "".join(f"<tr><td>{_html.escape(w)}</td><td><code>{_html.escape(c)}</code></td><td>{_html.escape(t)}</td></tr>"
+                    for w, c, t in rows)
+    return ('<div class="admonition cnce-rerun"><p class="admonition-title">Rerun this page</p>'
+            "<p>From a clone of the repository (the repository button at the top of the page), after "
+            "<code>scripts/ensure-env.sh</code>:</p>"
+            f'<table class="cnce-rerun-table"><tbody>{items}</tbody></table></div>')
+
+
+def _page_additions(app, pagename, templatename, context, doctree):
+    """Links to the paper on its figures, and the rerun box at the end of every page."""
+    body = context.get("body")
+    if not body or doctree is None:
+        return
+    quick = None
+    try:
+        from myst_nb.sphinx_ import NbMetadataCollector
+
+        data = NbMetadataCollector.get_exec_data(app.env, pagename)
+        quick = (data or {}).get("runtime")
+    except Exception:  # pragma: no cover - not a notebook, or another myst-nb
+        quick = None
+    context["body"] = link_figures(body) + rerun_box(pagename, quick)
+
+
+def _repo_substitutions(app, config):
+    """``{{ repo_url }}`` from ``_config.yml``'s ``repository: url`` (the theme's source links)."""
+    opts = getattr(config, "html_theme_options", None) or {}
+    url = opts.get("repository_url") or ""
+    subs = dict(getattr(config, "myst_substitutions", None) or {})
+    subs["repo_url"] = url or "(the repository's address is not configured)"
+    for key, path in (("link_bench_notes", "benchmarks/notes.md"), ("link_bench_summary", "benchmarks/results/SUMMARY.md")):
+        subs[key] = f"[`{path}`]({url.rstrip('/')}/blob/main/{path})" if url else f"`{path}`"
+    config.myst_substitutions = subs
+
+
 def setup(app):
+    app.connect("html-page-context", _page_additions, priority=800)
+    app.connect("config-inited", _repo_substitutions)
     app.connect("html-page-context", _dedupe_scripts, priority=900)
     app.connect("source-read", _insert_benchmarks)
     app.connect("source-read", _insert_book_times)

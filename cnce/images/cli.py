@@ -35,12 +35,6 @@ def _run(args: argparse.Namespace) -> int:
 
         train_comparison(args.config, out=out, work=args.work or f"runs/images/{args.config}", seed=args.seed,
                          device=args.device, images=args.images, threads=args.threads, progress=not args.no_progress)
-    if args.compare_eps:
-        from cnce.images.train import train_eps_comparison
-
-        train_eps_comparison(args.config, out=out, work=args.work or f"runs/images/{args.config}", eps_bases=args.compare_eps,
-                             seed=args.seed, device=args.device, images=args.images, threads=args.threads,
-                             progress=not args.no_progress)
     print(f"state and provenance written to {out}")
     return 0
 
@@ -55,8 +49,6 @@ def register(subparsers) -> None:
     p.add_argument("--out", default=None, help="output folder (default data/weights/<config>); resumes from it")
     p.add_argument("--images", default=None, help="folder of images (.iml or ordinary files); default: bundled photographs")
     p.add_argument("--compare", action="store_true", help="also train the CNCE/NCE first-layer comparison (Supp. D.2)")
-    p.add_argument("--compare-eps", type=float, nargs="*", default=None, metavar="EPS",
-                   help="also train the comparison's CNCE run with the eps rule starting from these eps_base values")
     p.add_argument("--work", default=None, help="folder for the comparison runs (default runs/images/<config>)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--no-progress", action="store_true")

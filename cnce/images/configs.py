@@ -6,14 +6,15 @@ Every configuration follows the authors' code where the paper is silent (see
 rule restarted from 0.5 at every meta-iteration (``eps_rule="authors"``); the project's earlier
 choices stay available as options (``"orthonormal"``, ``"planted"``, ``"linear"``, ``"carry"``).
 
-* ``paper``: the paper's sizes (Supp. D.1, Table 1; PCA to ``D = 600``) and the authors'
-  schedule: main sets of 200k/200k/150k/100k patches, batches of 100k/100k/150k/100k
-  alternating over them (a new main set every 20/21/8/8 meta-iterations), 40/20/20/20
-  meta-iterations of 10 L-BFGS iterations (their 10 conjugate-gradient line searches); J of
+* ``paper``: the authors' recipe at the paper's sizes (Supp. D.1, Table 1; PCA to ``D = 600``
+  fitted on 400k patches, as their ``DataProcessor.m`` does): main sets of
+  200k/200k/150k/100k patches, batches of 100k/100k/150k/100k alternating over them, a new main
+  set at the first meta-iteration and whenever the (1-based) meta-iteration is a multiple of
+  20/21/8/8 (``redraw="authors"``: layer 1 draws three sets, at meta-iterations 1, 20 and 40),
+  40/20/20/20 meta-iterations, each one call of their minimiser (``optimizer="cg"``,
+  :mod:`cnce.images.cg`: Polak-Ribiere conjugate gradients, 10 near-exact line searches); J of
   the eps rule on 100k points of the batch. Meant for one GPU
-  (``python -m cnce image-train --config paper --device cuda --out DIR``); about 1.3 PFLOP
-  (:func:`cnce.images.train.estimate_flops`). On the bundled photographs its first layer fits
-  its own sample and does not become oriented (measured on the image page; ``paper-adam`` does).
+  (``python -m cnce image-train --config paper --device cuda --out DIR``).
 * ``demo``: the paper's layer widths (K1 = 600, K2 = 200, D3 = 196, K3 = 60, K4 = 30) on a
   CPU budget: fresh patches every meta-iteration (20,000 for layer 1, 5,000 above it; the
   authors' 40/20/20/20 meta-iterations), one pass of Adam minibatches per meta-iteration
@@ -30,16 +31,22 @@ choices stay available as options (``"orthonormal"``, ``"planted"``, ``"linear"`
   Layer 1 uses a larger Adam step (1e-2) than layers 2-4 (1e-3).
 * ``quick``: the ``demo`` recipe with few units and a short schedule (a minute or two on a
   CPU); the image notebook trains it when no committed weights are found.
-* ``paper-adam``: the paper's sizes, PCA dimension and batch sizes (100k/100k/150k/100k fresh
-  patches per meta-iteration) trained with the ``demo`` recipe (one pass of Adam minibatches of
-  100; the layer-1 step of ``demo`` scaled by ``sqrt(200/600)``). Meant for one GPU.
+* ``paper-adam``: ``paper`` with two things changed: fresh patches every meta-iteration
+  (100k/100k/150k/100k) and one pass of Adam minibatches of 100 per meta-iteration (the
+  layer-1 step of ``demo`` scaled by ``sqrt(200/600)``). Meant for one GPU.
+* :func:`ablation_config` changes one thing at a time: the optimiser (``"cg"``, ``"lbfgs"``,
+  ``"adam"``) and the data schedule (``"main"``: the authors' main sets, ``"fresh"``: fresh
+  patches every meta-iteration) of a base configuration.
 * ``smoke``: the ``paper`` recipe at tiny sizes, the CPU test of the GPU command.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-__all__ = ["ImageConfig", "CONFIGS", "get_config"]
+__all__ = ["ImageConfig", "CONFIGS", "get_config", "ablation_config", "OPTIMIZERS", "SCHEDULES"]
+
+OPTIMIZERS = ("cg", "lbfgs", "adam")
+SCHEDULES = ("main", "fresh")
 
 
 @dataclass(frozen=True)
@@ -72,14 +79,24 @@ class ImageConfig:
     eps_cap: tuple[float, float, float, float] = (4.0, 4.0, 4.0, 8.0)  # cap of the multiplier f
     eps_n: int = 100_000  # data points on which the epsilon rule evaluates J (authors: the batch)
     # schedule per layer: patches per meta-iteration (the batch), meta-iterations, optimiser
-    # steps each; `main_set` patches are drawn once per `epoch` meta-iterations and the batches
-    # alternate over them (authors); main_set=None draws fresh patches every meta-iteration
+    # steps each; `main_set` patches are drawn anew at the meta-iterations `redraw` names and
+    # the batches alternate over them (authors); main_set=None draws fresh patches every
+    # meta-iteration. redraw="authors": at the first meta-iteration and whenever the 1-based
+    # meta-iteration is a multiple of `epoch` (CNCEstimator.m); "blocks": every `epoch`
+    # meta-iterations from the first (the project's earlier schedule)
     n_patches: tuple[int, int, int, int] = (100_000, 100_000, 150_000, 100_000)
     main_set: tuple[int, int, int, int] | None = (200_000, 200_000, 150_000, 100_000)
     epoch: tuple[int, int, int, int] = (20, 21, 8, 8)
+    redraw: str = "authors"
     meta_iters: tuple[int, int, int, int] = (40, 20, 20, 20)
-    optimizer: str = "lbfgs"  # "lbfgs": `steps` line-search steps per meta-iteration (authors' style)
+    # "cg": the authors' minimiser, `steps` line searches per meta-iteration (cnce.images.cg);
+    # "lbfgs": torch's L-BFGS, `steps` iterations with strong-Wolfe line searches; "adam": one
+    # pass of minibatches of `batch` per meta-iteration
+    optimizer: str = "cg"
     steps: int = 10
+    # NCE's log-normaliser c at the start of a meta-iteration: "carry" (where the last one ended)
+    # or "reset" (0, as the authors' NCEstimator.m rebuilds it)
+    nce_c: str = "carry"
     # Adam: one pass over each fresh sample in minibatches of `batch`; one step size for all
     # layers, or one per layer
     lr: float | tuple[float, float, float, float] = 3e-4
@@ -87,14 +104,16 @@ class ImageConfig:
     chunk: int = 4_096  # data points (each with kappa noise points) per evaluation chunk
     tf32: bool = False  # TF32 matmuls on CUDA
     # Supp. D.2: CNCE vs NCE first-layer features from a common initialisation
+    # (the authors' run_partial_CNCE_NCE_training.m: the layer-1 recipe with 100 units)
     compare_K1: int = 100
-    compare_n: int = 20_000
-    compare_meta: int = 11
+    compare_n: int = 100_000
+    compare_meta: int = 20
 
     def __post_init__(self):
         for name, allowed in (("init", ("authors", "orthonormal")), ("pool_start", ("dense", "planted")),
                               ("l3_nonlinearity", ("max", "linear")), ("eps_rule", ("authors", "carry")),
-                              ("optimizer", ("lbfgs", "adam"))):
+                              ("optimizer", OPTIMIZERS), ("redraw", ("authors", "blocks")),
+                              ("nce_c", ("carry", "reset"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}; got {getattr(self, name)!r}")
         if self.main_set is not None and any(m < n for m, n in zip(self.main_set, self.n_patches)):
@@ -123,17 +142,21 @@ class ImageConfig:
         return asdict(self)
 
 
+#: The Adam step sizes per layer at the paper's sizes: the layer-1 step of ``demo`` scaled by
+#: ``sqrt(200/600)`` (the unscaled step drove the loss up at D = 600).
+PAPER_ADAM_LR = (1e-2 * (200 / 600) ** 0.5, 1e-3, 1e-3, 1e-3)
+
 CONFIGS: dict[str, ImageConfig] = {
-    "paper": ImageConfig(name="paper", chunk=16_384),
-    # the paper's sizes and batch sizes with the `demo` recipe (fresh patches every
-    # meta-iteration, one pass of Adam minibatches): the GPU check of whether the paper
-    # recipe's full-batch L-BFGS is what keeps the first layer from becoming oriented here
+    "paper": ImageConfig(name="paper", chunk=16_384, n_whiten=400_000, lr=PAPER_ADAM_LR),
+    # the paper's sizes and batch sizes with fresh patches and Adam (two changes at once; the
+    # ablation of notebook 06 changes one at a time)
     "paper-adam": ImageConfig(
         name="paper-adam",
         chunk=16_384,
+        n_whiten=400_000,
         main_set=None,
         optimizer="adam",
-        lr=(1e-2 * (200 / 600) ** 0.5, 1e-3, 1e-3, 1e-3),
+        lr=PAPER_ADAM_LR,
         batch=100,
     ),
     "demo": ImageConfig(
@@ -194,6 +217,36 @@ CONFIGS: dict[str, ImageConfig] = {
         compare_meta=2,
     ),
 }
+
+
+# the `demo` sizes with the authors' recipe (main sets twice the batch, their minimiser): the base
+# of the CPU-sized ablation
+CONFIGS["demo-authors"] = replace(CONFIGS["demo"], name="demo-authors", optimizer="cg",
+                                  main_set=(40_000, 10_000, 10_000, 10_000))
+
+
+def ablation_config(base: str | ImageConfig, optimizer: str, schedule: str) -> ImageConfig:
+    """``base`` with its optimiser and data schedule set, nothing else changed.
+
+    ``optimizer``: ``"cg"`` (the authors' minimiser), ``"lbfgs"`` or ``"adam"`` (the step sizes
+    of ``base.lr``). ``schedule``: ``"main"`` (main sets of twice the batch, drawn when the
+    authors' code draws them; ``base.main_set`` when it has one) or ``"fresh"`` (fresh patches
+    every meta-iteration). The name is ``<base>/<optimizer>-<schedule>``, or the name of the
+    configuration of :data:`CONFIGS` that it equals (``paper`` is ``paper`` with ``"cg"`` and
+    ``"main"``, ``paper-adam`` is ``paper`` with ``"adam"`` and ``"fresh"``).
+    """
+    cfg = get_config(base)
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {OPTIMIZERS}; got {optimizer!r}")
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {SCHEDULES}; got {schedule!r}")
+    main = cfg.main_set or tuple(2 * n for n in cfg.n_patches)
+    out = replace(cfg, name=f"{cfg.name}/{optimizer}-{schedule}", optimizer=optimizer,
+                  main_set=main if schedule == "main" else None)
+    for known in CONFIGS.values():
+        if replace(known, name=out.name) == out:
+            return known
+    return out
 
 
 def get_config(name: str | ImageConfig) -> ImageConfig:

@@ -31,6 +31,9 @@ __all__ = [
     "load_image_file",
     "load_image_folder",
     "load_skimage_images",
+    "load_image_pack",
+    "read_image_pack_meta",
+    "load_images",
     "prepare_image",
     "sample_patches",
     "sample_patches_torch",
@@ -121,6 +124,63 @@ def load_skimage_images(names: tuple[str, ...] | list[str] = SKIMAGE_IMAGES) -> 
             raise ValueError(f"names contains {name!r}; bundled natural images are {SKIMAGE_IMAGES}")
         out.append(_to_gray(getattr(skimage.data, name)()))
     return out
+
+
+def read_image_pack_meta(path: str | os.PathLike) -> dict:
+    """The metadata of an image pack (``.npz`` from :func:`cnce.images.pack.build_image_pack`):
+    ``format``, ``halved`` (True: the images are already halved) and per photograph ``name``,
+    ``package``, ``file``, ``author``, ``licence``, ``shape``, ... Raises ``ValueError`` naming
+    ``path`` when it is missing or not an image pack."""
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"path={str(path)!r} is not an existing image pack (.npz); build one with "
+                         "scripts/photo-pack.sh or python -m cnce image-pack")
+    import json
+    import zipfile
+
+    try:
+        with np.load(p, allow_pickle=False) as z:
+            if "meta" not in z.files:
+                raise ValueError(f"path={str(path)!r} is a .npz file without 'meta': not an image pack")
+            meta = json.loads(str(z["meta"][()]))
+    except (OSError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
+        raise ValueError(f"path={str(path)!r} could not be read as an image pack: {exc}") from exc
+    if not str(meta.get("format", "")).startswith("cnce-image-pack/"):
+        raise ValueError(f"path={str(path)!r} has format {meta.get('format')!r}; expected cnce-image-pack/...")
+    return meta
+
+
+def load_image_pack(path: str | os.PathLike) -> tuple[list[np.ndarray], list[str]]:
+    """The photographs of an image pack as grey float64 arrays in [0, 255], and their names.
+
+    The images are stored already halved (``read_image_pack_meta(path)["halved"]``): do not halve
+    them again (:func:`load_images` returns the right ``halve`` flag).
+    """
+    meta = read_image_pack_meta(path)
+    with np.load(Path(path), allow_pickle=False) as z:
+        missing = [ph["key"] for ph in meta["photos"] if ph["key"] not in z.files]
+        if missing:
+            raise ValueError(f"path={str(path)!r} lacks the arrays {missing} its metadata lists (damaged pack?)")
+        images = [z[ph["key"]].astype(np.float64) for ph in meta["photos"]]
+    return images, [ph["name"] for ph in meta["photos"]]
+
+
+def load_images(path: str | os.PathLike, *, halve: bool | None = None) -> tuple[list[np.ndarray], bool, str]:
+    """Images from a folder (:func:`load_image_folder`) or an image pack ``.npz``
+    (:func:`load_image_pack`): returns ``(images, halve, description)``.
+
+    ``halve`` is the flag to pass to :func:`prepare_image`: an explicit ``halve`` is returned as
+    given; ``None`` becomes True for a folder (full-resolution files, like the van Hateren
+    images) and False for a pack whose metadata says ``halved: true`` (already halved).
+    The description is ``"folder <name>"`` or ``"image pack <name> (<n> photographs, pre-halved)"``.
+    """
+    p = Path(path)
+    if p.suffix.lower() == ".npz" and not p.is_dir():
+        images, _ = load_image_pack(p)
+        halved = bool(read_image_pack_meta(p).get("halved", False))
+        desc = f"image pack {p.name} ({len(images)} photographs{', pre-halved' if halved else ''})"
+        return images, (not halved) if halve is None else bool(halve), desc
+    return load_image_folder(p), True if halve is None else bool(halve), f"folder {p.name}"
 
 
 def prepare_image(img: np.ndarray, *, halve: bool = False, border: int = 4) -> np.ndarray:

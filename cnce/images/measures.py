@@ -25,19 +25,15 @@ Layers 3 and 4 (:func:`so_rf_properties`):
     the field, how concentrated it is on one probe frequency and in space. The baseline is
     the same network with that layer's weights random (:func:`random_layer`).
 
-Supp. D.2 (:func:`comparison_table`): these layer-1 measures and the loss after every
-meta-iteration of the CNCE and NCE comparison runs.
-
-The module also holds the small pieces of run handling the image notebook needs
-(:func:`analysis_sizes`, :func:`initial_network`, :func:`load_comparison`).
+The share of oriented units after every meta-iteration of a training run comes from
+:class:`Layer1Monitor`. Every function returns numbers; the sentences are the notebook's.
+The committed runs themselves are found and loaded by :mod:`cnce.images.runs`.
 """
 from __future__ import annotations
 
 import copy
 import math
-import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -48,12 +44,8 @@ from cnce.images.network import ImageNetwork
 __all__ = [
     "ANALYSIS_SIZES",
     "pooling_table",
-    "share_words",
-    "finished_runs",
-    "generalisation_gap",
-    "recipe_table",
-    "recipe_summary",
-    "recipe_findings",
+    "above_chance",
+    "border_share",
     "layer1_summary",
     "analysis_sizes",
     "fourier_power",
@@ -67,14 +59,15 @@ __all__ = [
     "baseline_weights",
     "summarise_filters",
     "layer1_table",
+    "osi_threshold",
+    "oriented_share",
+    "Layer1Monitor",
     "pooled_sets",
     "pooling_coherence",
     "so_rf_properties",
     "so_rf_table",
     "random_layer",
     "initial_network",
-    "load_comparison",
-    "comparison_table",
 ]
 
 # -- what the image notebook analyses at each scale -------------------------------------------
@@ -308,6 +301,41 @@ def layer1_table(weights: dict[str, torch.Tensor], whitener: Whitener, *, refere
     return pd.DataFrame(rows).set_index(["picture", "units"]), props
 
 
+def osi_threshold(whitener: Whitener, *, K: int = 600, quantile: float = 0.95, seed: int = 0,
+                  picture: str = "receptive fields") -> float:
+    """The OSI above which a unit counts as oriented: the ``quantile`` of the OSI of ``K``
+    localised-noise patterns passed through ``whitener`` (as :func:`layer1_table` computes it)."""
+    n = int(round(math.sqrt(whitener.V.shape[0])))
+    W = project_to_whitened(localised_noise(n, K, seed=seed), whitener)
+    return float(np.quantile(filter_properties(unit_images(W, whitener)[picture]).osi, quantile))
+
+
+def oriented_share(W, whitener: Whitener, threshold: float, picture: str = "receptive fields") -> float:
+    """The share of the units ``W (K, D)`` whose OSI exceeds ``threshold`` (:func:`osi_threshold`)."""
+    return float(np.mean(filter_properties(unit_images(W, whitener)[picture]).osi > threshold))
+
+
+class Layer1Monitor:
+    """``monitor(net, layer, whitener) -> {"oriented": share, "osi_median": ...}`` for
+    :func:`cnce.images.train.train`: after every layer-1 meta-iteration, the share of
+    receptive fields more oriented than 95 % of localised noise (the threshold is computed once
+    per whitener) and their median OSI; ``{}`` for other layers."""
+
+    def __init__(self, K_noise: int = 600, quantile: float = 0.95):
+        self.K_noise, self.quantile = K_noise, quantile
+        self._thr: dict[int, float] = {}
+
+    def __call__(self, net: ImageNetwork, layer: int, whitener: Whitener) -> dict[str, float]:
+        if layer != 1:
+            return {}
+        key = id(whitener)
+        if key not in self._thr:
+            self._thr[key] = osi_threshold(whitener, K=self.K_noise, quantile=self.quantile)
+        props = filter_properties(unit_images(net.W1.detach().float().cpu(), whitener)["receptive fields"])
+        return {"oriented": float(np.mean(props.osi > self._thr[key])), "osi_median": float(np.median(props.osi)),
+                "osi_threshold": self._thr[key]}
+
+
 # -- pooling layers ------------------------------------------------------------------------------
 
 
@@ -513,25 +541,6 @@ def initial_network(state: dict) -> ImageNetwork:
     return ImageNetwork(**state["sizes"], seed=int(state["seed"]), **{k: v for k, v in options.items() if k in known})
 
 
-def load_comparison(run_dir: str | os.PathLike, file: str | None = None) -> dict | None:
-    """A CNCE/NCE comparison of Supp. D.2 saved with a run, or ``None`` when the run has none.
-
-    ``file`` defaults to ``compare.pt`` (:func:`cnce.images.train.train_comparison`: CNCE and
-    NCE); the same layout holds extra runs, such as CNCE with other starting values of eps
-    (``compare-eps.pt``). Returns ``{"config", "seed", "device", "snapshots": {method: {meta:
-    W1 (K, D) float32}}, "history": {method: [records]}}``; ``meta = 0`` is the common
-    initialisation.
-    """
-    from cnce.images.train import COMPARE_FILE
-
-    p = Path(run_dir) / (file or COMPARE_FILE)
-    if not p.is_file():
-        return None
-    cmp = torch.load(p, map_location="cpu", weights_only=False)
-    cmp["snapshots"] = {m: {int(k): v.float() for k, v in s.items()} for m, s in cmp["snapshots"].items()}
-    return cmp
-
-
 def pooling_table(summary: dict):
     """The table of :func:`summarise_pooling` as printed on the image page: per property
     (orientation, frequency, position) the median spread of the pooled units, of the random
@@ -542,97 +551,20 @@ def pooling_table(summary: dict):
                              "coherent share": summary[f"{k}_coherent_share"]} for k in SPREADS}).T
 
 
-def share_words(share: float, chance: float = 0.05) -> str:
-    """A coherent or oriented share in words, for prose that must follow the number:
-    ``"mostly"`` (at least half), ``"partly"`` (at least three times ``chance``) or ``"hardly"``."""
-    if not 0 <= share <= 1:
-        raise ValueError(f"share must lie in [0, 1]; got {share!r}")
-    return "mostly" if share >= 0.5 else "partly" if share >= 3 * chance else "hardly"
+def above_chance(share: float, n: int, chance: float = 0.05) -> float:
+    """One-sided binomial p-value that ``share`` of ``n`` units exceeds what ``chance`` gives
+    (the share of a baseline counted as coherent or oriented by construction)."""
+    from scipy.stats import binomtest
+
+    if not 0 <= share <= 1 or n < 1:
+        raise ValueError(f"share must lie in [0, 1] and n >= 1; got share={share!r}, n={n!r}")
+    return float(binomtest(int(round(share * n)), n, chance, alternative="greater").pvalue)
 
 
-def finished_runs(root: str | os.PathLike | None = None) -> dict[str, Path]:
-    """The committed training runs under ``root`` (default ``data/weights``) whose first layer
-    finished: ``{folder name: folder}``, sorted by name."""
-    from cnce.images.train import STATE_FILE, weights_dir
-
-    root = Path(root) if root is not None else weights_dir()
-    out = {}
-    for p in sorted(root.iterdir()) if root.is_dir() else []:
-        if (p / STATE_FILE).is_file():
-            st = torch.load(p / STATE_FILE, map_location="cpu", weights_only=False)
-            if len(st["history"].get("1", [])) >= st["config"]["meta_iters"][0]:
-                out[p.name] = p
-    return out
-
-
-def generalisation_gap(history: list[dict], last: int = 10) -> tuple[float, float]:
-    """How much a layer's training fits its own sample: the mean, over the last ``last``
-    meta-iterations but one, of the training loss after meta-iteration m (on its batch and
-    noise) and of the loss the same weights get on meta-iteration m+1's fresh noise (and
-    patches), which that meta-iteration records before its updates. Returns ``(train, fresh)``;
-    a fresh loss far above the training loss means the optimiser fitted the particular sample."""
-    if len(history) < 2:
-        raise ValueError(f"history must hold at least 2 meta-iterations; got {len(history)}")
-    pairs = list(zip(history[:-1], history[1:]))[-last:]
-    return (float(np.mean([a["train_loss"] for a, _ in pairs])), float(np.mean([b["loss"] for _, b in pairs])))
-
-
-def recipe_table(runs: dict[str, str | os.PathLike], *, seed: int = 0):
-    """The first layer of several committed runs side by side: configuration, recipe, device
-    and wall time, the share of oriented receptive fields (against localised noise through the
-    run's own whitening; 5 % by chance) and the median OSI of both, and the training loss
-    against the loss on the next fresh sample (:func:`generalisation_gap`). One row per run."""
-    import pandas as pd
-
-    from cnce.images.train import load_state, network_from_state
-
-    rows = []
-    for name, d in runs.items():
-        st = load_state(d)
-        net, wh = network_from_state(st)
-        cfg, W1 = st["config"], net.W1.detach()
-        t, _ = layer1_table({"learned": W1, **baseline_weights(wh, len(W1), seed=seed)}, wh)
-        rf = t.xs("receptive fields")
-        train, fresh = generalisation_gap(st["history"]["1"])
-        gpu = next((s["gpu"] for s in st.get("sessions", []) if s.get("gpu")), None)
-        rows.append({"run": name, "config": cfg["name"], "seed": st["seed"], "D": wh.D,
-                     "optimiser": cfg["optimizer"], "patches per meta-iteration": cfg["n_patches"][0],
-                     "main set": cfg["main_set"][0] if cfg["main_set"] else None,
-                     "meta-iterations": len(st["history"]["1"]), "device": gpu or st["device"],
-                     "layer-1 seconds": st["seconds"]["1"],
-                     "oriented share": rf.loc["learned", "oriented_share"], "OSI": rf.loc["learned", "osi_median"],
-                     "OSI localised noise": rf.loc["localised noise", "osi_median"],
-                     "train loss": train, "next fresh loss": fresh})
-    return pd.DataFrame(rows).set_index("run")
-
-
-def recipe_findings(table, paper: str = "paper", shown: str = "paper-adam") -> dict[str, str]:
-    """The numbers the image page quotes from :func:`recipe_table`, formatted for the prose: the
-    runs of configuration ``paper`` (the authors' recipe; medians over its seeds) against the
-    run ``shown``, and a verdict. Every key is present; its value is ``"n/a"`` (and the verdict
-    says why) when those runs are not in ``table``."""
-    lb = table[table["config"] == paper]
-    keys = ("n_paper", "paper_seeds", "paper_oriented", "paper_osi", "paper_train", "paper_fresh", "paper_seconds",
-            "adam_oriented", "adam_osi", "adam_train", "adam_fresh", "adam_seconds", "noise_osi", "gpu")
-    if lb.empty or shown not in table.index:
-        return {**dict.fromkeys(keys, "n/a"), "verdict": "The GPU runs are not committed in this checkout."}
-    pa = table.loc[shown]
-    lo, hi = 100 * lb["oriented share"].min(), 100 * lb["oriented share"].max()
-    if lb["oriented share"].max() < 0.2 and pa["oriented share"] > 0.5:
-        verdict = ("On these photographs the authors' recipe does not reproduce the oriented first layer; "
-                   "the same sizes and batches with fresh patches and Adam do.")
-    elif lb["oriented share"].min() > 0.5:
-        verdict = "Both recipes give an oriented first layer."
-    else:
-        verdict = "The two recipes differ less clearly than the numbers above suggest; see the table."
-    return {"n_paper": str(len(lb)), "paper_seeds": ", ".join(str(v) for v in sorted(lb["seed"])),
-            "paper_oriented": f"{lo:.0f}" if round(lo) == round(hi) else f"{lo:.0f} to {hi:.0f}",
-            "paper_osi": f"{lb['OSI'].median():.2f}", "paper_train": f"{lb['train loss'].median():.2f}",
-            "paper_fresh": f"{lb['next fresh loss'].median():.2f}", "paper_seconds": f"{lb['layer-1 seconds'].median():.0f}",
-            "adam_oriented": f"{100 * pa['oriented share']:.0f}", "adam_osi": f"{pa['OSI']:.2f}",
-            "adam_train": f"{pa['train loss']:.2f}", "adam_fresh": f"{pa['next fresh loss']:.2f}",
-            "adam_seconds": f"{pa['layer-1 seconds']:.0f}", "noise_osi": f"{lb['OSI localised noise'].median():.2f}",
-            "gpu": str(pa["device"]), "verdict": verdict}
+def border_share(props: FilterProperties, size: int, margin: float = 4.0) -> float:
+    """Share of filters whose energy centroid lies within ``margin`` pixels of the patch border."""
+    lo, hi = margin, size - 1 - margin
+    return float(np.mean((props.x < lo) | (props.x > hi) | (props.y < lo) | (props.y > hi)))
 
 
 def layer1_summary(table):
@@ -641,48 +573,3 @@ def layer1_summary(table):
     cols = {"osi_median": "OSI", "oriented_share": "oriented", "freq_p10": "f p10", "freq_p90": "f p90",
             "octaves": "octaves"}
     return table[list(cols)].rename(columns=cols)
-
-
-def recipe_summary(table):
-    """:func:`recipe_table` narrowed for the page: per run the PCA dimension, optimiser, patches
-    per meta-iteration (thousands), oriented share and median OSI of the receptive fields, the
-    localised-noise OSI, and the training against the next fresh loss, rounded to 2 digits."""
-    out = table[["D"]].copy()
-    out["optim"] = table["optimiser"]
-    out["batch"] = (table["patches per meta-iteration"] / 1000).map(lambda v: f"{v:g}k")
-    out["oriented"] = table["oriented share"]
-    out["OSI"] = table["OSI"]
-    out["noise"] = table["OSI localised noise"]
-    out["train J"] = table["train loss"]
-    out["fresh J"] = table["next fresh loss"]
-    return out.round(2)
-
-
-def comparison_table(cmp: dict, whitener: Whitener, thresholds: dict[str, float]):
-    """Supp. D.2 measured: for each method and meta-iteration of a :func:`load_comparison` run,
-    the loss of the weights after ``meta`` meta-iterations on the next meta-iteration's fresh
-    sample (``NaN`` after the last one; CNCE and NCE losses are different functions, so compare
-    each method's loss only with itself), the median OSI of the receptive fields and features, the share of
-    units more oriented than ``thresholds[picture]`` (e.g. the 95th percentile of the
-    localised-noise baseline), the spread of the features' preferred frequency (octaves) and
-    how far the weights moved from the initialisation (``|W_m - W_0| / |W_0|``).
-    """
-    import pandas as pd
-
-    rows = []
-    for method, snaps in cmp["snapshots"].items():
-        hist = {int(r["meta"]): r for r in cmp["history"][method]}
-        W0 = snaps[0]
-        for m in sorted(snaps):
-            imgs = unit_images(snaps[m], whitener)
-            row = {"method": method, "meta": m,
-                   "loss": hist[m]["loss"] if m in hist else float("nan"),
-                   "moved": float((snaps[m] - W0).norm() / W0.norm())}
-            for pic, key in (("receptive fields", "rf"), ("features", "feat")):
-                p = filter_properties(imgs[pic])
-                row[f"osi_{key}"] = float(np.median(p.osi))
-                row[f"oriented_{key}"] = float(np.mean(p.osi > thresholds[pic]))
-                if key == "feat":
-                    row["octaves_feat"] = octave_spread(p.frequency)
-            rows.append(row)
-    return pd.DataFrame(rows).set_index(["method", "meta"])

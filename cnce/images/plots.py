@@ -17,14 +17,15 @@ __all__ = [
     "plot_pooling",
     "plot_space_orientation",
     "plot_layer4",
+    "plot_ablation",
+    "plot_memorisation",
+    "plot_d2_curves",
     "plot_training",
-    "plot_generalisation",
     "plot_comparison",
     "plot_gabor_summary",
     "plot_layer1_measures",
     "plot_pooling_coherence",
     "plot_so_coherence",
-    "plot_comparison_measures",
     "plot_top_patches",
     "pooled_units",
 ]
@@ -199,8 +200,9 @@ def _draw_so(ax, resp_unit, probe, size):
     ax.set_yticks([])
 
 
-def plot_space_orientation(resp: list[np.ndarray], probe, units=None, ncol: int = 10, size: float = 1.2):
-    """Space-orientation receptive fields of third-layer units (Fig. 6, Supp. D.3).
+def plot_space_orientation(resp: list[np.ndarray], probe, units=None, ncol: int = 6, size: float | None = None):
+    """Space-orientation receptive fields of third-layer units (Fig. 6, Supp. D.3), ``ncol`` to a
+    row at the page's width (each icon ``size`` inches; default the page width over ``ncol``).
 
     ``resp`` from :func:`cnce.images.probes.probe_layer`; ``units`` selects units (default all).
     """
@@ -209,6 +211,7 @@ def plot_space_orientation(resp: list[np.ndarray], probe, units=None, ncol: int 
     norm = normalise_responses(resp)
     units = list(range(norm[0].shape[0])) if units is None else list(units)
     nrow = int(np.ceil(len(units) / ncol))
+    size = size or PAGE_WIDTH / ncol
     fig, axes = plt.subplots(nrow, ncol, figsize=(ncol * size, nrow * size), squeeze=False)
     for ax in axes.flat:
         ax.axis("off")
@@ -221,38 +224,111 @@ def plot_space_orientation(resp: list[np.ndarray], probe, units=None, ncol: int 
 
 
 def plot_layer4(units: list[int], q4: np.ndarray, resp3: list[np.ndarray], probe, patches: np.ndarray, top_idx: np.ndarray,
-                max_units: int = 10, mass: float = 0.9, n_patches: int = 8):
-    """Fig. 6 / Supp. D.4: per fourth-layer unit (a row): the third-layer units it pools (their
-    space-orientation receptive fields, bars for the pooling weight) and, on the right, the
-    image patches of a large batch that drive it most."""
+                max_units: int = 8, mass: float = 0.9, n_patches: int = 8):
+    """Fig. 6 / Supp. D.4 at the page's width, two rows per fourth-layer unit: the third-layer
+    units it pools (their space-orientation receptive fields, at most ``max_units``, with a bar
+    for each pooling weight relative to the largest), and below them the ``n_patches`` image
+    patches of a large batch that drive it most."""
     plt = _pyplot()
 
     norm = normalise_responses(resp3)
     sel = pooled_units(q4[units], max_units, mass)
     n = probe.size
-    ncols = max_units + 1 + n_patches
-    label_ratio = 2.2
-    width = (ncols - 1 + label_ratio) * 0.8
-    fig = plt.figure(figsize=(width, len(units) * 1.15))
-    gs = fig.add_gridspec(2 * len(units), ncols, height_ratios=[1, 0.35] * len(units),
-                          width_ratios=[1] * max_units + [label_ratio] + [1] * n_patches, hspace=0.05, wspace=0.08,
+    ncols = max(max_units, n_patches)
+    cell = PAGE_WIDTH / (ncols + 0.6)
+    fig = plt.figure(figsize=(PAGE_WIDTH, len(units) * (2 * cell + 0.25 * cell + 0.2)))
+    gs = fig.add_gridspec(3 * len(units), ncols + 1, height_ratios=[1, 0.25, 1] * len(units),
+                          width_ratios=[0.6] + [1] * ncols, hspace=0.08, wspace=0.06,
                           left=0.01, right=0.99, bottom=0.01, top=0.99)
     for r, (j, idx) in enumerate(zip(units, sel)):
         w = q4[j, idx] / q4[j].max()
-        for c, (k, wk) in enumerate(zip(idx, w)):
-            ax = fig.add_subplot(gs[2 * r, c])
-            _draw_so(ax, [x[k] for x in norm], probe, n)
-            bx = fig.add_subplot(gs[2 * r + 1, c])
-            bx.bar([0], [wk], width=0.6, color="C0")
-            bx.set_ylim(0, 1)
-            bx.set_xlim(-0.5, 0.5)
-            bx.axis("off")
-        lab = fig.add_subplot(gs[2 * r: 2 * r + 2, max_units])
-        lab.text(0.5, 0.5, f"unit {j}", ha="center", va="center", fontsize=page_fontsize(width))
+        lab = fig.add_subplot(gs[3 * r: 3 * r + 3, 0])
+        lab.text(0.5, 0.5, f"unit\n{j}", ha="center", va="center", fontsize=10.5)
         lab.axis("off")
+        for c, (k, wk) in enumerate(zip(idx, w)):
+            ax = fig.add_subplot(gs[3 * r, 1 + c])
+            _draw_so(ax, [x[k] for x in norm], probe, n)
+            bx = fig.add_subplot(gs[3 * r + 1, 1 + c])
+            bx.barh([0], [wk], height=0.6, color="C0")
+            bx.set_xlim(0, 1)
+            bx.set_ylim(-0.5, 0.5)
+            bx.axis("off")
         for c, pi in enumerate(top_idx[j][:n_patches]):
-            ax = fig.add_subplot(gs[2 * r, max_units + 1 + c])
+            ax = fig.add_subplot(gs[3 * r + 2, 1 + c])
             _show(ax, patches[pi].reshape(n, n))
+    return fig
+
+
+def plot_ablation(tables: dict, column: str = "oriented", chance: float | None = 0.05):
+    """The layer-1 ablation: per size (``{title: table}`` from
+    :func:`cnce.images.runs.ablation_table`) a bar per (optimiser, schedule) with its interval over
+    seeds and the seeds as dots; ``chance`` drawn as a dotted line."""
+    plt = _pyplot()
+
+    fig, axes = plt.subplots(1, len(tables), figsize=(PAGE_WIDTH, 3.3), squeeze=False, sharey=True)
+    colours = {"main": "C3", "fresh": "C0"}
+    for ax, (title, t) in zip(axes[0], tables.items()):
+        labels = []
+        for i, ((opt, sched), row) in enumerate(t.iterrows()):
+            m, lo, hi = row[column], row[f"{column}_lo"], row[f"{column}_hi"]
+            ax.bar(i, m, color=colours[sched], alpha=0.75)
+            ax.errorbar(i, m, yerr=[[m - lo], [hi - m]], color="k", capsize=3, lw=1)
+            labels.append(f"{opt}\n{sched}")
+        ax.set_xticks(range(len(labels)), labels, fontsize=9)
+        ax.set_title(title)
+        if chance is not None:
+            ax.axhline(chance, color="gray", ls=":", lw=1)
+    axes[0, 0].set_ylabel("oriented share of layer 1" if column == "oriented" else column)
+    axes[0, 0].set_ylim(0, 1)
+    fig.tight_layout()
+    return fig
+
+
+def plot_memorisation(histories: dict[str, list[dict]], title: str = ""):
+    """Per run (``{label: layer-1 history}``), J after each meta-iteration on its own patches and
+    noise (dashed), on the same patches with fresh noise (dotted) and on unseen patches with fresh
+    noise (solid): a gap between dashed and dotted is memorised noise, one between dotted and
+    solid memorised patches."""
+    plt = _pyplot()
+
+    from cnce.losses import LOG4
+
+    fig, axes = plt.subplots(1, len(histories), figsize=(PAGE_WIDTH, 3.3), squeeze=False, sharey=True)
+    for ax, (label, h) in zip(axes[0], histories.items()):
+        m = [r["meta"] + 1 for r in h]
+        ax.plot(m, [r["train_loss"] for r in h], "--", color="C1", lw=1.3, label="own patches and noise")
+        ax.plot(m, [r["loss_fresh_noise"] for r in h], ":", color="C2", lw=1.6, label="own patches, fresh noise")
+        ax.plot(m, [r["loss_unseen"] for r in h], "-", color="C0", lw=1.5, label="unseen patches, fresh noise")
+        ax.axhline(LOG4, color="gray", ls=":", lw=1)
+        ax.set_title(label, fontsize=10.5)
+        ax.set_xlabel("meta-iteration")
+    axes[0, 0].set_ylabel("CNCE loss J after the update")
+    axes[0, 0].set_ylim(0, max(2.0, LOG4 + 0.1))
+    axes[0, -1].legend(frameon=False, fontsize=9, loc="upper right")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def plot_d2_curves(records, column: str = "oriented"):
+    """Supp. D.2: ``column`` per meta-iteration for each variant (rows of
+    :func:`cnce.images.runs.d2_records`), mean over seeds with the range of the seeds shaded."""
+    import pandas as pd
+
+    plt = _pyplot()
+    df = pd.DataFrame(records)
+    fig, ax = plt.subplots(figsize=(PAGE_WIDTH, 3.3))
+    names = {"cnce": "CNCE", "nce": "NCE, c carried over", "nce-reset": "NCE, c reset to 0 (authors' code)"}
+    for c, (v, g) in enumerate(df.groupby("variant", sort=False)):
+        s = g.groupby("meta")[column]
+        x = np.array(sorted(g["meta"].unique()))
+        ax.plot(x, s.mean().values, "-o", ms=3, color=f"C{c}", label=f"{names.get(v, v)} ({g['seed'].nunique()} seeds)")
+        ax.fill_between(x, s.min().values, s.max().values, color=f"C{c}", alpha=0.2)
+    ax.set_xlabel("meta-iteration")
+    ax.set_ylabel("oriented share of layer 1" if column == "oriented" else column)
+    ax.legend(frameon=False)
+    fig.tight_layout()
     return fig
 
 
@@ -277,31 +353,6 @@ def plot_training(history: dict, title: str = ""):
     axes[1].legend(frameon=False)
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
-    return fig
-
-
-def plot_generalisation(histories: dict[str, list[dict]], title: str = ""):
-    """Per run (``{label: layer history}``), the training loss after each meta-iteration
-    (dashed) and the loss of the same weights on the next meta-iteration's fresh sample
-    (solid): where the two part, the optimiser fits its own sample rather than the data."""
-    plt = _pyplot()
-
-    from cnce.losses import LOG4
-
-    fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    for c, (label, h) in enumerate(histories.items()):
-        m = np.arange(1, len(h))
-        ax.plot(m, [r["loss"] for r in h[1:]], "-", color=f"C{c}", lw=1.5, label=f"{label}: next fresh sample")
-        ax.plot(m, [r["train_loss"] for r in h[:-1]], "--", color=f"C{c}", lw=1.2, label=f"{label}: own sample (training)")
-    ax.axhline(LOG4, color="gray", ls=":", lw=1)
-    ax.text(1, LOG4, " 2 log 2", va="bottom", color="gray")
-    ax.set_xlabel("meta-iteration m of layer 1")
-    ax.set_ylabel("CNCE loss J")
-    ax.set_ylim(bottom=0)
-    ax.legend(loc="upper right", frameon=False)
-    if title:
-        ax.set_title(title)
     fig.tight_layout()
     return fig
 
@@ -437,37 +488,6 @@ def plot_so_coherence(named: dict, measures=("orientation_coherence", "frequency
         ax.set_xlabel(m.replace("_", " "))
         ax.set_ylabel("fraction of units")
     axes[0, 0].legend(frameon=False)
-    fig.tight_layout()
-    return fig
-
-
-def plot_comparison_measures(table):
-    """Supp. D.2 measured (:func:`cnce.images.measures.comparison_table`): per meta-iteration and
-    method, the share of oriented units (receptive fields, features), and the first two
-    methods' own losses on the next sample (CNCE and NCE losses are different functions)."""
-    plt = _pyplot()
-
-    methods = list(dict.fromkeys(table.index.get_level_values(0)))
-    fig, grid = plt.subplots(2, 2, figsize=(PAGE_WIDTH, 5.6))
-    axes = grid.ravel()
-    for k, meth in enumerate(methods):
-        t = table.xs(meth, level=0)
-        st = dict(color=f"C{k}", marker="os^v"[k % 4], ms=3, ls="-" if k < 2 else "--")
-        axes[0].plot(t.index, t["oriented_rf"], label=meth.upper(), **st)
-        axes[1].plot(t.index, t["oriented_feat"], label=meth.upper(), **st)
-        if k < 2:  # the losses of further runs (e.g. CNCE at other eps) are other functions again
-            ax = axes[2 + k]
-            ax.plot(t.index, t["loss"], **st)
-            ax.set_ylabel(f"{meth.upper()} loss")
-            ax.set_title(f"{meth.upper()}: loss on the next fresh sample")
-            ax.set_xlabel("meta-iteration")
-    axes[0].set_title("receptive fields")
-    axes[1].set_title("features (dewhitened)")
-    for ax in axes[:2]:
-        ax.set_xlabel("meta-iteration")
-        ax.set_ylabel("share of oriented units")
-        ax.set_ylim(0, 1)
-    axes[0].legend(frameon=False)
     fig.tight_layout()
     return fig
 

@@ -130,21 +130,24 @@ def gabor_summary(fits: dict[str, np.ndarray], size: int, r2_min: float = 0.5) -
     return out
 
 
-def fastica(U: torch.Tensor, K: int, *, iters: int = 200, tol: float = 1e-5, seed: int = 0) -> torch.Tensor:
+def fastica(U: torch.Tensor, K: int, *, iters: int = 200, tol: float = 1e-5, seed: int = 0,
+            info: dict | None = None) -> torch.Tensor:
     """Symmetric FastICA (log-cosh contrast) of whitened data ``U (N, D)``: ``K <= D`` filters
-    ``(K, D)`` with orthonormal rows in the whitened space.
+    ``(K, D)`` with orthonormal rows in the whitened space, on ``U``'s device.
 
     A reference for the image model: what a linear sparse-coding method finds in the same
     patches (Hyvarinen et al., 2009). Runs in float64; stops when no row turns by more than
-    ``tol`` (``1 - |cos|``) in one iteration, or after ``iters`` iterations.
+    ``tol`` (``1 - |cos|``) in one iteration, or after ``iters`` iterations. ``info``, when
+    given, receives ``iterations`` and the last ``turn`` (``converged`` when below ``tol``).
     """
     U = torch.as_tensor(U, dtype=torch.float64)
     N, D = U.shape
     if not (1 <= K <= D):
         raise ValueError(f"K must be in [1, {D}] for data of dimension {D}; got {K!r}")
     g = torch.Generator().manual_seed(int(seed))
-    W = torch.linalg.qr(torch.randn(D, K, generator=g, dtype=torch.float64))[0].T
-    for _ in range(iters):
+    W = torch.linalg.qr(torch.randn(D, K, generator=g, dtype=torch.float64))[0].T.to(U.device)
+    turn, it = float("inf"), 0
+    for it in range(1, iters + 1):
         G = torch.tanh(U @ W.T)
         W_new = (G.T @ U) / N - (1 - G**2).mean(0)[:, None] * W
         P, _, Qt = torch.linalg.svd(W_new, full_matrices=False)  # symmetric orthonormalisation
@@ -153,6 +156,8 @@ def fastica(U: torch.Tensor, K: int, *, iters: int = 200, tol: float = 1e-5, see
         W = W_new
         if turn < tol:
             break
+    if info is not None:
+        info.update(iterations=it, turn=turn, converged=bool(turn < tol), N=N, D=D, K=K)
     return W.float()
 
 

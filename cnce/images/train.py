@@ -9,16 +9,26 @@ an option of :class:`~cnce.images.configs.ImageConfig`:
   the first) and is set by :func:`choose_eps_authors`, their ``NoiseProcessor.m`` rule
   (multiplier grown x1.15, then bisected; at most 20 evaluations of J; multiplier cap 4, 8 for
   layer 4). ``"carry"``: the project's earlier rule (:func:`choose_eps`, eps carried over).
-* patches: ``main_set`` patches are drawn once per ``epoch`` meta-iterations and each
-  meta-iteration uses the next ``n_patches``-sized batch of that main set, alternating (their
-  200k/100k, 200k/100k, 150k/150k, 100k/100k); with ``main_set=None`` every meta-iteration
-  draws ``n_patches`` fresh patches.
-* ``optimizer="lbfgs"`` (``paper``): ``steps`` L-BFGS iterations with strong-Wolfe line searches
-  on the whole batch, close to their ten conjugate-gradient line searches of ``minimize.m``.
-  Loss and gradient are summed over chunks of ``chunk`` data points (each with its ``kappa``
-  noise samples) on the device, with no host synchronisation inside an evaluation.
+* patches: ``main_set`` patches are drawn at the meta-iterations their ``CNCEstimator.m``
+  draws them (``redraw="authors"``: the first, then every 1-based multiple of ``epoch``) and
+  each meta-iteration uses the next ``n_patches``-sized batch of that main set, alternating
+  (their 200k/100k, 200k/100k, 150k/150k, 100k/100k; ``DataProcessor.getPCAdataBatch``); with
+  ``main_set=None`` every meta-iteration draws ``n_patches`` fresh patches.
+* ``optimizer="cg"`` (``paper``): one call of their minimiser per meta-iteration,
+  :class:`cnce.images.cg.ConjugateGradients` (Polak-Ribiere conjugate gradients, ``steps`` = 10
+  near-exact line searches on the whole batch). ``"lbfgs"``: ``steps`` iterations of torch's
+  L-BFGS with strong-Wolfe line searches. Loss and gradient are summed over chunks of
+  ``chunk`` data points (each with its ``kappa`` noise samples) on the device.
   ``optimizer="adam"`` (``demo``, ``quick``): one pass of Adam minibatches over each batch, the
   optimiser state carried across meta-iterations.
+* NCE's log-normaliser ``c`` is carried from one meta-iteration to the next
+  (``nce_c="carry"``) or restarts at 0 at each (``"reset"``, as their ``NCEstimator.m`` does).
+
+Every meta-iteration records, besides eps and the losses the optimiser sees, three values of
+J after its update that tell memorisation apart from learning: on (the first ``eps_n`` of) the
+patches and noise it was trained on (``train_loss``), on the same patches with fresh noise
+(``loss_fresh_noise``) and on unseen patches with fresh noise (``loss_unseen``); and whatever
+the ``monitor`` passed to :func:`train` returns (the notebook's oriented share of layer 1).
 * pooling layers 2 and 4 start from the network's dense initialisation (``pool_start="dense"``,
   theirs) or from a planted unit of the layer below (``"planted"``, :func:`start_pooling_layer`).
 
@@ -50,15 +60,16 @@ import torch
 from cnce import __version__, provenance
 from cnce._torch import resolve_device
 from cnce.losses import LOG4, cnce_loss, nce_loss
+from cnce.images.cg import CGSettings, ConjugateGradients
 from cnce.images.configs import ImageConfig, get_config
-from cnce.images.data import PatchSource, Whitener, load_image_folder, load_skimage_images, prepare_image
+from cnce.images.data import PatchSource, Whitener, load_images, load_skimage_images, prepare_image
 from cnce.images.network import ImageNetwork
+from cnce.images.runs import STATE_FILE, find_weights, load_state, network_from_state, weights_dir  # noqa: F401 (re-exported)
 
-__all__ = ["choose_eps", "choose_eps_authors", "estimate_flops", "make_source", "start_pooling_layer", "train", "train_comparison", "train_eps_comparison", "load_state", "network_from_state", "find_weights",
+__all__ = ["choose_eps", "choose_eps_authors", "estimate_flops", "make_source", "start_pooling_layer", "train", "train_comparison", "load_state", "DirtyTreeError", "network_from_state", "find_weights",
            "weights_dir", "STATE_FILE",
            "COMPARE_FILE"]
 
-STATE_FILE = "state.pt"
 COMPARE_FILE = "compare.pt"
 METHODS = ("cnce", "nce")
 
@@ -135,7 +146,7 @@ def choose_eps_authors(J_of_eps, *, eps_base: float = 0.5, cap: float = 4.0, max
     return eps_base * f, trace
 
 
-def estimate_flops(config: str | ImageConfig, *, eps_evals: float = 6.0) -> dict:
+def estimate_flops(config: str | ImageConfig, *, eps_evals: float = 6.0, cg_evals: float = 3.0) -> dict:
     """Floating-point operations of a training run, per layer, counting the matrix products
     (2 per multiply-add; gain control, f_th and the loss are O(rows x width) and left out).
 
@@ -145,7 +156,8 @@ def estimate_flops(config: str | ImageConfig, *, eps_evals: float = 6.0) -> dict
     * the eps rule: ``eps_evals`` evaluations of J on ``eps_n`` points (each a forward pass of
       the noise through the frozen layers and layer L); the authors' rule needs 1-20;
     * optimisation: L-BFGS with at most ``steps * 5 // 4`` loss + gradient evaluations (torch's
-      ``max_eval`` default), or one Adam pass; a loss + gradient counted as 3 forward passes of
+      ``max_eval`` default), conjugate gradients with ``cg_evals`` evaluations per line search
+      (an assumption: up to 20 are allowed), or one Adam pass; a loss + gradient counted as 3 forward passes of
       layer L (only weight gradients are needed); plus two loss-only passes (the fresh-sample
       loss and the training loss).
 
@@ -155,7 +167,7 @@ def estimate_flops(config: str | ImageConfig, *, eps_evals: float = 6.0) -> dict
     D, K1, K2, D3, K3, K4 = (cfg.sizes()[k] for k in ("D", "K1", "K2", "D3", "K3", "K4"))
     below = {1: 0, 2: D * K1, 3: D * K1 + K1 * K2 + K2 * D3, 4: D * K1 + K1 * K2 + K2 * D3 + D3 * K3}
     top = {1: D * K1, 2: K1 * K2, 3: D3 * K3, 4: K3 * K4}
-    evals = cfg.steps * 5 // 4 if cfg.optimizer == "lbfgs" else 1
+    evals = {"lbfgs": cfg.steps * 5 // 4, "cg": cfg.steps * cg_evals}.get(cfg.optimizer, 1)
     per = {}
     for L in (1, 2, 3, 4):
         N = cfg.n_patches[L - 1]
@@ -179,8 +191,7 @@ def make_source(images: str | os.PathLike | None = None, *, patch: int = 32, hal
     if images is None or images == "skimage":
         raw, desc, halve = load_skimage_images(), "skimage.data bundled photographs", bool(halve)
     else:
-        raw, desc = load_image_folder(images), f"folder {Path(images).name}"
-        halve = True if halve is None else halve
+        raw, halve, desc = load_images(images, halve=halve)
     return PatchSource([prepare_image(im, halve=halve) for im in raw], size=patch), desc
 
 
@@ -213,73 +224,63 @@ def _cnce_tree(sub: str = "cnce") -> str | None:
     return _git_object(f"HEAD:{sub}", sub)
 
 
-def load_state(out: str | os.PathLike) -> dict:
-    """The training state saved in ``<out>/state.pt`` (raises ``ValueError`` if absent)."""
-    p = Path(out) / STATE_FILE
-    if not p.is_file():
-        raise ValueError(f"out={str(out)!r} holds no {STATE_FILE}; train first (python -m cnce image-train)")
-    return torch.load(p, map_location="cpu", weights_only=False)
-
-
-def weights_dir() -> Path:
-    """``data/weights`` of the repository that holds this package."""
-    return provenance.REPO_ROOT / "data" / "weights"
-
-
-def find_weights(weights: str = "auto", root: str | os.PathLike | None = None) -> Path | None:
-    """The folder of a finished, committed run: ``weights="auto"`` picks the first present of
-    ``paper-adam``, ``paper``, ``demo``, ``quick`` whose every layer finished; a config name or a
-    path selects one. Returns ``None`` when ``"auto"`` finds nothing.
-
-    ``paper-adam`` comes first: it has the paper's sizes and batches, and on the bundled
-    photographs its first layer becomes oriented, while the authors' recipe (``paper``: a main
-    set reused for 20 meta-iterations, full-batch line searches) fits its own sample and does
-    not (measured on the image page)."""
-    root = Path(root) if root is not None else weights_dir()
-    if weights != "auto":
-        p = Path(weights) if Path(weights).is_dir() else root / weights
-        if not (p / STATE_FILE).is_file():
-            raise ValueError(f"weights={weights!r}: no {STATE_FILE} under {p}")
-        return p
-    for name in ("paper-adam", "paper", "demo", "quick"):
-        p = root / name / STATE_FILE
-        if p.is_file():
-            st = torch.load(p, map_location="cpu", weights_only=False)
-            if all(len(st["history"].get(str(L), [])) >= n for L, n in zip((1, 2, 3, 4), st["config"]["meta_iters"])):
-                return p.parent
-    return None
-
-
-def network_from_state(state: dict) -> tuple[ImageNetwork, Whitener]:
-    """Rebuild the trained network and the input whitening from a saved state."""
-    net = ImageNetwork(**state["sizes"], **_network_options(state["config"]))
-    net.load_state_dict(state["network"])
-    return net, Whitener.from_state_dict(state["whitener"])
-
-
-def _network_options(config: dict) -> dict:
-    """Initialisation and layer-3 options of a saved config (runs saved before these options
-    existed used the orthonormal start and the linear z3)."""
-    return dict(init=config.get("init", "orthonormal"), l3_nonlinearity=config.get("l3_nonlinearity", "linear"))
-
-
 def _batched(fn, x: torch.Tensor, chunk: int) -> torch.Tensor:
     return torch.cat([fn(x[i:i + chunk]) for i in range(0, x.shape[0], chunk)])
 
 
-def _run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_eps=True):
+def _noisy_inputs(net, layer, cfg, u, method, eps, xi):
+    """Layer inputs of the noise of data ``u``: ``u + eps * xi`` (CNCE) or ``xi`` itself (NCE)."""
+    chunk = max(1, int(cfg.chunk))
+    if method == "cnce":
+        return torch.cat([net.layer_input(u[a:a + chunk, None, :] + eps * xi[a:a + chunk], layer)
+                          for a in range(0, u.shape[0], chunk)])
+    return _batched(lambda v: net.layer_input(v, layer), xi, chunk)
+
+
+def _loss_fn(net, layer, method, extra, kappa):
+    """``loss(hx, hy)``: the CNCE loss (Eq. 8 with G of Eq. 20) or the NCE loss of layer inputs."""
+    log_nu = math.log(kappa)
+
+    def loss(hx, hy):
+        lx = net.layer_log_phi(hx, layer)
+        ly = net.layer_log_phi(hy, layer)
+        if method == "cnce":
+            return cnce_loss(lx, ly)
+        c = extra["c"]
+        return nce_loss(lx + c - log_nu, (ly + c - log_nu).reshape(-1))
+
+    return loss
+
+
+@torch.no_grad()
+def _mean_loss(loss, hx, hy, chunk: int) -> float:
+    n = hx.shape[0]
+    total = torch.zeros((), device=hx.device)
+    for a in range(0, n, chunk):
+        b = min(a + chunk, n)
+        total += loss(hx[a:b], hy[a:b]) * ((b - a) / n)
+    return float(total)
+
+
+def _run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_eps=True, unseen=None):
     """One meta-iteration on the batch ``u``: fresh noise, the eps rule (``cfg.eps_rule``;
-    skipped when ``tune_eps`` is False), then the optimiser (``steps`` L-BFGS iterations on the
-    whole batch, or one pass of Adam minibatches).
+    skipped when ``tune_eps`` is False), then the optimiser (one call of the authors' conjugate
+    gradients or ``steps`` L-BFGS iterations on the whole batch, or one pass of Adam
+    minibatches), then the memorisation diagnostics.
 
     Returns a record with ``eps``, ``loss`` (on the first ``eps_n`` points of the batch with the
     fresh noise, before this meta-iteration's updates: with fresh patches, data the current
-    parameters have not seen) and ``train_loss`` (after L-BFGS / the mean over the Adam pass).
+    parameters have not seen), ``train_loss`` (after the update, on those points and their
+    training noise), ``loss_fresh_noise`` (the same points, new noise), ``loss_unseen`` (the
+    patches ``unseen``, new noise; ``NaN`` without them), ``opt_loss`` (the optimiser's own
+    final value: the whole batch, or the mean over the Adam pass) and, for ``"cg"``, the line
+    searches and evaluations used.
     """
     N, D = u.shape
     kappa = cfg.kappa
     chunk = max(1, int(cfg.chunk))  # data points per chunk, each with its kappa noise points
     n_e = min(cfg.eps_n, N)
+    loss_of = _loss_fn(net, layer, method, extra, kappa)
     with torch.no_grad():
         hx = _batched(lambda v: net.layer_input(v, layer), u, chunk)
         if method == "cnce":
@@ -300,23 +301,14 @@ def _run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_e
                 eps, trace = choose_eps(J_of_eps, eps0=eps, cap=8.0 if layer == 4 else 4.0)
             else:
                 trace = [(eps, float(J_of_eps(eps)))]
-            hy = torch.cat([net.layer_input(u[a:a + chunk, None, :] + eps * xi[a:a + chunk], layer)
-                            for a in range(0, N, chunk)])
-            del xi
         else:
-            y = torch.randn(N, kappa, D, generator=gen, device=u.device)
+            xi = torch.randn(N, kappa, D, generator=gen, device=u.device)
             trace = []
-            hy = _batched(lambda v: net.layer_input(v, layer), y, chunk)
-            del y
-    log_nu = math.log(kappa)
+        hy = _noisy_inputs(net, layer, cfg, u, method, eps, xi)
+        del xi
 
     def loss_on(idx):
-        lx = net.layer_log_phi(hx[idx], layer)
-        ly = net.layer_log_phi(hy[idx], layer)
-        if method == "cnce":
-            return cnce_loss(lx, ly)  # Eq. (8) with G of Eq. (20)
-        c = extra["c"]
-        return nce_loss(lx + c - log_nu, (ly + c - log_nu).reshape(-1))
+        return loss_of(hx[idx], hy[idx])
 
     def full_loss(backward: bool) -> torch.Tensor:
         """Mean loss over the batch, summed over chunks on the device (no host sync); with
@@ -330,18 +322,22 @@ def _run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_e
             total += part.detach()
         return total
 
-    with torch.no_grad():
-        loss = float(_chunk_mean(loss_on, n_e, chunk, u.device))
+    loss = _mean_loss(loss_of, hx[:n_e], hy[:n_e], chunk)
     params = [p for g in opt.param_groups for p in g["params"]]
-    if cfg.optimizer == "lbfgs":
+    rec_opt = {}
+    if cfg.optimizer in ("lbfgs", "cg"):
         def closure():
             for p in params:
                 p.grad = None
-            return full_loss(True)  # LBFGS reads it once per evaluation
+            return full_loss(True)
 
         opt.step(closure)
         with torch.no_grad():
-            train_loss = float(full_loss(False))
+            opt_loss = float(full_loss(False))
+        if cfg.optimizer == "cg":
+            r = opt.last
+            rec_opt = dict(line_searches=r.line_searches, evaluations=r.evaluations, failed_searches=r.failed_searches,
+                           cg_stopped=r.stopped)
     else:
         perm = torch.randperm(N, generator=gen, device=u.device)
         acc, nb = torch.zeros((), device=u.device), 0
@@ -352,8 +348,21 @@ def _run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_e
             opt.step()
             acc += part.detach()
             nb += 1
-        train_loss = float(acc) / nb
-    return dict(eps=float(eps), loss=loss, train_loss=train_loss, eps_trace=trace)
+        opt_loss = float(acc) / nb
+    # memorisation diagnostics, after the update, at this meta-iteration's eps
+    with torch.no_grad():
+        train_loss = _mean_loss(loss_of, hx[:n_e], hy[:n_e], chunk)
+        del hy
+        xi2 = torch.randn(n_e, kappa, D, generator=gen, device=u.device)
+        fresh = _mean_loss(loss_of, hx[:n_e], _noisy_inputs(net, layer, cfg, u[:n_e], method, eps, xi2), chunk)
+        unseen_loss = float("nan")
+        if unseen is not None:
+            m = unseen.shape[0]
+            xi3 = torch.randn(m, kappa, D, generator=gen, device=u.device)
+            hxu = _batched(lambda v: net.layer_input(v, layer), unseen, chunk)
+            unseen_loss = _mean_loss(loss_of, hxu, _noisy_inputs(net, layer, cfg, unseen, method, eps, xi3), chunk)
+    return dict(eps=float(eps), loss=loss, train_loss=train_loss, loss_fresh_noise=fresh, loss_unseen=unseen_loss,
+                opt_loss=opt_loss, eps_trace=trace, **rec_opt)
 
 
 def _chunk_mean(loss_on, n: int, chunk: int, device) -> torch.Tensor:
@@ -389,15 +398,31 @@ def start_pooling_layer(net: ImageNetwork, layer: int, seed: int, rest: float = 
     b.copy_(b_below[pick])
 
 
+def main_set_index(m: int, epoch: int, redraw: str = "authors") -> tuple[int, int]:
+    """``(e, k)``: meta-iteration ``m`` (0-based) uses main set ``e``, the ``k``-th meta-iteration
+    on it. ``redraw="authors"`` (``CNCEstimator.m``: a new set at the first meta-iteration and
+    when the 1-based meta-iteration is a multiple of ``epoch``; with ``epoch = 20`` sets start at
+    0, 19 and 39); ``"blocks"``: sets start at multiples of ``epoch``."""
+    if epoch < 1:
+        raise ValueError(f"epoch must be >= 1; got {epoch!r}")
+    if redraw == "blocks":
+        return divmod(m, epoch)
+    if redraw != "authors":
+        raise ValueError(f"redraw must be 'authors' or 'blocks'; got {redraw!r}")
+    e = (m + 1) // epoch
+    start = 0 if e == 0 else e * epoch - 1
+    return e, m - start
+
+
 def _batch(source: PatchSource, cfg: ImageConfig, layer: int, m: int, seed: int, dev, cache: dict) -> torch.Tensor:
     """The whitened patches of meta-iteration ``m`` of layer ``layer``: fresh ones, or the next
-    ``n_patches`` batch of the main set of its epoch (drawn once per ``epoch`` meta-iterations,
-    kept in ``cache``; a resumed run redraws it from its seed)."""
+    ``n_patches`` batch of its main set (:func:`main_set_index`; kept in ``cache``; a resumed run
+    redraws it from its seed)."""
     N = cfg.n_patches[layer - 1]
     if cfg.main_set is None:
         return source.draw(N, _seed(seed, layer, m, 0), dev)
     M, E = cfg.main_set[layer - 1], cfg.epoch[layer - 1]
-    e, j = divmod(m, E)
+    e, j = main_set_index(m, E, cfg.redraw)
     key = (layer, e)
     if key not in cache:
         cache.clear()
@@ -407,6 +432,9 @@ def _batch(source: PatchSource, cfg: ImageConfig, layer: int, m: int, seed: int,
 
 
 def _make_optimizer(cfg: ImageConfig, params, layer: int):
+    if cfg.optimizer == "cg":
+        # A fresh start per meta-iteration, as the authors' estimateMain.m calls minimize.
+        return ConjugateGradients(params, CGSettings(line_searches=cfg.steps))
     if cfg.optimizer == "lbfgs":
         # A fresh L-BFGS per meta-iteration: the objective changes with the fresh sample.
         return torch.optim.LBFGS(params, lr=1.0, max_iter=cfg.steps, history_size=10, line_search_fn="strong_wolfe")
@@ -416,11 +444,14 @@ def _make_optimizer(cfg: ImageConfig, params, layer: int):
 def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers=(1, 2, 3, 4), method: str = "cnce",
           device: str = "auto", seed: int = 0, images: str | os.PathLike | None = None,
           source: PatchSource | None = None, snapshots: bool = False, progress: bool = True,
-          threads: int | None = None) -> dict:
+          threads: int | None = None, monitor=None, allow_dirty: bool = False,
+          code_commit: str | None = None) -> dict:
     """Train layers ``layers`` greedily with CNCE (or NCE) and return the final state.
 
     Resumes from ``<out>/state.pt`` when it exists (same config, method and seed). Writes the
     state atomically after every meta-iteration, and ``<out>/provenance.json`` at the end.
+    Refuses (:class:`DirtyTreeError`) to write a run under ``data/weights/`` when ``cnce/`` has
+    uncommitted changes, unless ``allow_dirty=True``, which the run's provenance records.
 
     Args:
         config: ``"quick"``, ``"demo"``, ``"paper"`` or an :class:`ImageConfig`.
@@ -432,6 +463,13 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
         source: a ready :class:`PatchSource` (overrides ``images``; its whitener is reused).
         snapshots: keep a float16 copy of ``W1`` after every meta-iteration (Supp. D.2).
         threads: ``torch.set_num_threads`` for this run (None: leave as is).
+        monitor: ``monitor(net, layer, whitener) -> dict`` called after every meta-iteration;
+            its numbers are added to the meta-iteration's record (e.g. the oriented share).
+        allow_dirty: write under ``data/weights/`` from a tree with uncommitted changes.
+        code_commit: the commit the code came from, recorded instead of what git reports (the
+            copy of the tree on a lent GPU machine carries a stale ``.git``); the provenance also
+            records a hash of the package's source (:func:`cnce.provenance.package_source_hash`),
+            which :func:`cnce.images.runs.adopt_device_runs` checks against that commit.
     """
     from tqdm.auto import tqdm
 
@@ -457,6 +495,10 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
         torch.backends.cuda.matmul.allow_tf32 = bool(cfg.tf32)
         torch.backends.cudnn.allow_tf32 = bool(cfg.tf32)
     out = Path(out)
+    dirty = _writes_dirty_weights(out)
+    if dirty and not allow_dirty:
+        raise DirtyTreeError(f"out={str(out)!r} is under data/weights/ but cnce/ has uncommitted changes ({dirty}); "
+                             "commit first, or pass allow_dirty=True (recorded in the provenance)")
     out.mkdir(parents=True, exist_ok=True)
     path = out / STATE_FILE
 
@@ -468,11 +510,16 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
     else:
         state = dict(config=cfg.to_dict(), sizes=cfg.sizes(), method=method, seed=seed, history={}, seconds={},
                      snapshots={}, opt={}, data=None, whitener=None, network=None, nce_c={}, wh2_retained=None,
-                     device=str(dev), torch=torch.__version__, package=__version__, git_commit=_git_commit())
+                     device=str(dev), torch=torch.__version__, package=__version__,
+                     git_commit=code_commit or _git_commit())
 
     # every invocation (the first and each resume) records the code it ran with
-    session = dict(git_commit=_git_commit(), cnce_tree=_cnce_tree(), images_tree=_cnce_tree("cnce/images"),
-                   device=str(dev), threads=torch.get_num_threads(),
+    # a given code_commit wins: a copy of the tree on a lent machine may carry a stale .git
+    session = dict(git_commit=code_commit or _git_commit(),
+                   cnce_tree=None if code_commit else _cnce_tree(),
+                   images_tree=None if code_commit else _cnce_tree("cnce/images"),
+                   code_commit=code_commit, source_hash=provenance.package_source_hash(exclude=()),
+                   allow_dirty=bool(allow_dirty and dirty), device=str(dev), threads=torch.get_num_threads(),
                    started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                    done={k: len(v) for k, v in state["history"].items()})
     if dev.type == "cuda":
@@ -512,7 +559,8 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
             start_pooling_layer(net, layer, _seed(seed, layer, 0, 97))
         for p in net.layer_params(layer):
             p.requires_grad_(True)
-        extra = {"c": torch.tensor(float(state["nce_c"].get(lk, 0.0)), device=dev, requires_grad=True)}
+        c0 = 0.0 if cfg.nce_c == "reset" else float(state["nce_c"].get(lk, 0.0))
+        extra = {"c": torch.tensor(c0, device=dev, requires_grad=True)}
         params = net.layer_params(layer) + ([extra["c"]] if method == "nce" else [])
         eps = hist[-1]["eps"] if hist and cfg.eps_rule == "carry" else cfg.eps_base
         if snapshots and layer == 1 and 0 not in state["snapshots"]:
@@ -530,8 +578,16 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
             # orthonormal start, G is close to 0 for every eps at a layer's initialisation, so
             # that rule starts at eps_base and applies from the second meta-iteration on.
             tune = cfg.eps_rule == "authors" or m > 0
-            rec = _run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_eps=tune)
-            del u
+            if cfg.nce_c == "reset":
+                with torch.no_grad():
+                    extra["c"].zero_()  # their NCEstimator.m: theta rebuilt with c = 0
+            unseen = source.draw(min(cfg.eps_n, N), _seed(seed, layer, m, 3), dev)  # never trained on
+            rec = _run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_eps=tune, unseen=unseen)
+            del u, unseen
+            if method == "nce":
+                rec["c"] = extra["c"].item()
+            if monitor is not None:
+                rec.update({k: float(v) for k, v in monitor(net, layer, source.whitener).items()})
             if cfg.optimizer == "adam":
                 state["opt"][lk] = opt.state_dict()
             eps = rec["eps"]
@@ -557,57 +613,61 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
     return state
 
 
+#: Supp. D.2 variants: name -> (method, ``nce_c``). ``"nce-reset"`` is NCE as the authors'
+#: ``NCEstimator.m`` runs it (c back to 0 at every meta-iteration).
+COMPARE_VARIANTS = {"cnce": ("cnce", "carry"), "nce": ("nce", "carry"), "nce-reset": ("nce", "reset")}
+
+
 def train_comparison(config: str | ImageConfig, *, out: str | os.PathLike, work: str | os.PathLike, seed: int = 0,
-                     device: str = "auto", images=None, progress: bool = True, threads: int | None = None) -> dict:
-    """Supp. D.2: train the first layer of the smaller comparison network with CNCE and with NCE
-    from a common initialisation, on the same fresh patches per meta-iteration.
+                     device: str = "auto", images=None, progress: bool = True, threads: int | None = None,
+                     variants=("cnce", "nce"), monitor=None, file: str | None = None, allow_dirty: bool = False,
+                     code_commit: str | None = None) -> dict:
+    """Supp. D.2: train the first layer of the smaller comparison network
+    (:meth:`ImageConfig.for_comparison`) with CNCE and with NCE from a common initialisation, on
+    the same patches per meta-iteration.
 
-    The resumable runs live in ``<work>/compare-<method>``; the first-layer weights after every
-    meta-iteration (float16, whitened space) and the loss histories are written compactly to
-    ``<out>/compare.pt``. Returns that dictionary.
+    ``variants`` name :data:`COMPARE_VARIANTS` (``"cnce"``, ``"nce"``: c carried over,
+    ``"nce-reset"``: c restarts at 0, as in the authors' code). The resumable runs live in
+    ``<work>/compare-<variant>``; the first-layer weights after every meta-iteration (float16,
+    whitened space) and the histories are written compactly to ``<out>/<file>`` (default
+    ``compare.pt``, or ``compare-seed<seed>.pt`` for seeds other than 0). Returns that dictionary.
     """
-    cfg = get_config(config).for_comparison()
-    source, _ = make_source(images, patch=cfg.patch)
-    res = {"config": cfg.to_dict(), "seed": seed, "snapshots": {}, "history": {}}
-    for method in METHODS:
-        st = train(cfg, out=Path(work) / f"compare-{method}", layers=(1,), method=method, device=device, seed=seed,
-                   source=source, snapshots=True, progress=progress, threads=threads)
-        res["snapshots"][method] = st["snapshots"]
-        res["history"][method] = st["history"]["1"]
-        res["device"] = st["device"]
-    res["whitener"] = st["whitener"]
-    Path(out).mkdir(parents=True, exist_ok=True)
-    _atomic_save({k: v for k, v in res.items() if k != "whitener"}, Path(out) / COMPARE_FILE)
-    return res
-
-
-EPS_COMPARE_FILE = "compare-eps.pt"
-
-
-def train_eps_comparison(config: str | ImageConfig, *, out: str | os.PathLike, work: str | os.PathLike,
-                         eps_bases=(1.0, 2.0), seed: int = 0, device: str = "auto", images=None, progress: bool = True,
-                         threads: int | None = None) -> dict:
-    """The CNCE run of :func:`train_comparison` again with the eps rule starting from other
-    ``eps_base`` values (same initialisation, patches and noise draws): does CNCE's speed in
-    Supp. D.2 depend on the eps the rule settles on? Runs live in ``<work>/compare-cnce-eps<e>``;
-    ``<out>/compare-eps.pt`` has the layout of ``compare.pt`` with methods named
-    ``"cnce eps_base=<e>"``."""
     base = get_config(config).for_comparison()
+    for v in variants:
+        if v not in COMPARE_VARIANTS:
+            raise ValueError(f"variants must be drawn from {sorted(COMPARE_VARIANTS)}; got {variants!r}")
     source, _ = make_source(images, patch=base.patch)
     res = {"config": base.to_dict(), "seed": seed, "snapshots": {}, "history": {}}
-    for e in eps_bases:
-        if not e > 0:
-            raise ValueError(f"eps_bases must be > 0; got {eps_bases!r}")
-        cfg = replace(base, eps_base=float(e))
-        st = train(cfg, out=Path(work) / f"compare-cnce-eps{float(e)}", layers=(1,), method="cnce", device=device, seed=seed,
-                   source=source, snapshots=True, progress=progress, threads=threads)
-        key = f"cnce eps_base={float(e)}"
-        res["snapshots"][key] = st["snapshots"]
-        res["history"][key] = st["history"]["1"]
+    for v in variants:
+        method, nce_c = COMPARE_VARIANTS[v]
+        cfg = replace(base, nce_c=nce_c)
+        st = train(cfg, out=Path(work) / f"compare-{v}-seed{seed}", layers=(1,), method=method, device=device, seed=seed,
+                   source=source, snapshots=True, progress=progress, threads=threads, monitor=monitor,
+                   code_commit=code_commit)
+        res["snapshots"][v] = st["snapshots"]
+        res["history"][v] = st["history"]["1"]
         res["device"] = st["device"]
+        res["sessions"] = st.get("sessions", [])
+    res["whitener"] = st["whitener"]
+    name = file or (COMPARE_FILE if seed == 0 else f"compare-seed{seed}.pt")
     Path(out).mkdir(parents=True, exist_ok=True)
-    _atomic_save(res, Path(out) / EPS_COMPARE_FILE)
+    _atomic_save({k: v for k, v in res.items() if k != "whitener"}, Path(out) / name)
     return res
+
+
+class DirtyTreeError(ValueError):
+    """A run would be written under ``data/weights/`` from code with uncommitted changes."""
+
+
+def _writes_dirty_weights(out: Path) -> str:
+    """The uncommitted changes of ``cnce/`` (``git status --porcelain``) when ``out`` lies under
+    ``data/weights/`` of this repository; ``""`` otherwise or without git."""
+    try:
+        Path(out).resolve().relative_to(weights_dir().resolve())
+    except ValueError:
+        return ""
+    status = provenance.git("status", "--porcelain", "--", "cnce")
+    return " ".join(status.split()[:6]) if status else ""
 
 
 def _write_provenance(state: dict, out: Path) -> None:

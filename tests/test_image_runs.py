@@ -1,0 +1,132 @@
+"""The committed image runs (cnce.images.runs): tables with intervals over seeds, the adoption of
+GPU runs with checked provenance, the dirty-tree guard, and the committed data themselves."""
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from cnce import provenance
+from cnce.images import measures, runs
+from cnce.images.configs import get_config
+
+
+def _history(oriented, n=3, unseen=0.5):
+    return [dict(meta=m, eps=0.5, loss=1.0, train_loss=0.4, loss_fresh_noise=0.45, loss_unseen=unseen,
+                 oriented=oriented, seconds=1.0) for m in range(n)]
+
+
+def _results():
+    r = {"runs": {}, "calls": []}
+    for k, o in enumerate((0.8, 0.9, 1.0)):
+        r["runs"][f"demo/cg-main/s{k}"] = {"history": {"1": _history(o)}}
+    r["runs"]["demo/adam-fresh/s0"] = {"history": {"1": _history(0.5)}}
+    r["runs"]["paper/cg-main/s0"] = {"history": {"1": _history(0.7)}}
+    for v, o in (("cnce", 0.2), ("nce-reset", 0.6)):
+        for k in range(2):
+            r["runs"][f"d2/{v}/s{k}"] = {"history": {"1": _history(o + 0.1 * k, n=2)}}
+    return r
+
+
+def test_interval_is_a_t_interval_over_seeds():
+    m, lo, hi = runs.interval([0.8, 0.9, 1.0])
+    assert m == pytest.approx(0.9)
+    assert hi - m == pytest.approx(4.302653 * 0.1 / np.sqrt(3), rel=1e-5)  # t(0.975, 2) * sd / sqrt(n)
+    assert runs.interval([0.5]) == (0.5, 0.5, 0.5)
+    with pytest.raises(ValueError, match="empty"):
+        runs.interval([])
+
+
+def test_ablation_table_groups_cells_and_counts_seeds():
+    t = runs.ablation_table(_results(), "demo")
+    assert t.loc[("cg", "main"), "seeds"] == 3 and t.loc[("adam", "fresh"), "seeds"] == 1
+    assert t.loc[("cg", "main"), "oriented"] == pytest.approx(0.9)
+    assert t.loc[("adam", "fresh"), "oriented_lo"] == t.loc[("adam", "fresh"), "oriented_hi"] == 0.5
+    assert list(t.index.get_level_values("schedule")) == ["main", "fresh"]  # main sets first
+    assert len(runs.ablation_records(_results(), "paper")) == 1
+    with pytest.raises(ValueError, match="no ablation runs"):
+        runs.ablation_table(_results(), "huge")
+
+
+def test_d2_records_are_per_variant_seed_and_meta():
+    rows = runs.d2_records(_results())
+    assert len(rows) == 2 * 2 * 2
+    assert {r["variant"] for r in rows} == {"cnce", "nce-reset"} and {r["meta"] for r in rows} == {1, 2}
+
+
+def test_measures_above_chance_and_border_share():
+    assert measures.above_chance(0.05, 200) > 0.3  # chance itself is not above chance
+    assert measures.above_chance(0.5, 200) < 1e-10
+    with pytest.raises(ValueError, match="share"):
+        measures.above_chance(1.5, 10)
+    f = np.zeros((3, 32, 32))
+    f[0, 1, 1] = f[1, 16, 16] = f[2, 30, 16] = 1.0
+    props = measures.filter_properties(f)
+    assert measures.border_share(props, 32) == pytest.approx(2 / 3)
+
+
+def test_adopt_refuses_runs_whose_source_differs_from_the_commit(tmp_path):
+    head = provenance.git("rev-parse", "HEAD")
+    if head is None:
+        pytest.skip("not a git checkout")
+    src = tmp_path / "out"
+    src.mkdir()
+    (src / "results.json").write_text(json.dumps({"runs": {}, "calls": [{"source_hash": "0" * 64}]}))
+    with pytest.raises(ValueError, match="source hashes"):
+        runs.adopt_device_runs(src, head, root=tmp_path / "weights")
+
+
+def test_adopt_takes_runs_in_with_the_commit(tmp_path):
+    head = provenance.git("rev-parse", "HEAD")
+    if head is None:
+        pytest.skip("not a git checkout")
+    want = runs.commit_source_hash(head)
+    src = tmp_path / "out"
+    src.mkdir()
+    res = {"runs": {"demo/cg-main/s0": {"history": {"1": _history(0.9)},
+                                        "sessions": [{"git_commit": "abc+dirty", "source_hash": want}]}},
+           "calls": [{"source_hash": want, "commit": "given"}]}
+    (src / "results.json").write_text(json.dumps(res))
+    torch.save({"W": torch.zeros(2, 2), "commit": "given"}, src / "ica.pt")
+    placed = runs.adopt_device_runs(src, head, root=tmp_path / "weights")
+    got = json.loads((tmp_path / "weights" / "ablation" / "results.json").read_text())
+    assert got["runs"]["demo/cg-main/s0"]["sessions"][0]["git_commit"] == head
+    assert "dirty" not in json.dumps(got)
+    assert torch.load(placed["ica.pt"], weights_only=False)["commit"] == head
+
+
+def test_training_into_data_weights_from_a_dirty_tree_is_refused(monkeypatch, tmp_path):
+    from cnce.images import train as tr
+
+    monkeypatch.setattr(tr, "weights_dir", lambda: tmp_path / "weights")
+    monkeypatch.setattr(tr.provenance, "git", lambda *a: " M cnce/x.py" if a[:1] == ("status",) else None)
+    cfg = replace(get_config("smoke"), meta_iters=(1, 1, 1, 1), n_whiten=400, D=16, K1=4, eps_n=50,
+                  n_patches=(100, 100, 100, 100), main_set=None, patch=8)
+    with pytest.raises(tr.DirtyTreeError, match="uncommitted"):
+        tr.train(cfg, out=tmp_path / "weights" / "x", layers=(1,), device="cpu", progress=False)
+    st = tr.train(cfg, out=tmp_path / "weights" / "x", layers=(1,), device="cpu", progress=False, allow_dirty=True)
+    assert st["sessions"][-1]["allow_dirty"] is True
+    st = tr.train(cfg, out=tmp_path / "elsewhere", layers=(1,), device="cpu", progress=False)  # outside: allowed
+    assert st["sessions"][-1]["allow_dirty"] is False
+
+
+def test_no_committed_run_says_dirty():
+    root = runs.weights_dir()
+    for p in list(root.rglob("provenance.json")) + list(root.rglob("results.json")):
+        text = p.read_text()
+        assert "+dirty" not in text, p
+    for p in root.rglob("state.pt"):
+        st = torch.load(p, map_location="cpu", weights_only=False)
+        assert "+dirty" not in str(st.get("git_commit")) and all("+dirty" not in str(s.get("git_commit"))
+                                                                for s in st.get("sessions", [])), p
+
+
+def test_committed_gpu_runs_name_the_commit_their_source_hash_matches():
+    res = runs.load_results()
+    commits = {c["commit"] for c in res["calls"]}
+    assert len(commits) == 1
+    commit = commits.pop()
+    if provenance.git("cat-file", "-e", commit) is None:
+        pytest.skip("the commit is not in this clone")
+    assert {c["source_hash"] for c in res["calls"]} == {runs.commit_source_hash(commit)}
