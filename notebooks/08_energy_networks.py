@@ -13,6 +13,10 @@
 # %% [markdown]
 # # Beyond the paper: CNCE for your own energy network
 #
+# ```{glue:md} verdict_block
+# :format: myst
+# ```
+#
 # **The question.** Should you train a neural energy-based model with CNCE? The paper
 # compared CNCE with NCE on models with a handful of parameters and fitted one image network
 # (2018). Today neural energies are trained with denoising score matching (DSM), sliced score
@@ -77,6 +81,15 @@ print(f"shown: the {shown}-scale run, seed {seed}; {df.seed.nunique()} seeds x "
 glue("shown_desc", f"{shown} scale, {sc.steps} training steps per run")
 glue("n_seeds", df.seed.nunique())
 glue("verdict", compare.verdict_text(df, labels=LABELS))
+from cnce.report import glue_verdict
+
+glue_verdict("verdict_block", "A question of ours, beyond the paper: should a neural "
+             "energy be trained with CNCE rather than NCE, DSM or SSM? Held-out "
+             "log-likelihood at equal budgets, four 2-D toys.",
+             [("beyond the paper", st, lab)
+              for lab, st in compare.verdict_items(df, labels=LABELS)],
+             note=f"{shown.capitalize()}-scale run, {df.seed.nunique()} seeds "
+                  "paired by seed; 95 % t-intervals of the difference decide.")
 best = summary.loc[summary.groupby("toy", sort=False)["mean"].idxmax()]
 n_best = int((best.method == "cnce").sum())
 glue("verdict_extra",

@@ -25,7 +25,7 @@ from ..provenance import REPO_ROOT, atomic_torch_save, atomic_write_text, derive
 from .toys import TOYS, MLPEnergy, log_likelihood, sample_toy
 from .train import METHODS, train
 
-__all__ = ["Scale", "SCALES", "run_comparison", "summarise", "results_path", "load_paper", "EPS_VARIANTS", "paired", "verdict_text", "t_interval"]
+__all__ = ["Scale", "SCALES", "run_comparison", "summarise", "results_path", "load_paper", "EPS_VARIANTS", "paired", "verdict_text", "verdict_items", "t_interval"]
 
 #: CNCE variants of the eps study: name -> (eps, eps_every); eps a multiple of the data scale
 EPS_VARIANTS = {"auto": ("auto", None), "auto-once": ("auto", "once"), "fixed 0.1": (0.1, None),
@@ -157,6 +157,24 @@ def paired(df, method: str = "cnce", level: float = 0.95):
             out.append({"toy": toy, "other": other, "diff": m, "lo": lo, "hi": hi, "seeds": len(diff),
                         "outcome": "wins" if lo > 0 else ("loses" if hi < 0 else "ties")})
     return pd.DataFrame(out)
+
+
+def verdict_items(df, method: str = "cnce", labels=None) -> list:
+    """Per other method, ``(label, statement)`` from :func:`paired`: where ``method`` wins, ties
+    and loses, and the range of the mean differences (nats)."""
+    lab = (lambda m: (labels or {}).get(m, m.upper()))
+    p = paired(df, method)
+    n_toys = p.toy.nunique()
+    out = []
+    for other, d in p.groupby("other", sort=False):
+        bits = []
+        for outcome in ("wins", "ties", "loses"):
+            toys = d[d.outcome == outcome].toy.tolist()
+            if toys:
+                bits.append(f"{outcome} on {'all toys' if len(toys) == n_toys else ', '.join(toys)}")
+        out.append((f"{lab(method)} against {lab(other)}",
+                    f"{' and '.join(bits)} (mean difference {d['diff'].min():+.2f} to {d['diff'].max():+.2f} nats)"))
+    return out
 
 
 def verdict_text(df, method: str = "cnce", labels=None) -> str:
