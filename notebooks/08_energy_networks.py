@@ -134,6 +134,11 @@ for key, value in settings.items():
 # density restricted to the box, where all data lie. The quadrature is checked on the eight
 # Gaussians, whose normaliser is known: multiplied by $e^3$, their density must give
 # $\log Z = 3$.
+#
+# **Caveats.** Every method gets the same learning rate, steps and network, and DSM one noise
+# level; none is tuned per method or per toy. A sweep of DSM's $\sigma$ or of SSM's learning
+# rate could move their rows; the comparison is of the methods as a user would first run them
+# at equal cost in draws, not at their best.
 
 # %%
 def mixture_times_e3(u):
