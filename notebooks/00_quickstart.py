@@ -242,6 +242,33 @@ print(f"CNCE with Laplace noise: "
       f"median eps {fit_laplace.eps.median():.2f}")
 
 # %% [markdown]
+# ## Your own energy network
+#
+# A neural network is an unnormalised model too. `cnce.nn.train` fits any `torch.nn.Module`
+# that maps a batch `(B, D)` to unnormalised log-densities `(B,)` by minibatch CNCE, with
+# $\varepsilon$ chosen by the heuristic on the current network and re-chosen as it trains
+# (`method="nce"`, `"dsm"` and `"ssm"` train it with NCE, denoising or sliced score
+# matching instead). In two dimensions
+# `cnce.nn.log_likelihood` normalises the network on a grid, so the fit can be scored
+# exactly; {doc}`08_energy_networks` compares the four methods this way.
+
+# %%
+import cnce.nn
+
+g_net = torch.Generator().manual_seed(seed)
+x_net = cnce.nn.sample_toy("8gaussians", 4000, generator=g_net)
+x_test = cnce.nn.sample_toy("8gaussians", 1000, generator=g_net)
+# float64 weights, so that the printed digits do not depend on the CPU
+net = cnce.nn.MLPEnergy(dim=2, hidden=32, layers=2, seed=seed,
+                        dtype=torch.float64)
+fit_net = cnce.nn.train(net, x_net, method="cnce", kappa=10, eps="auto",
+                        steps=300, batch_size=128, lr=1e-2, seed=seed,
+                        progress=False)
+print(f"eps at the end {fit_net.eps:.2f}; loss {fit_net.history['loss'][0]:.3f} "
+      f"at the start, {fit_net.history['loss'][-1]:.3f} at the end; "
+      f"held-out log-likelihood {cnce.nn.log_likelihood(net, x_test):.2f}")
+
+# %% [markdown]
 # ## Where to go next
 #
 # - `cnce.fit(model, x, method=...)` also takes `"mle"` (when the model has a normalised
