@@ -136,6 +136,10 @@ class EpsSearch:
     prefix: int | None = None
     margin: float = 0.0
 
+    def on_all_points(self) -> "EpsSearch":
+        """The same rule with every step decided on all points."""
+        return EpsSearch(self.rule)
+
     def run(self, J_of_eps, x, *, active_only: bool = False):
         """``choose_eps`` with this search's rule and prefix settings."""
         return choose_eps(J_of_eps, x, self.rule, active_only=active_only, prefix=self.prefix, margin=self.margin)
