@@ -11,7 +11,6 @@ from cnce.images.train import choose_eps as carry_scalar
 from cnce.images.train import choose_eps_authors
 from cnce.losses import LOG4
 
-pytestmark = pytest.mark.fast
 
 CURVES = {
     "flat": lambda e: LOG4,

@@ -20,7 +20,6 @@ from cnce.noise import BernoulliFlipNoise, GaussianNoise
 from cnce.options import FitOptions, LBFGSSettings, NewtonSettings
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.fast
 
 
 def test_options_are_per_thread():
