@@ -43,11 +43,26 @@ FAST_MODULES = frozenset({
 })
 
 
+#: the longest modules first, so that on pytest-xdist workers (scripts/test.sh) they do not
+#: start last and leave one worker running alone at the end: the generic-CPU golden pass (a
+#: subprocess that reruns every golden notebook), the golden notebooks, the book builds
+LONG_FIRST = ("test_portability.py", "golden", "test_batch.py", "test_fused.py", "test_image_train.py")
+
+
+def _rank(item) -> int:
+    parts = item.path.parts
+    for i, name in enumerate(LONG_FIRST):
+        if item.path.name == name or (name == "golden" and "golden" in parts):
+            return i
+    return len(LONG_FIRST)
+
+
 def pytest_collection_modifyitems(config, items):
     fast = pytest.mark.fast
     for item in items:
         if item.path.name in FAST_MODULES and item.get_closest_marker("slow") is None:
             item.add_marker(fast)
+    items.sort(key=_rank)  # stable: the order within a module is kept
 
 
 @pytest.fixture(autouse=True)
