@@ -1,5 +1,5 @@
 """``cnce.fit`` now against ``cnce.fit`` at another commit, in one process: the same problems,
-alternating old and new calls, one thread; the median time of each and their ratio, and
+alternating old and new calls (each first in every other repeat), one thread; the median time of each and their ratio, and
 whether the estimates are bitwise equal. For changes that must not move results or speed
 (e.g. issue 26's settled plan).
 
@@ -77,10 +77,10 @@ def run_case(pkg_new, pkg_old, case, repeats):
     calls = {"old": lambda: pkg_old.fit(m_old, x, method, **kw), "new": lambda: pkg_new.fit(m_new, x, method, **kw)}
     res = {k: f() for k, f in calls.items()}  # warm-up (and the compiled kernels' first call)
     ts = {"old": [], "new": []}
-    for _ in range(repeats):
-        for k, f in calls.items():
+    for i in range(repeats):  # old first, then new first, ...: neither side always runs on the other's warm cache
+        for k in ("old", "new") if i % 2 == 0 else ("new", "old"):
             t0 = time.perf_counter()
-            res[k] = f()
+            res[k] = calls[k]()
             ts[k].append(time.perf_counter() - t0)
     old, new = res["old"], res["new"]
     row = dict(case=case, model=cls, method=method, S=S, N=N, kappa=kappa, eps=str(eps), backend=new.info["backend"],

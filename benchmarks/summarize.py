@@ -210,6 +210,21 @@ def render(include_notes: bool = True, include_history: bool = True) -> str:
                        f"{c['gauss_newton']:.2f} | {r['accounted_ms']:.0f} | {r['loss_minus_default_max']:+.1e} / "
                        f"{r['loss_minus_default_min']:+.1e} | {r['log10_median_err']:.3f} |")
         out.append("")
+    ac = _load("issue26-against-66a53af") if include_history else None
+    if ac:
+        out += ["## `cnce.fit` after the settled plan (issue 26) against the commit before", "", _machine(ac["machine"]), "",
+                f"`benchmarks/against_commit.py {ac['old']}`: the package at that commit and the working tree, imported side "
+                f"by side in one process; the same problems, one thread, alternating (each side first in every other "
+                f"repeat), median of {ac['repeats']} repeats "
+                "after a warm-up. Below 1: the new code is faster.", "",
+                "| case | backend | S | N | kappa | eps | old s | new s | new / old | estimates bitwise equal | eps bitwise equal |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in ac["rows"]:
+            out.append(f"| {r['case']} | {r['backend']} | {r['S']} | {r['N']} | {r['kappa'] or '-'} | {r['eps']} | "
+                       f"{r['old_s']:.3f} | {r['new_s']:.3f} | {r['new_over_old']:.2f} | "
+                       f"{'yes' if r['theta_bitwise_equal'] else 'no (%.0e)' % r['theta_max_rel']} | "
+                       f"{'yes' if r['eps_bitwise_equal'] else 'no'} |")
+        out.append("")
     lo = _load("loss-only") if include_history else None
     if lo:
         out += ["## The eps heuristic's loss-only pass", "", _machine(lo["machine"]), "",

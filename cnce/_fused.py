@@ -22,7 +22,9 @@ branch in :func:`_block` and :func:`_pass`, and its name in :data:`KERNELS`.
 Algorithm (the same as :func:`cnce.optim.newton`): damped Gauss-Newton with a per-problem
 Armijo line search, the Gauss-Newton matrix from every ``stride``-th pair, the same stopping
 rules (Newton decrement, ``patience`` small relative decreases, failed line search at a tiny
-decrement). Two differences that do not change the minimiser of a convex problem:
+decrement), read from the same :class:`~cnce.options.NewtonSettings` (whose docstring says why
+``alpha_grow`` differs between the two). Two differences that do not change the minimiser of a
+convex problem:
 
 * the first trial step of a line search evaluates the loss together with the gradient and
   Gauss-Newton matrix (one pass, the step is usually accepted);

@@ -97,9 +97,11 @@ def fit(
             path (:mod:`cnce.backends.torch`) otherwise; ``"torch"`` forces the torch path (also
             what runs on a GPU); ``"fused"`` requires the kernels and raises ValueError saying
             why where they do not apply. Both solve the same problem with the same Newton
-            method; estimates agree to the optimiser's tolerance (convex problems: about 5e-7
-            relative or better; ICA follows the same path but its loose, statistically
-            motivated stopping rule can stop at slightly different points).
+            method, run as one :class:`~cnce.options.NewtonSettings` (they differ on purpose only
+            in the first trial step of a line search, ``alpha_grow``, and in the compiled
+            kernels' progressive sampling); estimates agree to the optimiser's tolerance (convex
+            problems: about 5e-7 relative or better; ICA follows the same path but its loose,
+            statistically motivated stopping rule can stop at slightly different points).
         threads: CPU threads of the fused kernels (simulations run in parallel) and of the
             noise draw; default ``options.threads``, else ``torch.get_num_threads()``.
         options: a :class:`~cnce.options.FitOptions` (feature dtype, Gauss-Newton subsample,
