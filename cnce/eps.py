@@ -41,7 +41,8 @@ import torch
 
 from .losses import LOG4
 
-__all__ = ["EpsRule", "EpsSearch", "AUTHORS_RULE", "BERNOULLI_RULE", "SCALE_RULE", "RULES", "data_scale", "choose_eps"]
+__all__ = ["EpsRule", "EpsSearch", "AUTHORS_RULE", "BERNOULLI_RULE", "SCALE_RULE", "IMAGE_AUTHORS_RULE", "IMAGE_CARRY_RULE", "RULES",
+           "data_scale", "choose_eps"]
 
 SEARCHES = ("scale", "bisect")
 
