@@ -110,19 +110,19 @@ class EpsRule:
 
 AUTHORS_RULE = EpsRule()
 BERNOULLI_RULE = EpsRule(start=1.0, grow=1.1, shrink=0.9, max_steps=50, cap=1.1, relative=False, limit=1.0)
-#: eps is the data's scale, with no search: twice the heuristic's starting point (an
-#: alternative the eps experiment measures; flip noise: clipped to 1 by its noise's bound)
+#: The data's scale as eps, with no search (twice the heuristic's starting point); an
+#: alternative the eps experiment measures. Flip noise clips it to 1 (its noise's bound).
 SCALE_RULE = EpsRule(start=1.0, max_steps=0)
-#: the image model's rule (the authors' ``NoiseProcessor.m``): ``eps = f * eps_base`` with ``f``
+#: The image model's rule, the authors' ``NoiseProcessor.m``. ``eps = f * eps_base`` with ``f``
 #: from 1 at every call (pass ``unit=eps_base``), grown x1.15 then bisected, at most 20
-#: evaluations of J, ``f < cap`` tested after each (cap 4, 8 for layer 4: ``replace(cap=8.0)``)
+#: evaluations of J, ``f < cap`` tested after each (cap 4; 8 for layer 4, ``replace(cap=8.0)``).
 IMAGE_AUTHORS_RULE = EpsRule(start=1.0, grow=1.15, near=0.05, far=0.2, max_steps=20, cap=4.0, relative=False,
                              search="bisect", end_evaluated=True)
-#: the project's earlier image rule: eps carried over between calls (``replace(start=<previous
-#: eps>)``, clipped to the cap; absolute units), grown x1.15 then bisected, never above the cap
+#: The project's earlier image rule, eps carried over between calls (``replace(start=<previous
+#: eps>)``, clipped to the cap; absolute units), grown x1.15 then bisected, never above the cap.
 IMAGE_CARRY_RULE = EpsRule(start=1.0, grow=1.15, near=0.05, far=0.2, max_steps=20, cap=4.0, relative=False,
                            search="bisect", clamp=True)
-#: every named rule: ``fit(eps_rule=RULES[name])``, the experiments' ``eps_setting="rule:<name>"``
+#: Every named rule, for ``fit(eps_rule=RULES[name])`` and the experiments' ``"rule:<name>"`` settings.
 RULES = {"authors": AUTHORS_RULE, "bernoulli": BERNOULLI_RULE, "scale": SCALE_RULE,
          "image-authors": IMAGE_AUTHORS_RULE, "image-carry": IMAGE_CARRY_RULE}
 

@@ -42,7 +42,7 @@ class ConditionalNoise:
     symmetric: bool = True
     #: largest admissible eps (``None``: unbounded).
     eps_max: float | None = None
-    #: the eps heuristic's rule for this noise (:mod:`cnce.eps`; ``cnce.fit(eps_rule=)`` overrides it)
+    #: the eps heuristic's rule for this noise, unless ``cnce.fit`` is given ``eps_rule``
     eps_rule: EpsRule = AUTHORS_RULE
     #: what :meth:`draw_base` draws, if it is i.i.d. standard numbers: ``"normal"`` or
     #: ``"uniform"`` on [0, 1). Then :func:`cnce.fit` draws a missing base with

@@ -63,9 +63,9 @@ class FitResult:
     _PER_SIM = ("theta", "eps", "loss", "init_loss", "n_iter", "converged", "grad_norm", "log_normaliser")
 
     @classmethod
-    def from_optim(cls, model, res: OptimResult, *, method: str, kappa: int | None, eps: torch.Tensor | None = None,
+    def from_optim(cls, model, res, *, method: str, kappa: int | None, eps: torch.Tensor | None = None,
                    log_normaliser: bool = False) -> "FitResult":
-        """A fit's result from its solver's: ``theta`` from the free parameters, ``eps`` NaN where
+        """A fit's result from its solver's ``res`` (an ``OptimResult``): ``theta`` from the free parameters, ``eps`` NaN where
         the method has none, NCE's ``c`` (the last free parameter) with ``log_normaliser``;
         ``seconds`` and ``info`` are the backend's to fill."""
         P = model.n_params
