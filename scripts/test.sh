@@ -24,7 +24,7 @@ fi
 export PYTHONHASHSEED=0
 WORKERS=${CNCE_TEST_WORKERS:-2}
 XDIST=()
-[ "$WORKERS" -gt 0 ] && XDIST=(-n "$WORKERS" --dist loadscope)
+[ "$WORKERS" -gt 0 ] && XDIST=(-n "$WORKERS" --dist loadscope --no-loadscope-reorder)
 status=0
 start=$(date +%s)
 mkdir -p runs
