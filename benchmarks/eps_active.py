@@ -17,7 +17,8 @@ import cnce
 from cnce import _fused
 from cnce.eps import choose_eps
 from cnce.models import ICA, Gaussian
-from run import heuristic_case, machine_info  # benchmarks/run.py
+from machine import machine_info  # benchmarks/machine.py
+from run import heuristic_case  # benchmarks/run.py
 
 REP = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 OUT = sys.argv[2] if len(sys.argv) > 2 else "benchmarks/results/eps-active.json"

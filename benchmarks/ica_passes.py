@@ -22,10 +22,11 @@ import torch
 
 import cnce
 from cnce import _fused
-from cnce.backends import compiled
+from cnce.backends import plan
 from cnce.models import ICA
 from cnce.noise import NCEGaussianNoise, draw_base
-from run import machine_info  # benchmarks/run.py
+from cnce.options import NewtonSettings
+from machine import machine_info  # benchmarks/machine.py
 
 S = int(sys.argv[1]) if len(sys.argv) > 1 else 20
 REP = int(sys.argv[2]) if len(sys.argv) > 2 else 3
@@ -44,7 +45,7 @@ def pass_costs(kernel, x, base, prm, theta):
     T = np.ascontiguousarray(theta[0])
     P = T.shape[0]
     g, H = np.empty(P), np.empty((P, P))
-    buf = _fused._buffers(K + 1 if kernel.startswith("nce") else K, model.dim, P, _fused.BLOCK_PAIRS)
+    buf = _fused._buffers(K + 1 if kernel.startswith("nce") else K, model.dim, P, NewtonSettings.block_pairs)
     zt = np.empty((model.dim, 0))
     hb = max(1, (N * K) // 32768)  # the default Gauss-Newton subsample's stride
     out = {}
@@ -79,17 +80,18 @@ for method in ("cnce", "nce"):
             prm = _fused.nce_params(pn.mean.numpy(), pn.chol.numpy(), K)
             theta_c = np.concatenate([model.to_free(th0).numpy(), np.zeros((S, 1))], 1)
         costs = pass_costs(kernel, x, base, prm, theta_c)
-        orig = dict(compiled.KERNEL_SETTINGS[kernel][0])
+        orig = plan.newton_settings
         res, ts = {}, {v: [] for v in VARIANTS}
         for rep in range(REP):
             for v, (opts, settings) in VARIANTS.items():
-                compiled.KERNEL_SETTINGS[kernel] = (dict(orig, **settings), True)
+                # a variant of the Newton settings the plan settles (restored after the fit)
+                plan.newton_settings = lambda *a, _s=settings, **k: orig(*a, **k).replace(**_s)  # noqa: E731
                 try:
                     t0 = time.perf_counter()
                     res[v] = cnce.fit(model, x, method, K, options=cnce.FitOptions(**opts), **kw)
                     ts[v].append(time.perf_counter() - t0)
                 finally:
-                    compiled.KERNEL_SETTINGS[kernel] = (orig, True)
+                    plan.newton_settings = orig
         for v, r in res.items():
             p = r.info["passes"].median(0).values
             dl = r.loss - res["default"].loss

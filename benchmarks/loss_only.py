@@ -6,7 +6,9 @@ thread, alternating; whether the losses are bitwise equal.
 
     python benchmarks/loss_only.py /tmp/old_fused.py [OUT_JSON]
 """
-from run import machine_info  # benchmarks/run.py; first: it sets one BLAS/OpenMP thread before numpy loads
+from machine import machine_info, single_thread_env  # benchmarks/machine.py
+
+single_thread_env()  # before numpy loads
 
 import importlib.util
 import json

@@ -13,7 +13,7 @@ import time
 import torch
 
 from cnce.noise import draw_streams
-from run import machine_info  # benchmarks/run.py
+from machine import machine_info  # benchmarks/machine.py
 
 REP = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 OUT = sys.argv[2] if len(sys.argv) > 2 else "benchmarks/results/noise-draw.json"

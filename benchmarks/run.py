@@ -15,23 +15,22 @@ load average, torch version and thread count.
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
-# one BLAS/OpenMP thread for numpy and torch unless the caller says otherwise: on a busy
-# 2-core machine two threads spin-wait (see --threads)
-for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_v, "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import machine_info, single_thread_env  # noqa: E402  (benchmarks/machine.py)
+
+if __name__ == "__main__":  # as a command: one BLAS/OpenMP thread unless the caller says otherwise (see --threads)
+    single_thread_env()
 
 import argparse
-import datetime as dt
 import json
-import platform
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -41,48 +40,11 @@ sys.path.insert(0, str(ROOT))
 
 import cnce  # noqa: E402
 from cnce.models import ICA, Gaussian  # noqa: E402
+from cnce.backends.plan import LAYOUT_BLOCK_PAIRS  # noqa: E402
 from cnce.noise import draw_base  # noqa: E402
+from cnce.options import NewtonSettings  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
-
-
-# --------------------------------------------------------------------------- machine
-def machine_info(threads: int) -> dict:
-    cpu = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = None
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal"):
-                mem = round(int(line.split()[1]) / 2**20, 1)
-    except OSError:
-        pass
-    return dict(
-        date=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        cpu=cpu,
-        cores=os.cpu_count(),
-        memory_gib=mem,
-        load_average=list(os.getloadavg()),
-        python=platform.python_version(),
-        torch=torch.__version__,
-        numpy=np.__version__,
-        torch_threads=threads,
-        gpu=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-        git_commit=_git("rev-parse", "HEAD"),
-    )
-
-
-def _git(*args):
-    try:
-        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
 
 
 def median(xs):
@@ -457,12 +419,12 @@ def bench_throughput(args):
                         # as cnce.fit runs it: the noise steps eps xi laid out once per simulation
                         # (D x N kappa, like the torch path's features, formed once per noise draw)
                         # and streamed by every pass in blocks of 128 pairs
-                        buf = _fused._buffers(kappa, model.dim, P, 128)
+                        buf = _fused._buffers(kappa, model.dim, P, LAYOUT_BLOCK_PAIRS)
                         ZT = [np.empty((model.dim, N * kappa)) for _ in range(Sc)]
                         for s in range(Sc):
                             _fused._noise_t(XI[s], eps, N, ZT[s])
                     else:
-                        buf = _fused._buffers(kappa, model.dim, P, _fused.BLOCK_PAIRS)
+                        buf = _fused._buffers(kappa, model.dim, P, NewtonSettings.block_pairs)
                         ZT = [np.empty((model.dim, 0)) for _ in range(Sc)]
 
                     def run_once():

@@ -210,6 +210,21 @@ def render(include_notes: bool = True, include_history: bool = True) -> str:
                        f"{c['gauss_newton']:.2f} | {r['accounted_ms']:.0f} | {r['loss_minus_default_max']:+.1e} / "
                        f"{r['loss_minus_default_min']:+.1e} | {r['log10_median_err']:.3f} |")
         out.append("")
+    ac = _load("issue26-against-66a53af") if include_history else None
+    if ac:
+        out += ["## `cnce.fit` after the settled plan (issue 26) against the commit before", "", _machine(ac["machine"]), "",
+                f"`benchmarks/against_commit.py {ac['old']}`: the package at that commit and the working tree, imported side "
+                f"by side in one process; the same problems, one thread, alternating (each side first in every other "
+                f"repeat), median of {ac['repeats']} repeats "
+                "after a warm-up. Below 1: the new code is faster.", "",
+                "| case | backend | S | N | kappa | eps | old s | new s | new / old | estimates bitwise equal | eps bitwise equal |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in ac["rows"]:
+            out.append(f"| {r['case']} | {r['backend']} | {r['S']} | {r['N']} | {r['kappa'] or '-'} | {r['eps']} | "
+                       f"{r['old_s']:.3f} | {r['new_s']:.3f} | {r['new_over_old']:.2f} | "
+                       f"{'yes' if r['theta_bitwise_equal'] else 'no (%.0e)' % r['theta_max_rel']} | "
+                       f"{'yes' if r['eps_bitwise_equal'] else 'no'} |")
+        out.append("")
     lo = _load("loss-only") if include_history else None
     if lo:
         out += ["## The eps heuristic's loss-only pass", "", _machine(lo["machine"]), "",
@@ -224,7 +239,7 @@ def render(include_notes: bool = True, include_history: bool = True) -> str:
     ms = _load("ica-mle-stop") if include_history else None
     if ms:
         out += ["## ICA maximum likelihood: an earlier stop (not adopted)", "", _machine(ms["machine"]), "",
-                "`benchmarks/ica_mle_stop.py`: the compiled L-BFGS with its default stop against the statistical stop of "
+                "`benchmarks/ica_mle_stop.py` (removed after commit 66a53af, which holds it): the compiled L-BFGS with its default stop against the statistical stop of "
                 "the ICA CNCE and NCE fits (`stat_ftol * n_params / N`), same problems, one thread, alternating. Changes "
                 "are against the default's estimates.", "",
                 "| N | S | stop | ms/sim | iterations | loss - default, largest | sq. error, largest rel. change | median sq. error, rel. change |",
@@ -236,7 +251,7 @@ def render(include_notes: bool = True, include_history: bool = True) -> str:
     kp = _load("ica-kink-prototype") if include_history else None
     if kp:
         out += ["## ICA CNCE: curvature at the kinks (prototype, not adopted)", "", _machine(kp["machine"]), "",
-                "`benchmarks/ica_kink_prototype.py` (numpy): damped Newton with the Gauss-Newton matrix alone or with a "
+                "`benchmarks/ica_kink_prototype.py` (numpy; removed after commit 66a53af, which holds it): damped Newton with the Gauss-Newton matrix alone or with a "
                 "box-kernel estimate of the curvature at the kinks of `|b . u|`; the kernels' line search and statistical "
                 f"stop. The compiled fit on the same problems: iterations {kp['compiled_iterations']}, log10 median squared "
                 f"error {kp['compiled_log10_median_err']:.3f}.", "",
@@ -256,7 +271,7 @@ def render(include_notes: bool = True, include_history: bool = True) -> str:
         if not rp:
             continue
         out += [f"## {title}", "", _machine(rp["machine"]), "",
-                f"{what} against the module before it "
+                f"{what} against the module before it (`benchmarks/old_vs_new_passes.py`, removed after commit 66a53af, which holds it) "
                 f"({rp['old']}), alternating in one process, one thread; one pass at N = 20000, and `newton_all` end to "
                 "end. Below 1: the new code is faster. The passes sum with reassociation, so their last bit depends on how "
                 "the compiler vectorised them; \"bitwise equal\" compares loss, gradient and Gauss-Newton matrix (passes) or "

@@ -22,7 +22,9 @@ branch in :func:`_block` and :func:`_pass`, and its name in :data:`KERNELS`.
 Algorithm (the same as :func:`cnce.optim.newton`): damped Gauss-Newton with a per-problem
 Armijo line search, the Gauss-Newton matrix from every ``stride``-th pair, the same stopping
 rules (Newton decrement, ``patience`` small relative decreases, failed line search at a tiny
-decrement). Two differences that do not change the minimiser of a convex problem:
+decrement), read from the same :class:`~cnce.options.NewtonSettings` (whose docstring says why
+``alpha_grow`` differs between the two). Two differences that do not change the minimiser of a
+convex problem:
 
 * the first trial step of a line search evaluates the loss together with the gradient and
   Gauss-Newton matrix (one pass, the step is usually accepted);
@@ -49,6 +51,8 @@ import math
 
 import numpy as np
 
+from .options import NewtonSettings
+
 try:  # numba is a dependency, but keep the package importable without it (torch fallback)
     import numba
     from numba import literally, njit, prange
@@ -73,10 +77,8 @@ GAUSSIAN, ICA, NCE_GAUSSIAN, NCE_ICA, LOGNORMAL, RING, NCE_RING = 0, 1, 2, 3, 4,
 #: the ICA likelihood's L-BFGS (:func:`ica_mle_all`)
 KERNELS = {"gaussian": GAUSSIAN, "ica": ICA, "nce_gaussian": NCE_GAUSSIAN, "nce_ica": NCE_ICA, "lognormal": LOGNORMAL,
            "ring": RING, "nce_ring": NCE_RING, "ica_mle": -1}
-#: pairs per block of a pass (whole data points; the block's scratch stays in the L1/L2 cache)
-BLOCK_PAIRS = 512
-#: the next line search starts at this multiple of the last accepted step (at most 1)
-ALPHA_GROW = 2.0
+#: kinds whose passes can read noise steps laid out once per simulation (``NewtonSettings.noise_t``)
+LAYS_OUT_NOISE = frozenset({GAUSSIAN})
 
 
 def available() -> bool:
@@ -797,7 +799,7 @@ if HAVE_NUMBA:
 
     @njit(**_JIT)
     def _newton_one(kind, X, XI, prm, theta, n_data, K, a, hess_points, max_iter, tol, ftol, patience, c1, max_halvings,
-                    buf, reuse_h, cnt, Hio=None, h_in=False, zt=None, h_cost=0.0, alpha_grow=ALPHA_GROW):
+                    buf, reuse_h, cnt, Hio, h_in, zt, h_cost, alpha_grow):
         """Solve one problem on its first ``n_data`` data points; ``theta`` is updated in place.
         Returns ``(loss, max |grad|, iterations, converged)``.
 
@@ -942,8 +944,8 @@ if HAVE_NUMBA:
 
     @njit(cache=True, parallel=True, error_model="numpy")
     def _newton_all(kind, X, XI, prm, theta, stages, a, hess_points, block_pairs, max_iter, tol, stage_tol, ftol,
-                    patience, c1, max_halvings, reuse_h, init_loss, loss, gmax, n_iter, conv, passes, hess_last=-1,
-                    carry_h=False, noise_t=False, h_cost=0.0, alpha_grow=ALPHA_GROW):
+                    patience, c1, max_halvings, reuse_h, init_loss, loss, gmax, n_iter, conv, passes, hess_last,
+                    carry_h, noise_t, h_cost, alpha_grow):
         S, N, D = X.shape
         K = XI.shape[2]
         P = theta.shape[1]
@@ -1199,27 +1201,27 @@ if HAVE_NUMBA:
             conv[s] = cv
 
 
-def ica_mle_all(X, theta0, *, a, max_iter=2000, history=10, gtol=1e-10, ftol=1e-14, patience=5, c1=1e-4,
-                max_halvings=50, threads=None):
+def ica_mle_all(X, theta0, settings, *, a, threads: int):
     """Maximum likelihood for the ICA model (Eq. 16 with its normaliser) by L-BFGS, every
-    simulation in one call: the algorithm and stopping rules of :func:`cnce.optim.lbfgs`."""
+    simulation in one call: the algorithm and stopping rules of :func:`cnce.optim.lbfgs`, with
+    the same :class:`~cnce.options.LBFGSSettings`."""
     _threads(threads)
     S, N, D = X.shape
     theta = np.array(theta0, dtype=np.float64, order="C", copy=True)
     out = dict(loss=np.empty(S), init_loss=np.empty(S), grad_norm=np.empty(S), n_iter=np.empty(S, np.int64),
                converged=np.empty(S, np.bool_))
     const = 0.5 * D * math.log(2.0)
-    _ica_mle_all(X, theta, float(a), const, int(max_iter), int(history), float(gtol), float(ftol), int(patience), float(c1),
-                 int(max_halvings), out["loss"], out["init_loss"], out["grad_norm"], out["n_iter"], out["converged"])
+    st = settings
+    _ica_mle_all(X, theta, float(a), const, int(st.max_iter), int(st.history), float(st.gtol), float(st.ftol),
+                 int(st.patience), float(st.c1), int(st.max_halvings), out["loss"], out["init_loss"], out["grad_norm"],
+                 out["n_iter"], out["converged"])
     out["psi"] = theta
     return out
 
 
-def _threads(threads):
-    if threads is None:
-        import torch
-
-        threads = torch.get_num_threads()
+def _threads(threads: int):
+    """numba's thread count for the next call: ``threads`` (an integer >= 1, settled by
+    :func:`cnce.fit`), at most numba's pool size."""
     numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))
 
 
@@ -1254,7 +1256,7 @@ def nce_params(mean, chol, kappa: int) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate([mean, L.reshape(S, -1), Linv.reshape(S, -1), C[:, None]], 1))
 
 
-def nce_c0(kind, X, XI, prm, theta, *, a=0.0, n_points=65536, threads=None, block_pairs=BLOCK_PAIRS):
+def nce_c0(kind, X, XI, prm, theta, *, n_points: int, threads: int, a=0.0, block_pairs=NewtonSettings.block_pairs):
     """NCE's starting log-normaliser for every simulation (see ``cnce.backends.torch._nce_c0``): from the noise
     points of the first ``ceil(n_points / K)`` data points (all when fewer)."""
     _threads(threads)
@@ -1266,43 +1268,37 @@ def nce_c0(kind, X, XI, prm, theta, *, a=0.0, n_points=65536, threads=None, bloc
     return out
 
 
-def newton_all(kind, X, XI, prm, theta0, *, a=0.0, progressive=False, hess_points=4096, max_iter=100, tol=1e-14,
-               stage_tol=1e-9, ftol=1e-12, patience=3, c1=1e-4, max_halvings=40, threads=None, block_pairs=BLOCK_PAIRS,
-               reuse_h=False, hess_last=None, carry_h=False, noise_t=False, h_cost=0.0, alpha_grow=ALPHA_GROW):
+def newton_all(kind, X, XI, prm, theta0, settings, *, threads: int, a=0.0):
     """Fit every simulation: ``X (S, N, D)``, ``XI (S, N, K, D)`` noise base, ``prm`` the
     simulations' constants (``eps (S,)`` for CNCE; :func:`nce_params` for NCE), ``theta0 (S, P)``
-    (float64 numpy; for NCE the last parameter is ``c``). Returns a dict of numpy arrays like
-    :class:`cnce.optim.OptimResult`, and ``passes (S, 3)``: the passes over the data per
-    simulation (a pass over a progressive stage's share of the data counts as that share):
-    loss only (the start and rejected line-search trials), loss and gradient, and loss,
-    gradient and Gauss-Newton matrix.
-
-    ``hess_last``: pairs for the Gauss-Newton matrix in the last stage (``0``: all; default
-    ``hess_points``); ``carry_h``: each stage after the first starts from the previous stage's
-    matrix (its first pass forms no matrix; the first trial step forms a new one); ``noise_t``:
-    the Gaussian's noise steps are laid out once per simulation (``D N K`` floats per thread) and
-    read in place by every pass; ``h_cost``: with ``hess_last=0``, the last stage forms the matrix
-    anew where that is predicted to save passes (see :func:`_newton_one`); ``alpha_grow``: the
-    next line search starts at this multiple of the last accepted step (at most 1; ICA with
-    1.0-1.5 instead of 2 saved 5-13 of 24 rejected trials per fit, but at N = 1000 NCE with 1.0
-    left 3 of 20 fits unconverged: ``benchmarks/notes.md``)."""
+    (float64 numpy; for NCE the last parameter is ``c``), ``settings`` a
+    :class:`~cnce.options.NewtonSettings` (the fields :func:`cnce.optim.newton` reads mean the
+    same here; ``progressive``, ``stage_tol``, ``hess_last``, ``reuse_h``, ``carry_h``,
+    ``h_cost``, ``noise_t`` and ``block_pairs`` are the kernels' own, documented there).
+    Returns a dict of numpy arrays like :class:`cnce.optim.OptimResult`, and ``passes (S, 3)``:
+    the passes over the data per simulation (a pass over a progressive stage's share of the
+    data counts as that share): loss only (the start and rejected line-search trials), loss and
+    gradient, and loss, gradient and Gauss-Newton matrix."""
     _threads(threads)
+    st = settings
     S, N, _ = X.shape
     K = XI.shape[2]
     theta = np.array(theta0, dtype=np.float64, order="C", copy=True)
     out = dict(init_loss=np.empty(S), loss=np.empty(S), grad_norm=np.empty(S), n_iter=np.empty(S, np.int64),
                converged=np.empty(S, np.bool_), passes=np.zeros((S, 3)))
-    stages = default_stages(N, K, progressive)
-    _newton_all(kind, X, XI, _prm(prm), theta, stages, float(a), int(hess_points),
-                int(block_pairs), int(max_iter), float(tol), float(stage_tol), float(ftol), int(patience), float(c1), int(max_halvings),
-                bool(reuse_h), out["init_loss"], out["loss"], out["grad_norm"], out["n_iter"], out["converged"], out["passes"],
-                int(hess_points if hess_last is None else hess_last), bool(carry_h), bool(noise_t), float(h_cost),
-                float(alpha_grow))
+    stages = default_stages(N, K, st.progressive)
+    hess_last = st.hess_points if st.hess_last is None else st.hess_last
+    _newton_all(kind, X, XI, _prm(prm), theta, stages, float(a), int(st.hess_points),
+                int(st.block_pairs), int(st.max_iter), float(st.tol), float(st.stage_tol), float(st.ftol),
+                int(st.patience), float(st.c1), int(st.max_halvings), bool(st.reuse_h), out["init_loss"], out["loss"],
+                out["grad_norm"], out["n_iter"], out["converged"], out["passes"], int(hess_last), bool(st.carry_h),
+                bool(st.noise_t), float(st.h_cost), float(st.alpha_grow))
     out["psi"] = theta
     return out
 
 
-def loss_all(kind, X, XI, prm, theta, *, a=0.0, threads=None, block_pairs=BLOCK_PAIRS, sims=None, n_data=None):
+def loss_all(kind, X, XI, prm, theta, *, threads: int, a=0.0, block_pairs=NewtonSettings.block_pairs, sims=None,
+             n_data=None):
     """The loss of every simulation at ``theta (S, P)`` (for CNCE ``J`` of Eq. 8, what the
     epsilon heuristic evaluates at each candidate eps; ``prm`` as in :func:`newton_all`).
     ``sims``: only these simulations (indices; the result has one entry per index), e.g. those

@@ -5,7 +5,7 @@ import numbers
 
 import torch
 
-__all__ = ["check_data", "check_theta", "check_kappa", "check_eps", "check_positive_int"]
+__all__ = ["check_data", "check_theta", "check_kappa", "check_eps", "check_positive_int", "per_simulation"]
 
 
 def _describe(v) -> str:
@@ -14,6 +14,12 @@ def _describe(v) -> str:
             return f"tensor({v.tolist()})"
         return f"tensor of shape {tuple(v.shape)}"
     return repr(v)
+
+
+def per_simulation(value, S: int, like: torch.Tensor) -> torch.Tensor:
+    """A number or an ``(S,)`` tensor as an ``(S,)`` tensor of ``like``'s dtype and device (a
+    scalar is expanded, not copied)."""
+    return torch.as_tensor(value, dtype=like.dtype, device=like.device).expand(S)
 
 
 def check_positive_int(value, name: str, minimum: int = 1) -> int:
@@ -83,12 +89,9 @@ def check_theta(theta, n_params: int, S: int | None = None, *, name: str = "thet
 
 
 def check_eps(eps, S: int, *, upper: float | None = None, dtype=torch.float64, device=None):
-    """``"auto"`` passes through; a number or an (S,) tensor becomes an (S,) tensor >= 0."""
-    if isinstance(eps, str):
-        if eps != "auto":
-            raise ValueError(f"eps must be 'auto', a non-negative number or a tensor of shape ({S},); got {eps!r}")
-        return eps
-    if isinstance(eps, bool):
+    """A number or an (S,) tensor becomes an (S,) tensor in ``[0, upper]`` (the caller handles
+    ``"auto"``)."""
+    if isinstance(eps, (bool, str)):
         raise ValueError(f"eps must be 'auto' or a non-negative number; got {eps!r}")
     try:
         e = torch.as_tensor(eps, dtype=dtype, device=device)
@@ -96,7 +99,7 @@ def check_eps(eps, S: int, *, upper: float | None = None, dtype=torch.float64, d
         raise ValueError(f"eps must be 'auto' or a non-negative number; got {eps!r}") from exc
     scalar = e.ndim == 0
     if scalar:
-        e = e.expand(S).clone()
+        e = per_simulation(e, S, e).clone()
     if e.shape != (S,):
         raise ValueError(f"eps must be a scalar or have shape ({S},); got shape {tuple(e.shape)}")
     if not torch.isfinite(e).all() or (e < 0).any():

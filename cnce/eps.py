@@ -21,35 +21,129 @@ For the Bernoulli flip noise (eps is a flip probability) the rule starts at 1 wi
 1.1 / 0.9, at most 50 steps, and stops once eps is not below 1.1 (the same loop); their code
 can thus end at 1.1, which is not a probability, so the result is clipped to the admissible
 1 (``EpsRule.limit``). All simulations run the rule together as one batched loop.
+
+The image model's rules (their ``NoiseProcessor.m``) are the same loop with
+``search="bisect"``: grow by ``grow`` until an eps that is too large is met, then bisect
+between the largest too-small and the smallest too-large eps (``EpsRule`` documents the
+variants: where the cap is tested, whether it clamps, whether the search ends on an
+evaluated eps). Every rule is an :class:`EpsRule` instance, named in :data:`RULES`.
+
+:func:`cnce.fit` settles the rule once: :class:`EpsSearch` (the rule bounded by the noise's
+largest admissible eps, and the prefix settings of :class:`~cnce.options.FitOptions`) is
+what the backends run.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import torch
 
 from .losses import LOG4
 
-__all__ = ["EpsRule", "AUTHORS_RULE", "BERNOULLI_RULE", "data_scale", "choose_eps"]
+__all__ = ["EpsRule", "EpsSearch", "AUTHORS_RULE", "BERNOULLI_RULE", "SCALE_RULE", "IMAGE_AUTHORS_RULE", "IMAGE_CARRY_RULE", "RULES",
+           "data_scale", "choose_eps"]
+
+SEARCHES = ("scale", "bisect")
 
 
 @dataclass(frozen=True)
 class EpsRule:
-    """Parameters of the epsilon heuristic (defaults: the authors' continuous-data rule)."""
+    """Parameters of the epsilon heuristic (defaults: the authors' continuous-data rule).
+
+    J is *too close* to ``2 log 2`` when ``|1 - J / (2 log 2)| < near`` (eps too small) and
+    *too far* when ``J < far * 2 log 2`` (eps too large); the search stops at the first eps
+    that is neither. How it moves:
+
+    * ``search="scale"`` (the synthetic rules): multiply eps by ``grow`` (too close) or
+      ``shrink`` (too far); both tests afresh at every step.
+    * ``search="bisect"`` (the image rules): too close raises the lower bound to eps (0 at
+      first) and grows eps by ``grow`` while no upper bound is known, else bisects; too far
+      lowers the upper bound to eps and bisects. eps is ``f * unit`` with the multiplier
+      ``f`` tracked (``shrink`` is not used).
+
+    Where the search stops: while ``eps < cap`` is tested *before* each evaluation, and at
+    most ``max_steps`` evaluations, each followed by a step (the synthetic rules; a run that
+    keeps growing ends on the first eps at or above the cap, not evaluated there). With
+    ``end_evaluated`` (the authors' image rule) the first eps is always evaluated, ``eps <
+    cap`` is tested *after* each evaluation and no step follows the last one: the result is
+    the last eps evaluated. With ``clamp`` a step past the cap lands on the cap, and the
+    search stops there once the cap is itself too close.
+    """
 
     start: float = 0.5  #: initial eps, in units of the data scale (absolute if ``relative=False``)
     grow: float = 1.2  #: factor while J is too close to 2 log 2
-    shrink: float = 0.5  #: factor while J is too small
+    shrink: float = 0.5  #: factor while J is too small (``search="scale"``)
     near: float = 0.1  #: "too close" when ``|1 - J / (2 log 2)| < near``
     far: float = 0.5  #: "too far" when ``J < far * 2 log 2``
-    max_steps: int = 500  #: at most this many evaluations of J (one step after each)
-    cap: float = 1000.0  #: a step is taken only while eps is below ``cap`` (same units as ``start``); not a clamp
+    max_steps: int = 500  #: at most this many evaluations of J
+    cap: float = 1000.0  #: eps must be below ``cap`` for the search to go on (same units as ``start``)
     relative: bool = True  #: scale start and cap by the data scale
     limit: float | None = None  #: largest admissible eps (absolute): the result is clipped to it; ``None``: no clipping
+    search: str = "scale"  #: ``"scale"`` or ``"bisect"`` (see above)
+    end_evaluated: bool = False  #: the cap tested after each evaluation, no step after the last one
+    clamp: bool = False  #: a step past the cap lands on it
+
+    def __post_init__(self):
+        if self.search not in SEARCHES:
+            raise ValueError(f"search must be one of {SEARCHES}; got {self.search!r}")
+        for name in ("start", "grow", "shrink", "cap"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < float("inf")):
+                raise ValueError(f"{name} must be a finite number > 0; got {v!r}")
+        if not (0 <= self.near and 0 <= self.far):
+            raise ValueError(f"near and far must be >= 0; got near={self.near!r}, far={self.far!r}")
+        if isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int) or self.max_steps < 0:
+            raise ValueError(f"max_steps must be an integer >= 0; got {self.max_steps!r}")
+        if self.limit is not None and not self.limit >= 0:
+            raise ValueError(f"limit must be None or a number >= 0; got {self.limit!r}")
+
+    def replace(self, **changes) -> "EpsRule":
+        return dataclasses.replace(self, **changes)
+
+    def bounded(self, upper: float | None) -> "EpsRule":
+        """This rule with its result clipped to ``upper`` too (a noise's largest admissible eps)."""
+        if upper is None or (self.limit is not None and self.limit <= upper):
+            return self
+        return self.replace(limit=upper)
 
 
 AUTHORS_RULE = EpsRule()
 BERNOULLI_RULE = EpsRule(start=1.0, grow=1.1, shrink=0.9, max_steps=50, cap=1.1, relative=False, limit=1.0)
+#: The data's scale as eps, with no search (twice the heuristic's starting point); an
+#: alternative the eps experiment measures. Flip noise clips it to 1 (its noise's bound).
+SCALE_RULE = EpsRule(start=1.0, max_steps=0)
+#: The image model's rule, the authors' ``NoiseProcessor.m``. ``eps = f * eps_base`` with ``f``
+#: from 1 at every call (pass ``unit=eps_base``), grown x1.15 then bisected, at most 20
+#: evaluations of J, ``f < cap`` tested after each (cap 4; 8 for layer 4, ``replace(cap=8.0)``).
+IMAGE_AUTHORS_RULE = EpsRule(start=1.0, grow=1.15, near=0.05, far=0.2, max_steps=20, cap=4.0, relative=False,
+                             search="bisect", end_evaluated=True)
+#: The project's earlier image rule, eps carried over between calls (``replace(start=<previous
+#: eps>)``, clipped to the cap; absolute units), grown x1.15 then bisected, never above the cap.
+IMAGE_CARRY_RULE = EpsRule(start=1.0, grow=1.15, near=0.05, far=0.2, max_steps=20, cap=4.0, relative=False,
+                           search="bisect", clamp=True)
+#: Every named rule, for ``fit(eps_rule=RULES[name])`` and the experiments' ``"rule:<name>"`` settings.
+RULES = {"authors": AUTHORS_RULE, "bernoulli": BERNOULLI_RULE, "scale": SCALE_RULE,
+         "image-authors": IMAGE_AUTHORS_RULE, "image-carry": IMAGE_CARRY_RULE}
+
+
+@dataclass(frozen=True)
+class EpsSearch:
+    """eps still to be chosen, as :func:`cnce.fit` settles it for a backend: the ``rule``
+    (already bounded by the noise's largest admissible eps) and the prefix settings of
+    :func:`choose_eps` (``prefix=None``: all points)."""
+
+    rule: EpsRule
+    prefix: int | None = None
+    margin: float = 0.0
+
+    def on_all_points(self) -> "EpsSearch":
+        """The same rule with every step decided on all points."""
+        return EpsSearch(self.rule)
+
+    def run(self, J_of_eps, x, *, active_only: bool = False):
+        """``choose_eps`` with this search's rule and prefix settings."""
+        return choose_eps(J_of_eps, x, self.rule, active_only=active_only, prefix=self.prefix, margin=self.margin)
 
 
 def data_scale(x: torch.Tensor) -> torch.Tensor:
@@ -73,7 +167,7 @@ class EpsTrace:
 
 
 def choose_eps(J_of_eps, x: torch.Tensor, rule: EpsRule = AUTHORS_RULE, *, return_trace: bool = False,
-               active_only: bool = False, prefix: int | None = None, margin: float = 0.0):
+               active_only: bool = False, prefix: int | None = None, margin: float = 0.0, unit=None):
     """Run the heuristic for all simulations at once (the authors' loop, see the module docstring).
 
     Args:
@@ -100,11 +194,28 @@ def choose_eps(J_of_eps, x: torch.Tensor, rule: EpsRule = AUTHORS_RULE, *, retur
         margin: with ``prefix``, a step whose prefix J lies within ``margin`` of one of the
             rule's thresholds (``(1 -+ near) 2 log 2``, ``far 2 log 2``) is decided on all
             points instead, so that sampling noise of the prefix rarely flips a decision.
+        unit: the unit of ``rule.start`` and ``rule.cap`` (a number or an ``(S,)`` tensor),
+            instead of the data scale (``rule.relative``) or 1: e.g. the image rule's
+            ``eps_base``.
 
     Returns:
         ``eps (S,)``, and the :class:`EpsTrace` if ``return_trace``.
     """
     S, N = x.shape[0], x.shape[-2]
+    if unit is not None:
+        unit = torch.as_tensor(unit, dtype=x.dtype, device=x.device).expand(S)
+    elif rule.relative:
+        unit = data_scale(x)
+        unit = torch.where(unit > 0, unit, torch.ones_like(unit))
+    else:
+        unit = torch.ones(S, dtype=x.dtype, device=x.device)
+    if rule.search == "bisect":
+        if prefix is not None and prefix < N:
+            raise ValueError("prefix applies to search='scale' rules only")
+        eps, trace = _bisect(J_of_eps, rule, unit, active_only)
+        if rule.limit is not None:
+            eps = eps.clamp(max=rule.limit)
+        return (eps, trace) if return_trace else eps
     if prefix is not None:
         prefix = int(prefix)
         if prefix < 1:
@@ -124,8 +235,6 @@ def choose_eps(J_of_eps, x: torch.Tensor, rule: EpsRule = AUTHORS_RULE, *, retur
         J[idx] = J_of_eps(eps[idx], idx, **kw).to(J)
         return J
 
-    unit = data_scale(x) if rule.relative else torch.ones(S, dtype=x.dtype, device=x.device)
-    unit = torch.where(unit > 0, unit, torch.ones_like(unit))
     cap = rule.cap * unit
     grow = torch.full_like(unit, rule.grow)
     shrink = torch.full_like(unit, rule.shrink)
@@ -176,3 +285,50 @@ def choose_eps(J_of_eps, x: torch.Tensor, rule: EpsRule = AUTHORS_RULE, *, retur
     if rule.limit is not None:
         eps = eps.clamp(max=rule.limit)
     return (eps, trace) if return_trace else eps
+
+
+def _bisect(J_of_eps, rule: EpsRule, unit: torch.Tensor, active_only: bool):
+    """The ``search="bisect"`` loop for all simulations at once (see :class:`EpsRule`):
+    multipliers ``f`` with bounds ``lo`` (0 at first) and ``hi`` (none at first), J at ``f * unit``.
+    Returns ``eps (S,)`` and the :class:`EpsTrace` of the evaluations (stopped simulations
+    repeat their last entry)."""
+    S = unit.shape[0]
+    cap = torch.full_like(unit, rule.cap)
+    f = unit.new_full((S,), rule.start)
+    if rule.clamp:
+        f = f.clamp(max=rule.cap)
+    lo = torch.zeros_like(f)
+    hi = torch.full_like(f, float("inf"))
+    J = torch.full_like(f, float("nan"))
+    active = torch.ones(S, dtype=torch.bool, device=f.device)
+    trace = EpsTrace()
+    for k in range(rule.max_steps):
+        if not rule.end_evaluated and not rule.clamp:
+            active = active & (f < cap)  # tested before each evaluation
+        if not active.any():
+            break
+        e = f * unit
+        if active_only:
+            idx = active.nonzero().squeeze(1)
+            J = J.clone()
+            J[idx] = J_of_eps(e[idx], idx).to(J)
+        else:
+            J = torch.where(active, J_of_eps(e), J)
+        trace.eps.append(e.clone())
+        trace.J.append(J.clone())
+        close = (1.0 - J / LOG4).abs() < rule.near
+        far = ~close & (J < rule.far * LOG4)
+        active = active & (close | far)
+        if rule.end_evaluated:  # no step after the last evaluation, nor from the cap
+            active = active & (f < cap) & (k + 1 < rule.max_steps)
+        up, down = active & close, active & far
+        lo = torch.where(up, f, lo)
+        hi = torch.where(down, f, hi)
+        known = torch.isfinite(hi)
+        nxt = torch.where(up & ~known, f * rule.grow, 0.5 * (hi + lo))
+        f = torch.where(active, nxt, f)
+        if rule.clamp:
+            at = active & (f >= cap)
+            f = torch.where(at, cap, f)
+            active = active & ~(at & (lo >= cap))
+    return f * unit, trace

@@ -28,9 +28,10 @@ from . import backends
 from . import noise as noise_mod
 from ._torch import make_generator, resolve_device
 from ._validation import check_data, check_eps, check_kappa, check_positive_int, check_theta
-from .eps import AUTHORS_RULE, BERNOULLI_RULE, EpsRule
+from .backends import plan
+from .eps import EpsRule, EpsSearch
 from .models.base import UnnormalisedModel
-from .options import FitOptions, get_options
+from .options import FitOptions, NewtonSettings, get_options
 from .result import FitResult
 
 __all__ = ["fit", "FitResult", "METHODS"]
@@ -52,7 +53,7 @@ def fit(
     noise_base: torch.Tensor | None = None,
     eps_rule: EpsRule | None = None,
     max_iter: int | None = None,
-    tol: float = 1e-14,
+    tol: float = NewtonSettings.tol,
     device="auto",
     dtype: torch.dtype = torch.float64,
     sim_batch: int | str = "auto",
@@ -68,8 +69,9 @@ def fit(
         x: data ``(S, N, D)`` (S independent simulations) or ``(N, D)`` (one problem).
         method: ``"cnce"`` (Eqs. 8-9), ``"nce"``, ``"mle"`` or ``"sm"``; see ``model.methods``.
         kappa: noise samples per data point (CNCE) / noise-to-data ratio nu (NCE), an integer >= 1.
-        eps: ``"auto"`` (the authors' heuristic, :mod:`cnce.eps`), a number >= 0 or an ``(S,)``
-            tensor. Flip noise (Bernoulli) needs eps in [0, 1].
+        eps: CNCE only: ``"auto"`` (the heuristic, :mod:`cnce.eps`), a number >= 0 or an ``(S,)``
+            tensor. Flip noise (Bernoulli) needs eps in [0, 1]. The other methods take no eps
+            (``ValueError`` for anything but ``"auto"``, the default).
         seed: seeds the initialisation and noise draws (a ``torch.Generator`` also works).
         theta0: initial parameters ``(S, P)`` or ``(P,)``; default ``model.init_params``.
         noise: a :class:`~cnce.noise.ConditionalNoise`; default Eq. (13) or Eq. (64).
@@ -78,8 +80,11 @@ def fit(
             standard-normal numbers through its Gaussian. Default: drawn from ``seed`` with
             :func:`cnce.noise.default_base` (one numpy stream per simulation, in parallel
             threads; the same numbers for any thread count).
-        eps_rule: an :class:`~cnce.eps.EpsRule` for ``eps="auto"``.
-        max_iter: iteration cap (default 100 for Newton, 2000 for L-BFGS).
+        eps_rule: an :class:`~cnce.eps.EpsRule` for ``eps="auto"``; default the rule the noise
+            declares (``noise.eps_rule``: the authors' rule, or theirs for flip noise). The
+            result is clipped to the noise's largest admissible eps (``noise.eps_max``).
+        max_iter: iteration cap (default: :class:`~cnce.options.NewtonSettings` ``max_iter``,
+            100, for Newton; :class:`~cnce.options.LBFGSSettings` ``max_iter``, 2000, for L-BFGS).
         tol: Newton-decrement tolerance (relative to the loss).
         device: ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda"``.
         dtype: float64 by default.
@@ -92,11 +97,13 @@ def fit(
             path (:mod:`cnce.backends.torch`) otherwise; ``"torch"`` forces the torch path (also
             what runs on a GPU); ``"fused"`` requires the kernels and raises ValueError saying
             why where they do not apply. Both solve the same problem with the same Newton
-            method; estimates agree to the optimiser's tolerance (convex problems: about 5e-7
-            relative or better; ICA follows the same path but its loose, statistically
-            motivated stopping rule can stop at slightly different points).
-        threads: CPU threads of the fused kernels (simulations run in parallel); default
-            ``options.threads``, else ``torch.get_num_threads()``.
+            method, run as one :class:`~cnce.options.NewtonSettings` (they differ on purpose only
+            in the first trial step of a line search, ``alpha_grow``, and in the compiled
+            kernels' progressive sampling); estimates agree to the optimiser's tolerance (convex
+            problems: about 5e-7 relative or better; ICA follows the same path but its loose,
+            statistically motivated stopping rule can stop at slightly different points).
+        threads: CPU threads of the fused kernels (simulations run in parallel) and of the
+            noise draw; default ``options.threads``, else ``torch.get_num_threads()``.
         options: a :class:`~cnce.options.FitOptions` (feature dtype, Gauss-Newton subsample,
             projection, statistical stopping, block size, memory budget, threads); default
             the current defaults (:func:`cnce.option_context`, :func:`cnce.set_options`).
@@ -117,9 +124,16 @@ def fit(
         options = get_options()
     elif not isinstance(options, FitOptions):
         raise ValueError(f"options must be a cnce.FitOptions; got {options!r}")
-    threads = check_positive_int(threads, "threads") if threads is not None else options.threads
+    if threads is not None:
+        threads = check_positive_int(threads, "threads")
+    else:
+        threads = options.threads if options.threads is not None else torch.get_num_threads()
     if sim_batch != "auto":
         sim_batch = check_positive_int(sim_batch, "sim_batch")
+    if max_iter is not None:
+        max_iter = check_positive_int(max_iter, "max_iter", 0)
+    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol >= 0:
+        raise ValueError(f"tol must be a number >= 0; got {tol!r}")
     dev = resolve_device(device)
     if dtype not in (torch.float64, torch.float32):
         raise ValueError(f"dtype must be torch.float64 or torch.float32; got {dtype!r}")
@@ -133,7 +147,19 @@ def fit(
         noise = noise_mod.default_noise(model)
     elif not isinstance(noise, noise_mod.ConditionalNoise):
         raise ValueError(f"noise must be a cnce.noise.ConditionalNoise; got {noise!r}")
-    if method == "cnce":
+    if eps_rule is not None and not isinstance(eps_rule, EpsRule):
+        raise ValueError(f"eps_rule must be a cnce.eps.EpsRule; got {eps_rule!r}")
+    # eps: checked and bounded here, once; the backends get a tensor or an EpsSearch
+    if method != "cnce":
+        if not (isinstance(eps, str) and eps == "auto") or eps_rule is not None:
+            given = f"eps={eps!r}" if not (isinstance(eps, str) and eps == "auto") else f"eps_rule={eps_rule!r}"
+            raise ValueError(f"{given} applies to method 'cnce' only (its conditional noise); method {method!r} takes none")
+        eps = None
+    elif isinstance(eps, str) and eps == "auto":
+        rule = (noise.eps_rule if eps_rule is None else eps_rule).bounded(noise.eps_max)
+        prefix, margin = options.eps_prefix_settings(N, kappa)
+        eps = EpsSearch(rule, prefix, margin)
+    else:
         eps = check_eps(eps, S, upper=noise.eps_max, dtype=dtype, device=dev)
     gen = make_generator(seed)
     if theta0 is None:
@@ -141,15 +167,20 @@ def fit(
     theta0 = check_theta(theta0, model.n_params, S, name="theta0", dtype=dtype, device=dev)
     if uses_noise:
         if noise_base is None:
-            noise_base = noise_mod.default_base(noise, S, N, kappa, D, gen, threads=threads or torch.get_num_threads())
+            noise_base = noise_mod.default_base(noise, S, N, kappa, D, gen, threads=threads)
         noise_base = _check_base(noise_base, S, N, kappa, D).to(device=dev, dtype=dtype)
-    if eps_rule is None:
-        eps_rule = BERNOULLI_RULE if isinstance(noise, noise_mod.BernoulliFlipNoise) else AUTHORS_RULE
+    mod = backends.choose(model, method, noise, dev, dtype, options, backend)
+    kernel = model.compiled_kernels.get(method) if mod.NAME == "fused" else None
     problem = backends.FitProblem(
-        model=model, x=x, method=method, kappa=kappa if uses_noise else None, eps=eps if method == "cnce" else None,
-        noise=noise, noise_base=noise_base if uses_noise else None, eps_rule=eps_rule, theta0=theta0,
-        max_iter=max_iter, tol=tol, device=dev, dtype=dtype, sim_batch=sim_batch, progress=progress, threads=threads)
-    res = backends.choose(problem, options, backend).solve(problem, options)
+        model=model, x=x, method=method, kappa=kappa if uses_noise else None, eps=eps, noise=noise,
+        noise_base=noise_base if uses_noise else None, theta0=theta0, device=dev, dtype=dtype,
+        optimizer=plan.optimizer(model, method),
+        newton=plan.newton_settings(model, method, N, options, mod.NAME, kernel, max_iter=max_iter, tol=tol),
+        lbfgs=plan.lbfgs_settings(max_iter), threads=threads,
+        chunk=S if mod.NAME == "fused" else plan.chunk_size(model, method, S, N, kappa if uses_noise else None,
+                                                             dtype, options, sim_batch),
+        options=options, progress=progress)
+    res = mod.solve(problem)
     res.seconds = time.perf_counter() - t0
     return res if batched else res.unbatch()
 

@@ -17,7 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import torch
 
-from ._validation import check_positive_int
+from ._validation import check_positive_int, per_simulation
+from .eps import AUTHORS_RULE, BERNOULLI_RULE, EpsRule
 
 __all__ = [
     "ConditionalNoise",
@@ -41,6 +42,8 @@ class ConditionalNoise:
     symmetric: bool = True
     #: largest admissible eps (``None``: unbounded).
     eps_max: float | None = None
+    #: the eps heuristic's rule for this noise, unless ``cnce.fit`` is given ``eps_rule``
+    eps_rule: EpsRule = AUTHORS_RULE
     #: what :meth:`draw_base` draws, if it is i.i.d. standard numbers: ``"normal"`` or
     #: ``"uniform"`` on [0, 1). Then :func:`cnce.fit` draws a missing base with
     #: :func:`draw_streams` (fast, one stream per simulation); ``None``: with :meth:`draw_base`.
@@ -57,7 +60,7 @@ class ConditionalNoise:
     def sample(self, x, kappa: int, eps, generator=None) -> torch.Tensor:
         """Draw ``kappa`` noise samples per data point: ``(S, N, kappa, D)``."""
         kappa = check_positive_int(kappa, "kappa")
-        eps = torch.as_tensor(eps, dtype=x.dtype, device=x.device).expand(x.shape[0])
+        eps = per_simulation(eps, x.shape[0], x)
         return self.apply(x, self.draw_base(x, kappa, generator), eps)
 
     def log_prob(self, y: torch.Tensor, x: torch.Tensor, eps: torch.Tensor) -> torch.Tensor:
@@ -98,6 +101,7 @@ class BernoulliFlipNoise(ConditionalNoise):
     """Flip each bit with probability eps (Eq. 64); symmetric, eps in [0, 1]."""
 
     eps_max = 1.0
+    eps_rule = BERNOULLI_RULE
     base_kind = "uniform"
 
     def draw_base(self, x, kappa, generator=None):
@@ -183,6 +187,11 @@ class NCEGaussianNoise:
         z = torch.linalg.solve_triangular(self.chol, (u - self.mean.unsqueeze(-2)).transpose(-1, -2), upper=False)
         logdet = torch.log(self.chol.diagonal(dim1=-2, dim2=-1)).sum(-1)
         return -0.5 * (z**2).sum(-2) - logdet.unsqueeze(-1) - 0.5 * D * math.log(2 * math.pi)
+
+
+#: noise points (the first ones, in data-point order) of NCE's importance-sampling start for its
+#: log-normaliser ``c`` (both backends)
+NCE_C0_POINTS = 65536
 
 
 def default_noise(model) -> ConditionalNoise:

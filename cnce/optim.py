@@ -16,13 +16,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from .options import LBFGSSettings, NewtonSettings
 from .result import OptimResult
 
 __all__ = ["LinearLogistic", "NonlinearLogistic", "AutogradObjective", "newton", "lbfgs", "OptimResult"]
-
-#: default points per problem used to form the Gauss-Newton matrix (``FitOptions.hess_points``)
-HESS_POINTS = 4096
-
 
 def logistic_loss(m: torch.Tensor, scale: float):
     return scale * F.softplus(-m).sum(-1)
@@ -52,7 +49,7 @@ class LinearLogistic:
         self.scale = scale
         self.dtype = dtype or (b.dtype if b is not None else (F_ if F_ is not None else Ft).dtype)
         n = self.Ft.shape[-1]
-        hp = HESS_POINTS if hess_points is None else hess_points
+        hp = NewtonSettings.hess_points if hess_points is None else hess_points
         # every stride-th point: a prefix would hold only data points for NCE (data first)
         self.stride = 1 if (hp is None or hp <= 0 or hp >= n) else -(-n // hp)
         self.n_h = -(-n // self.stride)
@@ -252,20 +249,23 @@ def _backtrack(phi, loss, slope, alpha, active, c1, max_halvings):
     return step, accepted
 
 
-def newton(problem, psi0: torch.Tensor, *, max_iter: int = 100, tol: float = 1e-14, ftol: float = 1e-12, patience: int = 3, c1: float = 1e-4, max_halvings: int = 40, callback=None) -> OptimResult:
-    """Batched damped Newton / Gauss-Newton with per-problem Armijo line search.
+def newton(problem, psi0: torch.Tensor, settings: NewtonSettings = NewtonSettings(), *, callback=None) -> OptimResult:
+    """Batched damped Newton / Gauss-Newton with per-problem Armijo line search, run as
+    ``settings`` (:class:`~cnce.options.NewtonSettings`, the fields the compiled solver reads too).
 
     Stops a problem (converged) when half its Newton decrement ``-g.d / 2`` falls below
-    ``tol * max(1, |loss|)``, or when its relative loss decrease stays below ``ftol`` for
-    ``patience`` consecutive iterations (the test that ends piecewise-smooth problems such
-    as ICA, whose gradient jumps at the kinks and never vanishes exactly), or when the line
-    search cannot decrease the loss any more while the decrement is below ``1e-8``;
-    otherwise it stops at ``max_iter`` (not converged).
+    ``tol * max(1, |loss|)`` (at least the problem's ``tol_floor``: float32 features), or
+    when its relative loss decrease stays below ``ftol`` for ``patience`` consecutive
+    iterations (the test that ends piecewise-smooth problems such as ICA, whose gradient
+    jumps at the kinks and never vanishes exactly), or when the line search cannot decrease
+    the loss any more while the decrement is below ``1e-8``; otherwise it stops at
+    ``max_iter`` (not converged).
     """
     psi = psi0.clone()
     S = psi.shape[0]
-    tol = max(tol, getattr(problem, "tol_floor", 0.0))
-    ftol = max(ftol, getattr(problem, "ftol_floor", 0.0))
+    max_iter, ftol, patience, c1, max_halvings = (settings.max_iter, settings.ftol, settings.patience, settings.c1,
+                                                  settings.max_halvings)
+    tol = max(settings.tol, getattr(problem, "tol_floor", 0.0))
     loss, g, H = problem.full(psi)
     init_loss = loss.clone()
     active = torch.ones(S, dtype=torch.bool, device=psi.device)
@@ -284,7 +284,7 @@ def newton(problem, psi0: torch.Tensor, *, max_iter: int = 100, tol: float = 1e-
             break
         d = torch.where(active.unsqueeze(-1), d, torch.zeros_like(d))
         phi = problem.line(psi, d)
-        # start where the previous search ended (times 4, at most 1): piecewise-smooth
+        # start where the previous search ended (times alpha_grow, at most 1): piecewise-smooth
         # problems (ICA) otherwise pay many halvings per iteration near the optimum
         step, accepted = _backtrack(phi, loss, slope, alpha0.clone(), active, c1, max_halvings)
         failed = active & ~accepted
@@ -295,7 +295,7 @@ def newton(problem, psi0: torch.Tensor, *, max_iter: int = 100, tol: float = 1e-
         psi = psi + step.unsqueeze(-1) * d
         if hasattr(problem, "advance"):
             problem.advance(step)
-        alpha0 = torch.where(accepted, (4.0 * step).clamp(max=1.0), alpha0)
+        alpha0 = torch.where(accepted, (settings.alpha_grow * step).clamp(max=1.0), alpha0)
         n_iter += active.long()
         if callback is not None:
             callback(it, loss, active)
@@ -316,13 +316,17 @@ def newton(problem, psi0: torch.Tensor, *, max_iter: int = 100, tol: float = 1e-
     return OptimResult(psi, loss, init_loss, g.abs().amax(-1), n_iter, converged)
 
 
-def lbfgs(problem, psi0: torch.Tensor, *, max_iter: int = 2000, history: int = 10, gtol: float = 1e-10, ftol: float = 1e-14, patience: int = 5, c1: float = 1e-4, max_halvings: int = 50) -> OptimResult:
-    """Batched L-BFGS (two-loop recursion per problem) with Armijo backtracking.
+def lbfgs(problem, psi0: torch.Tensor, settings: LBFGSSettings = LBFGSSettings()) -> OptimResult:
+    """Batched L-BFGS (two-loop recursion per problem) with Armijo backtracking, run as
+    ``settings`` (:class:`~cnce.options.LBFGSSettings`).
 
     A problem converges when ``max |grad| < gtol`` or when its relative loss decrease stays
     below ``ftol`` for ``patience`` consecutive iterations (the right test for piecewise
     smooth objectives such as the ICA likelihood).
     """
+    max_iter, history, gtol, ftol, patience, c1, max_halvings = (
+        settings.max_iter, settings.history, settings.gtol, settings.ftol, settings.patience, settings.c1,
+        settings.max_halvings)
     psi = psi0.clone()
     S, P = psi.shape
     dt, dev = psi.dtype, psi.device

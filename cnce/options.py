@@ -10,18 +10,26 @@ code with the context manager :func:`option_context`, or for the whole process w
         res = cnce.fit(model, x)          # float32 feature storage for this fit only
 
 Defaults are read when :func:`cnce.fit` is called (never at import time), so results do not
-depend on import order.
+depend on import order. They live in a :class:`contextvars.ContextVar`: an
+:func:`option_context` block changes them for its own thread (or asyncio task) only, and a new
+thread starts from the process-wide defaults of :func:`set_options`.
+
+:class:`NewtonSettings` and :class:`LBFGSSettings` are what the optimisers read (both the
+batched torch solvers of :mod:`cnce.optim` and the compiled ones of :mod:`cnce._fused`):
+:func:`cnce.fit` settles them once per fit from these options and the model's declarations;
+their defaults are the one definition of each tuning constant.
 """
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 from dataclasses import dataclass
 from typing import Iterator
 
 import torch
 
-__all__ = ["FitOptions", "option_context", "set_options", "get_options"]
+__all__ = ["FitOptions", "NewtonSettings", "LBFGSSettings", "option_context", "set_options", "get_options"]
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -136,28 +144,100 @@ class FitOptions:
         return int(self.memory_budget_gb * 2**30)
 
 
-_current = FitOptions()
+@dataclass(frozen=True)
+class NewtonSettings:
+    """How the damped (Gauss-)Newton solvers run: :func:`cnce.optim.newton` (torch) and
+    :func:`cnce._fused.newton_all` (compiled) read the same fields; :func:`cnce.fit` builds one
+    per fit (``res.info["newton"]``).
+
+    Stopping (both solvers): converged when half the Newton decrement is below ``tol * max(1,
+    |loss|)``, or the relative loss decrease stays below ``ftol`` for ``patience`` iterations
+    (the rule for the piecewise-smooth ICA problems), or no step lowers the loss while the
+    decrement is below 1e-8; else not converged after ``max_iter`` iterations. Line search:
+    Armijo with ``c1``, at most ``max_halvings`` trials, the first at ``alpha_grow`` times the
+    last accepted step (at most 1).
+
+    The two solvers differ on purpose in ``alpha_grow`` only: 2 for the compiled kernels
+    (measured there: 1.0-1.5 saved rejected trials for ICA but left NCE fits unconverged,
+    ``benchmarks/notes.md``), 4 for the torch path, the value every torch-path result was
+    computed with (not re-measured; changing it would move committed results). The
+    remaining fields are the compiled kernels' (the torch path has no progressive sampling):
+    ``progressive`` solves first on prefixes of the data (``N/16``, ``N/4``) up to
+    ``stage_tol``; ``hess_last`` pairs form the last stage's Gauss-Newton matrix (``0``: all;
+    ``None``: ``hess_points``); ``reuse_h`` keeps a matrix after a step that decreased as
+    predicted, ``carry_h`` carries it into the next stage, ``h_cost`` (a matrix pass in
+    gradient passes) lets the last stage form it anew where that saves passes; ``noise_t`` lays
+    the noise steps out once per simulation (kernels that can); ``block_pairs`` pairs per block
+    of a compiled pass (the block's scratch stays in cache).
+    """
+
+    max_iter: int = 100
+    tol: float = 1e-14
+    ftol: float = 1e-12
+    patience: int = 3
+    c1: float = 1e-4
+    max_halvings: int = 40
+    alpha_grow: float = 2.0
+    hess_points: int = FitOptions.hess_points  # the plan sets it from FitOptions
+    progressive: bool = False
+    stage_tol: float = 1e-9
+    hess_last: int | None = None
+    reuse_h: bool = False
+    carry_h: bool = False
+    h_cost: float = 0.0
+    noise_t: bool = False
+    block_pairs: int = 512
+
+    def replace(self, **changes) -> "NewtonSettings":
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class LBFGSSettings:
+    """How batched L-BFGS runs (:func:`cnce.optim.lbfgs`, and the ICA likelihood's compiled
+    :func:`cnce._fused.ica_mle_all`): converged when ``max |grad| < gtol`` or the relative loss
+    decrease stays below ``ftol`` for ``patience`` iterations; Armijo with ``c1``, at most
+    ``max_halvings`` trials; ``history`` stored pairs."""
+
+    max_iter: int = 2000
+    history: int = 10
+    gtol: float = 1e-10
+    ftol: float = 1e-14
+    patience: int = 5
+    c1: float = 1e-4
+    max_halvings: int = 50
+
+    def replace(self, **changes) -> "LBFGSSettings":
+        return dataclasses.replace(self, **changes)
+
+
+_DEFAULT = FitOptions()
+_process = _DEFAULT  # the process-wide defaults (set_options)
+_context: contextvars.ContextVar[FitOptions | None] = contextvars.ContextVar("cnce_fit_options", default=None)
 
 
 def get_options() -> FitOptions:
-    """The current default options (those of the innermost :func:`option_context` block)."""
-    return _current
+    """The current default options: those of the innermost :func:`option_context` block of this
+    thread or task, else the process-wide ones (:func:`set_options`)."""
+    cur = _context.get()
+    return _process if cur is None else cur
 
 
 def set_options(**changes) -> FitOptions:
-    """Change the process-wide defaults (validated); returns the new :class:`FitOptions`."""
-    global _current
-    _current = _current.replace(**changes)
-    return _current
+    """Change the process-wide defaults (validated); returns the new :class:`FitOptions`. Inside
+    an :func:`option_context` block the block's options win until it ends."""
+    global _process
+    _process = _process.replace(**changes)
+    return _process
 
 
 @contextlib.contextmanager
 def option_context(**changes) -> Iterator[FitOptions]:
-    """Change the default options inside a ``with`` block; restored on exit (also on errors)."""
-    global _current
-    old = _current
-    _current = old.replace(**changes)
+    """Change the default options inside a ``with`` block; restored on exit (also on errors).
+    Only this thread (or asyncio task) sees the change."""
+    new = get_options().replace(**changes)
+    token = _context.set(new)
     try:
-        yield _current
+        yield new
     finally:
-        _current = old
+        _context.reset(token)

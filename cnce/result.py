@@ -1,4 +1,9 @@
-"""Result types shared by :func:`cnce.fit` and every backend (below both: no import cycle)."""
+"""Result types shared by :func:`cnce.fit` and every backend (below both: no import cycle).
+
+Every solver returns an :class:`OptimResult` (the torch optimisers directly, the compiled
+kernels through :meth:`OptimResult.from_arrays`); a backend turns it into a
+:class:`FitResult` with :meth:`FitResult.from_optim`, the one place where free parameters
+become the model's and the per-method fields are filled in."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -18,6 +23,17 @@ class OptimResult:
     grad_norm: torch.Tensor
     n_iter: torch.Tensor
     converged: torch.Tensor
+    #: passes over the data per simulation ``(S, 3)`` (loss only / with gradient / with the
+    #: Gauss-Newton matrix), where the solver counts them (the compiled kernels)
+    passes: torch.Tensor | None = None
+
+    @classmethod
+    def from_arrays(cls, out: dict) -> "OptimResult":
+        """From the compiled kernels' numpy arrays (``psi``, ``loss``, ..., optionally ``passes``)."""
+        t = torch.from_numpy
+        return cls(psi=t(out["psi"]), loss=t(out["loss"]), init_loss=t(out["init_loss"]),
+                   grad_norm=t(out["grad_norm"]), n_iter=t(out["n_iter"]), converged=t(out["converged"]),
+                   passes=t(out["passes"]) if "passes" in out else None)
 
 
 @dataclass
@@ -45,6 +61,28 @@ class FitResult:
     info: dict = field(default_factory=dict)
 
     _PER_SIM = ("theta", "eps", "loss", "init_loss", "n_iter", "converged", "grad_norm", "log_normaliser")
+
+    @classmethod
+    def from_optim(cls, model, res, *, method: str, kappa: int | None, eps: torch.Tensor | None = None,
+                   log_normaliser: bool = False) -> "FitResult":
+        """A fit's result from its solver's ``res`` (an ``OptimResult``): ``theta`` from the free parameters, ``eps`` NaN where
+        the method has none, NCE's ``c`` (the last free parameter) with ``log_normaliser``;
+        ``seconds`` and ``info`` are the backend's to fill."""
+        P = model.n_params
+        if eps is None:
+            eps = torch.full((res.psi.shape[0],), float("nan"), dtype=res.psi.dtype, device=res.psi.device)
+        info = {} if res.passes is None else {"passes": res.passes}
+        return cls(theta=model.from_free(res.psi[:, :P]), eps=eps, loss=res.loss, init_loss=res.init_loss,
+                   n_iter=res.n_iter, converged=res.converged, grad_norm=res.grad_norm, method=method, kappa=kappa,
+                   seconds=0.0, log_normaliser=res.psi[:, P].clone() if log_normaliser else None, info=info)
+
+    @classmethod
+    def concat(cls, parts: list["FitResult"]) -> "FitResult":
+        """The results of chunks of simulations, in order, as one (``info`` of the first)."""
+        first = parts[0]
+        per = {k: None if getattr(first, k) is None else torch.cat([getattr(p, k) for p in parts]) for k in cls._PER_SIM}
+        return cls(**per, method=first.method, kappa=first.kappa, seconds=sum(p.seconds for p in parts),
+                   info=dict(first.info))
 
     def error(self, model, theta_true) -> torch.Tensor:
         """Squared estimation error per simulation (``model.error``)."""

@@ -21,6 +21,7 @@ import math
 
 import torch
 
+from ._validation import per_simulation
 from .losses import cnce_G, cnce_loss_from_G, score_matching_loss
 from .noise import ConditionalNoise, default_noise
 
@@ -42,14 +43,10 @@ def _noise(model, noise):
     return default_noise(model) if noise is None else noise
 
 
-def _eps(eps, S, like):
-    return torch.as_tensor(eps, dtype=like.dtype, device=like.device).expand(S)
-
-
 def _G(model, x, theta, eps, xi, noise):
     S, N, D = x.shape
     kappa = xi.shape[2]
-    eps = _eps(eps, S, x)
+    eps = per_simulation(eps, S, x)
     y = noise.apply(x, xi, eps)
     lp_x = model.log_phi(x, theta)
     lp_y = model.log_phi(y.reshape(S, N * kappa, D), theta).reshape(S, N, kappa)

@@ -31,6 +31,40 @@ def pytest_addoption(parser):
                           "goldens were made; tests/golden/conftest.py)")
 
 
+#: the modules of ``-m fast`` (the edit-test loop; CONTRIBUTING.md, "Running the tests"): unit tests
+#: of the estimator, eps, options, noise, losses, models, theory and the experiments' tables, in
+#: under 2 minutes on 2 cores with ``-n 2`` once numba's cache is warm. Not in it: the golden
+#: notebooks, the generic-CPU pass, the book builds, the image trainer, the browser checks and the
+#: long fused-against-torch comparisons of test_fused.py.
+FAST_MODULES = frozenset({
+    "test_plan.py", "test_eps_rules.py", "test_validation.py", "test_losses.py", "test_models.py",
+    "test_theory.py", "test_fit.py", "test_backends.py", "test_noise_eps.py", "test_experiments_analysis.py",
+    "test_notebooks.py", "test_provenance.py", "test_claims.py", "test_prose_numbers.py", "test_book_ext.py",
+})
+
+
+#: the longest modules first, so that on pytest-xdist workers (scripts/test.sh) they do not
+#: start last and leave one worker running alone at the end: the generic-CPU golden pass (a
+#: subprocess that reruns every golden notebook), the golden notebooks, the book builds
+LONG_FIRST = ("test_portability.py", "golden", "test_batch.py", "test_fused.py", "test_image_train.py")
+
+
+def _rank(item) -> int:
+    parts = item.path.parts
+    for i, name in enumerate(LONG_FIRST):
+        if item.path.name == name or (name == "golden" and "golden" in parts):
+            return i
+    return len(LONG_FIRST)
+
+
+def pytest_collection_modifyitems(config, items):
+    fast = pytest.mark.fast
+    for item in items:
+        if item.path.name in FAST_MODULES and item.get_closest_marker("slow") is None:
+            item.add_marker(fast)
+    items.sort(key=_rank)  # stable: the order within a module is kept
+
+
 @pytest.fixture(autouse=True)
 def _seed_global_rngs():
     import numpy as np

@@ -311,10 +311,10 @@ def test_compiled_heuristic_evaluates_only_active_simulations(gen):
     psi0 = m.to_free(m.init_params(6, gen))
     fit = cnce.fit(m, x, method="cnce", kappa=5, eps="auto", noise_base=base, theta0=m.from_free(psi0), backend="fused")
     J_all = lambda e: torch.from_numpy(_fused.loss_all(_fused.GAUSSIAN, x.numpy(), base.numpy(), e.numpy()[:, None],  # noqa: E731
-                                                       psi0.numpy()))
+                                                       psi0.numpy(), threads=1))
     assert torch.equal(fit.eps, choose_eps(J_all, x))
-    sub = _fused.loss_all(_fused.GAUSSIAN, x.numpy(), base.numpy(), np.full((6, 1), 0.3), psi0.numpy(), sims=[4, 1])
-    full = _fused.loss_all(_fused.GAUSSIAN, x.numpy(), base.numpy(), np.full((6, 1), 0.3), psi0.numpy())
+    sub = _fused.loss_all(_fused.GAUSSIAN, x.numpy(), base.numpy(), np.full((6, 1), 0.3), psi0.numpy(), threads=1, sims=[4, 1])
+    full = _fused.loss_all(_fused.GAUSSIAN, x.numpy(), base.numpy(), np.full((6, 1), 0.3), psi0.numpy(), threads=1)
     assert np.array_equal(sub, full[[4, 1]])
 
 
@@ -361,12 +361,12 @@ def test_loss_all_on_a_prefix_equals_the_loss_of_the_first_points(gen):
     base = draw_base(m, 3, 200, 4, generator=gen)
     psi0 = m.to_free(m.init_params(3, gen)).numpy()
     prm = np.full((3, 1), 0.4)
-    pre = _fused.loss_all(_fused.GAUSSIAN, x.numpy(), base.numpy(), prm, psi0, n_data=50)
+    pre = _fused.loss_all(_fused.GAUSSIAN, x.numpy(), base.numpy(), prm, psi0, threads=1, n_data=50)
     cut = _fused.loss_all(_fused.GAUSSIAN, np.ascontiguousarray(x.numpy()[:, :50]),
-                          np.ascontiguousarray(base.numpy()[:, :50]), prm, psi0)
+                          np.ascontiguousarray(base.numpy()[:, :50]), prm, psi0, threads=1)
     np.testing.assert_allclose(pre, cut, rtol=1e-13)
     with pytest.raises(ValueError, match="n_data"):
-        _fused.loss_all(_fused.GAUSSIAN, x.numpy(), base.numpy(), prm, psi0, n_data=201)
+        _fused.loss_all(_fused.GAUSSIAN, x.numpy(), base.numpy(), prm, psi0, threads=1, n_data=201)
 
 
 def test_fit_eps_prefix_option_keeps_eps_on_an_easy_problem(gen):

@@ -87,11 +87,15 @@ def _fit_mle(tmp_path: Path, name: str, cache: Path, cpu: dict[str, str], thread
     return json.loads(out.read_text())
 
 
-def test_ica_mle_same_whether_compiled_afresh_or_cached(tmp_path):
-    cache = tmp_path / "numba-cache"  # empty: the first process compiles, the second loads
-    fresh = _fit_mle(tmp_path, "fresh", cache, {})
-    assert any(cache.rglob("*.nbc")), "the first process should have written numba's cache"
-    warm = _fit_mle(tmp_path, "warm", cache, {}, threads=2)
-    generic = _fit_mle(tmp_path, "generic", tmp_path / "generic-cache", GENERIC_CPU)
-    assert fresh == warm, "a freshly compiled kernel and the cached one end at different estimates"
-    assert fresh == generic, "the generic-CPU build ends at different estimates"
+class TestCompiledAfresh:
+    """A class of its own: pytest-xdist's ``--dist loadscope`` (scripts/test.sh) can then run it
+    on another worker than the generic-CPU golden pass of this module."""
+
+    def test_ica_mle_same_whether_compiled_afresh_or_cached(self, tmp_path):
+        cache = tmp_path / "numba-cache"  # empty: the first process compiles, the second loads
+        fresh = _fit_mle(tmp_path, "fresh", cache, {})
+        assert any(cache.rglob("*.nbc")), "the first process should have written numba's cache"
+        warm = _fit_mle(tmp_path, "warm", cache, {}, threads=2)
+        generic = _fit_mle(tmp_path, "generic", tmp_path / "generic-cache", GENERIC_CPU)
+        assert fresh == warm, "a freshly compiled kernel and the cached one end at different estimates"
+        assert fresh == generic, "the generic-CPU build ends at different estimates"

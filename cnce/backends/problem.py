@@ -1,35 +1,46 @@
-"""One validated fit problem, as :func:`cnce.fit` hands it to a backend."""
+"""One settled fit problem, as :func:`cnce.fit` hands it to a backend: the backends only read it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import torch
 
+from ..eps import EpsSearch
+from ..options import FitOptions, LBFGSSettings, NewtonSettings
+
 __all__ = ["FitProblem"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class FitProblem:
-    """Everything that defines a fit (validated by :func:`cnce.fit`): ``S`` simulations of data
-    ``x (S, N, D)``, the method, the noise and its base, the start. Solver settings that do not
-    change the estimate are in :class:`~cnce.options.FitOptions`, not here."""
+    """Everything that defines a fit, validated and settled by :func:`cnce.fit`: ``S``
+    simulations of data ``x (S, N, D)``, the method, the noise and its base, the start, eps and
+    how the solvers run. A backend reads it and fills in nothing.
+
+    ``eps``: CNCE's ``(S,)`` tensor (given, already checked against the noise's bound) or an
+    :class:`~cnce.eps.EpsSearch` (the heuristic still to run, its rule already bounded);
+    ``None`` for the other methods. ``optimizer``: ``"newton"``, ``"lbfgs"`` or ``"closed
+    form"`` (what the model declares for the method). ``threads``: CPU threads (an integer).
+    ``chunk``: simulations per torch chunk (``S`` for the compiled backend). ``options``: the
+    :class:`~cnce.options.FitOptions` of the fit (feature storage, projection, block size)."""
 
     model: object
     x: torch.Tensor
     method: str
     kappa: int | None
-    eps: object  # "auto" or an (S,) tensor (CNCE); None otherwise
+    eps: torch.Tensor | EpsSearch | None
     noise: object
     noise_base: torch.Tensor | None  # (S, N, kappa, D) for CNCE and NCE
-    eps_rule: object
     theta0: torch.Tensor
-    max_iter: int | None
-    tol: float
     device: torch.device
     dtype: torch.dtype
-    sim_batch: object = "auto"
+    optimizer: str
+    newton: NewtonSettings
+    lbfgs: LBFGSSettings
+    threads: int
+    chunk: int
+    options: FitOptions
     progress: bool = False
-    threads: int | None = None
 
     @property
     def shape(self):

@@ -23,7 +23,7 @@ import time
 import torch
 
 from .. import noise as noise_mod
-from ..eps import choose_eps
+from ..eps import EpsSearch
 from ..losses import cnce_loss, mle_loss, score_matching_loss
 from ..optim import AutogradObjective, LinearLogistic, NonlinearLogistic, lbfgs, newton
 from ..result import FitResult
@@ -34,23 +34,17 @@ __all__ = ["NAME", "supports", "solve"]
 NAME = "torch"
 
 
-def supports(problem, options) -> str | None:
+def supports(model, method, noise, device, dtype, options) -> str | None:
     """Every problem."""
     return None
 
 
-def solve(problem, options) -> FitResult:
-    """Solve ``problem`` in chunks of simulations that keep each chunk's features below
-    ``options.memory_budget_gb`` (or ``problem.sim_batch`` simulations)."""
+def solve(problem) -> FitResult:
+    """Solve ``problem`` in chunks of ``problem.chunk`` simulations."""
     t0 = time.perf_counter()
     model, x, method, kappa = problem.model, problem.x, problem.method, problem.kappa
     S, N, D = x.shape
-    uses_noise = method in ("cnce", "nce")
-    if problem.sim_batch == "auto":
-        per_sim = _bytes_per_sim(model, method, N, kappa if uses_noise else 1, problem.dtype)
-        chunk = max(1, min(S, options.memory_budget_bytes // max(per_sim, 1)))
-    else:
-        chunk = problem.sim_batch
+    chunk = problem.chunk
     starts = list(range(0, S, chunk))
     iterator = starts
     if problem.progress:
@@ -62,62 +56,28 @@ def solve(problem, options) -> FitResult:
         sl = slice(s0, min(S, s0 + chunk))
         sub, xs, th0 = model.take(sl, S), x[sl], problem.theta0[sl]
         if method == "cnce":
-            e = problem.eps if isinstance(problem.eps, str) else problem.eps[sl]
-            parts.append(_fit_cnce(sub, xs, th0, kappa, e, problem.noise, problem.noise_base[sl], problem.eps_rule,
-                                   problem.max_iter, problem.tol, options))
+            e = problem.eps[sl] if isinstance(problem.eps, torch.Tensor) else problem.eps
+            parts.append(_fit_cnce(sub, xs, th0, kappa, e, problem.noise, problem.noise_base[sl], problem))
         elif method == "nce":
-            parts.append(_fit_nce(sub, xs, th0, kappa, problem.noise_base[sl], problem.max_iter, problem.tol, options))
+            parts.append(_fit_nce(sub, xs, th0, kappa, problem.noise_base[sl], problem))
         elif method == "mle":
-            parts.append(_fit_mle(sub, xs, th0, problem.max_iter, problem.tol))
+            parts.append(_fit_mle(sub, xs, th0, problem))
         else:
-            parts.append(_fit_sm(sub, xs, th0, problem.max_iter, problem.tol))
-    out = {k: torch.cat([p[k] for p in parts]) if parts[0][k] is not None else None for k in parts[0]}
-    return FitResult(
-        theta=out["theta"], eps=out["eps"], loss=out["loss"], init_loss=out["init_loss"], n_iter=out["n_iter"],
-        converged=out["converged"], grad_norm=out["grad_norm"], method=method, kappa=kappa if uses_noise else None,
-        seconds=time.perf_counter() - t0, log_normaliser=out.get("log_normaliser"),
-        info={"chunks": len(starts), "sim_batch": chunk, "device": str(problem.device), "backend": NAME,
-              "formulation": formulation(problem, options)},
-    )
+            parts.append(_fit_sm(sub, xs, th0, problem))
+    res = FitResult.concat(parts)
+    res.seconds = time.perf_counter() - t0
+    res.info.update(chunks=len(starts), sim_batch=chunk, device=str(problem.device), backend=NAME,
+                    formulation=formulation(problem), optimizer=problem.optimizer, newton=problem.newton)
+    return res
 
 
-def _stat_ftol(model, N, opts):
-    """The statistical stopping threshold of the projection problems (``FitOptions.stat_ftol``)."""
-    return opts.stat_ftol * model.n_params / N
-
-
-def _bytes_per_sim(model, method, N, kappa, dtype):
-    item = torch.finfo(dtype).bits // 8
-    P = model.n_params + 1
-    if method == "cnce":
-        n = N * kappa
-    elif method == "nce":
-        n = N * (1 + kappa)
-    else:
-        n = N
-    return n * (P + 2 * model.dim + 4) * item * 2
-
-
-def _nan(S, like):
-    return torch.full((S,), math.nan, dtype=like.dtype, device=like.device)
-
-
-def _pack(model, res, eps, extra=None):
-    P = model.n_params
-    theta = model.from_free(res.psi[:, :P])
-    out = dict(theta=theta, eps=eps, loss=res.loss, init_loss=res.init_loss, n_iter=res.n_iter,
-               converged=res.converged, grad_norm=res.grad_norm, log_normaliser=extra)
-    return out
-
-
-def _solve(model, problem, psi0, max_iter, tol):
-    """Gauss-Newton (:func:`~cnce.optim.newton`); L-BFGS for nonlinear models that declare
-    ``contrastive_optimizer = "lbfgs"`` (e.g. margins whose Gauss-Newton matrix misses most
-    of the curvature)."""
-    if model.linear or model.contrastive_optimizer == "newton":
-        return newton(problem, psi0, max_iter=max_iter or 100, tol=tol)
-    objective = AutogradObjective(lambda psi: problem.loss(psi), hessian=False)
-    return lbfgs(objective, psi0, max_iter=max_iter or 2000)
+def _solve(objective, psi0, plan):
+    """Gauss-Newton (:func:`~cnce.optim.newton`), or L-BFGS where the plan says so (nonlinear
+    models that declare ``contrastive_optimizer = "lbfgs"``: margins whose Gauss-Newton matrix
+    misses most of the curvature)."""
+    if plan.optimizer == "newton":
+        return newton(objective, psi0, plan.newton)
+    return lbfgs(AutogradObjective(lambda psi: objective.loss(psi), hessian=False), psi0, plan.lbfgs)
 
 
 #: discrete data of at most this dimension are fitted from pair-type counts (4^D types)
@@ -130,7 +90,7 @@ def _use_counts(model, x, noise):
             and bool(((x == 0) | (x == 1)).all()))
 
 
-def formulation(problem, options) -> str:
+def formulation(problem) -> str:
     """Which formulation of the torch path solves ``problem`` (what the model's declarations select)."""
     m, method = problem.model, problem.method
     if method == "mle":
@@ -141,7 +101,7 @@ def formulation(problem, options) -> str:
         return "linear, pair-type counts"
     if m.linear:
         return "linear"
-    if m.abs_projection_coef is not None and options.projection:
+    if m.abs_projection_coef is not None and problem.options.projection:
         return "absolute projections"
     return f"nonlinear, {m.contrastive_optimizer}"
 
@@ -169,7 +129,7 @@ def _pair_counts(x, y):
     return torch.bincount(code, minlength=S * T).view(S, T).to(x.dtype)
 
 
-def _fit_cnce_counts(model, x, psi0, kappa, eps, noise, base, rule, max_iter, tol):
+def _fit_cnce_counts(model, x, psi0, kappa, eps, noise, base, plan):
     """CNCE for binary data with symmetric noise: J_N (Eq. 8) depends on the pairs only through
     how often each pair type ``(x, y)`` occurs, so it is a logistic regression over the ``4^D``
     types weighted by their counts -- the same loss summed in another order, at a cost that no
@@ -185,26 +145,24 @@ def _fit_cnce_counts(model, x, psi0, kappa, eps, noise, base, rule, max_iter, to
     def counts(e):
         return _pair_counts(x, noise.apply(x, base, e))
 
-    if isinstance(eps, str):  # "auto": J(eps) at the initial parameters from the counts
+    if isinstance(eps, EpsSearch):  # J(eps) at the initial parameters from the counts
         m0 = torch.bmm(psi0.unsqueeze(1), Ft).squeeze(1) + b
         sp0 = torch.nn.functional.softplus(-m0)
 
         def J_of_eps(e):
             return scale * (counts(e) * sp0).sum(-1)
 
-        eps = choose_eps(J_of_eps, x, rule)
-        if noise.eps_max is not None:
-            eps = eps.clamp(max=noise.eps_max)
-    problem = LinearLogistic(None, b, scale, Ft=Ft, dtype=x.dtype, weights=counts(eps))
-    return _pack(model, _solve(model, problem, psi0, max_iter, tol), eps)
+        eps = eps.on_all_points().run(J_of_eps, x)  # the counts cost the same for any prefix
+    problem = LinearLogistic(None, b, scale, Ft=Ft, dtype=x.dtype, weights=counts(eps), hess_points=plan.newton.hess_points)
+    return FitResult.from_optim(model, _solve(problem, psi0, plan), method="cnce", kappa=kappa, eps=eps)
 
 
-def _fit_cnce(model, x, theta0, kappa, eps, noise, base, rule, max_iter, tol, opts):
+def _fit_cnce(model, x, theta0, kappa, eps, noise, base, plan):
     S, N, D = x.shape
     psi0 = model.to_free(theta0)
     if _use_counts(model, x, noise):
-        return _fit_cnce_counts(model, x, psi0, kappa, eps, noise, base, rule, max_iter, tol)
-    if isinstance(eps, str):  # "auto"
+        return _fit_cnce_counts(model, x, psi0, kappa, eps, noise, base, plan)
+    if isinstance(eps, EpsSearch):
         lp_x0 = model._log_phi_free(x, psi0)
 
         def J_of_eps(e, n_data=None):
@@ -214,17 +172,14 @@ def _fit_cnce(model, x, theta0, kappa, eps, noise, base, rule, max_iter, tol, op
             lp_y = model._log_phi_free(y.reshape(S, n * kappa, D), psi0).reshape(S, n, kappa)
             return cnce_loss(lp_x0[:, :n], lp_y, noise.log_ratio(xn, y, e))
 
-        prefix, margin = opts.eps_prefix_settings(N, kappa)
-        eps = choose_eps(J_of_eps, x, rule, prefix=prefix, margin=margin)
-        if noise.eps_max is not None:
-            eps = eps.clamp(max=noise.eps_max)
+        eps = eps.run(J_of_eps, x)
     y = noise.apply(x, base, eps)
     log_ratio = noise.log_ratio(x, y, eps)
     scale = 2.0 / (N * kappa)
     P = psi0.shape[-1]
     yf = y.reshape(S, N * kappa, D)
     if model.linear:
-        fdt = opts.features_dtype(P, x.dtype, x.device)
+        fdt = plan.options.features_dtype(P, x.dtype, x.device)
         Tx, hx = model.features_t(x, fdt)
         Ty, hy = model.features_t(yf, fdt)
         # F = T(x) - T(y) for every pair, built in place in the (S, P, N * kappa) layout
@@ -240,12 +195,11 @@ def _fit_cnce(model, x, theta0, kappa, eps, noise, base, rule, max_iter, tol, op
                 b = b + log_ratio
             b = b.reshape(S, N * kappa)
         del Tx, Ty, hy, y, yf
-        problem = LinearLogistic(None, b, scale, Ft=Ft, dtype=x.dtype, hess_points=opts.hess_points)
-    elif model.abs_projection_coef is not None and opts.projection:
+        problem = LinearLogistic(None, b, scale, Ft=Ft, dtype=x.dtype, hess_points=plan.newton.hess_points)
+    elif model.abs_projection_coef is not None and plan.options.projection:
         lr = None if log_ratio is None else log_ratio.reshape(S, N * kappa)
         problem = BlockedAbsProjectionCNCE(x, yf, model.abs_projection_coef, scale, b=lr, kappa=kappa,
-                                           hess_points=opts.projection_hess_points, block_pairs=opts.block_pairs)
-        problem.ftol_floor = _stat_ftol(model, N, opts)
+                                           hess_points=plan.newton.hess_points, block_pairs=plan.options.block_pairs)
     else:
         lr = None if log_ratio is None else log_ratio.reshape(S, N * kappa)
 
@@ -270,8 +224,7 @@ def _fit_cnce(model, x, theta0, kappa, eps, noise, base, rule, max_iter, tol, op
             return margins
 
         problem = NonlinearLogistic(margin_fn, scale, line_fn)
-    res = _solve(model, problem, psi0, max_iter, tol)
-    return _pack(model, res, eps)
+    return FitResult.from_optim(model, _solve(problem, psi0, plan), method="cnce", kappa=kappa, eps=eps)
 
 
 def _nce_setup(model, x, theta0, kappa, base):
@@ -286,21 +239,17 @@ def _nce_setup(model, x, theta0, kappa, base):
     return pn, y, lpn_x, lpn_y, torch.cat([psi0, _nce_c0(model, psi0, y, lpn_y, kappa).unsqueeze(-1)], -1)
 
 
-#: noise points (the first ones, in data-point order) of NCE's importance-sampling start for c
-NCE_C0_POINTS = 65536
-
-
 def _nce_c0(model, psi0, y, lpn_y, kappa):
     """NCE's starting log-normaliser: ``-log`` of the importance-sampling estimate of ``Z(theta0)``
     from the noise samples of the first ``ceil(NCE_C0_POINTS / kappa)`` data points (all when
     fewer; as :func:`cnce._fused.nce_c0`), 0 where it is not finite."""
-    m = min(y.shape[1], -(-NCE_C0_POINTS // kappa) * kappa)
+    m = min(y.shape[1], -(-noise_mod.NCE_C0_POINTS // kappa) * kappa)
     y, lpn_y = y[:, :m], lpn_y[:, :m]
     c0 = -(torch.logsumexp(model._log_phi_free(y, psi0) - lpn_y, dim=-1) - math.log(m))
     return torch.where(torch.isfinite(c0), c0, torch.zeros_like(c0))
 
 
-def _fit_nce(model, x, theta0, kappa, base, max_iter, tol, opts):
+def _fit_nce(model, x, theta0, kappa, base, plan):
     S, N, D = x.shape
     pn, y, lpn_x, lpn_y, psi0 = _nce_setup(model, x, theta0, kappa, base)
     log_nu = math.log(kappa)
@@ -309,7 +258,7 @@ def _fit_nce(model, x, theta0, kappa, base, max_iter, tol, opts):
     ones_x = x.new_ones(S, N, 1)
     ones_y = x.new_ones(S, N * kappa, 1)
     if model.linear:
-        fdt = opts.features_dtype(P + 1, x.dtype, x.device)
+        fdt = plan.options.features_dtype(P + 1, x.dtype, x.device)
         Tx, hx = model.features_t(x, fdt)
         Ty, hy = model.features_t(y, fdt)
         Ft = torch.cat([torch.cat([Tx, ones_x.to(fdt).transpose(1, 2)], 1), torch.cat([Ty, ones_y.to(fdt).transpose(1, 2)], 1).neg_()], 2)
@@ -317,12 +266,11 @@ def _fit_nce(model, x, theta0, kappa, base, max_iter, tol, opts):
         hy = 0.0 if hy is None else hy
         b = torch.cat([hx - lpn_x - log_nu, -(hy - lpn_y - log_nu)], 1)
         del Tx, Ty
-        problem = LinearLogistic(None, b, scale, Ft=Ft, dtype=x.dtype, hess_points=opts.hess_points)
-    elif model.abs_projection_coef is not None and opts.projection:
+        problem = LinearLogistic(None, b, scale, Ft=Ft, dtype=x.dtype, hess_points=plan.newton.hess_points)
+    elif model.abs_projection_coef is not None and plan.options.projection:
         b = torch.cat([-lpn_x - log_nu, lpn_y + log_nu], 1)
         problem = AbsProjectionLogistic(x, y.contiguous(), model.abs_projection_coef, scale, mode="nce", b=b,
-                                        hess_points=opts.projection_hess_points)
-        problem.ftol_floor = _stat_ftol(model, N, opts)
+                                        hess_points=plan.newton.hess_points)
     else:
         def margin_fn(psi, jac):
             th, c = psi[:, :P], psi[:, P:]
@@ -346,35 +294,33 @@ def _fit_nce(model, x, theta0, kappa, base, max_iter, tol, opts):
             return margins
 
         problem = NonlinearLogistic(margin_fn, scale, line_fn)
-    res = _solve(model, problem, psi0, max_iter, tol)
-    return _pack(model, res, _nan(S, x), extra=res.psi[:, P])
+    return FitResult.from_optim(model, _solve(problem, psi0, plan), method="nce", kappa=kappa, log_normaliser=True)
 
 
-def _fit_mle(model, x, theta0, max_iter, tol):
+def _fit_mle(model, x, theta0, plan):
     S = x.shape[0]
     if model.closed_form_mle:
         closed = model.mle_closed_form(x)
-        z = torch.zeros(S, dtype=torch.long, device=x.device)
-        nan = _nan(S, x)
-        return dict(theta=closed, eps=nan, loss=-model.log_prob(x, closed).mean(-1),
-                    init_loss=nan, n_iter=z, converged=torch.ones(S, dtype=torch.bool, device=x.device), grad_norm=torch.zeros_like(nan), log_normaliser=None)
+        nan = torch.full((S,), math.nan, dtype=x.dtype, device=x.device)
+        return FitResult(theta=closed, eps=nan, loss=-model.log_prob(x, closed).mean(-1), init_loss=nan,
+                         n_iter=torch.zeros(S, dtype=torch.long, device=x.device),
+                         converged=torch.ones(S, dtype=torch.bool, device=x.device), grad_norm=torch.zeros_like(nan),
+                         method="mle", kappa=None, seconds=0.0)
 
     def f(psi):
         return mle_loss(lambda u, th: model._log_phi(u, th) - model.log_partition(th).unsqueeze(-1), x, model.from_free(psi))
 
     psi0 = model.to_free(theta0)
-    if model.mle_optimizer == "lbfgs":
-        res = lbfgs(AutogradObjective(f, hessian=False), psi0, max_iter=max_iter or 2000)
+    if plan.optimizer == "lbfgs":
+        res = lbfgs(AutogradObjective(f, hessian=False), psi0, plan.lbfgs)
     else:
-        res = newton(AutogradObjective(f), psi0, max_iter=max_iter or 100, tol=tol)
-    return _pack(model, res, _nan(S, x))
+        res = newton(AutogradObjective(f), psi0, plan.newton)
+    return FitResult.from_optim(model, res, method="mle", kappa=None)
 
 
-def _fit_sm(model, x, theta0, max_iter, tol):
-    S = x.shape[0]
-
+def _fit_sm(model, x, theta0, plan):
     def f(psi):
         return score_matching_loss(model._log_phi_free, x, psi)
 
-    res = newton(AutogradObjective(f), model.to_free(theta0), max_iter=max_iter or 100, tol=tol)
-    return _pack(model, res, _nan(S, x))
+    res = newton(AutogradObjective(f), model.to_free(theta0), plan.newton)
+    return FitResult.from_optim(model, res, method="sm", kappa=None)

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..eps import RULES, EpsRule
+
 __all__ = [
     "Scale",
     "Study",
@@ -44,6 +46,7 @@ __all__ = [
     "get_config",
     "experiment_names",
     "EPS_RULES",
+    "PILOT_RULES",
     "eps_factor",
 ]
 
@@ -248,19 +251,19 @@ STUDIES: dict[str, Study] = {
     )
 }
 
-#: Other eps rules that the eps experiment measures against the authors' heuristic; none
-#: uses the ground truth or a likelihood.
+#: Other eps rules that the eps experiment measures against the authors' heuristic, each an
+#: :class:`~cnce.eps.EpsRule` of :data:`cnce.eps.RULES`; none uses the ground truth or a likelihood.
 #:
 #: * ``"scale"``: eps is the data's scale (the mean over dimensions of the per-dimension
 #:   standard deviation), with no search: twice the heuristic's starting point
-#:   (``EpsRule(start=1, max_steps=0)``; flip noise: clipped to 1).
-#: * ``"pilot"``: two-stage; fit once with the heuristic, then rerun the heuristic's search
-#:   with J evaluated at that estimate (instead of at the arbitrary initial parameters) and
-#:   refit from the estimate.
-EPS_RULES: dict[str, dict] = {
-    "scale": {"eps_rule": {"start": 1.0, "max_steps": 0, "limit": None}},
-    "pilot": {"pilot": True},
-}
+#:   (:data:`cnce.eps.SCALE_RULE`; flip noise: clipped to 1).
+#: * ``"pilot"`` (listed in :data:`PILOT_RULES`): two-stage; fit once with the heuristic, then
+#:   rerun the heuristic's search (the noise's own rule) with J evaluated at that estimate
+#:   (instead of at the arbitrary initial parameters) and refit from the estimate.
+EPS_RULES: dict[str, EpsRule | None] = {"scale": RULES["scale"], "pilot": None}
+#: the rules of :data:`EPS_RULES` that run the noise's own rule twice, the second time from a pilot fit
+PILOT_RULES = frozenset({"pilot"})
+
 
 FIGURES: dict[str, Figure] = {
     f.name: f

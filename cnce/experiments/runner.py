@@ -39,7 +39,7 @@ import pandas as pd
 import torch
 
 from ..provenance import derive_seed, environment_record, generator, package_source_hash  # noqa: F401 (re-exported)
-from .configs import EPS_RULES, FIGURES, KAPPA_METHODS, STUDIES, Cell, ExperimentConfig, Study, eps_factor, get_config
+from .configs import EPS_RULES, FIGURES, PILOT_RULES, KAPPA_METHODS, STUDIES, Cell, ExperimentConfig, Study, eps_factor, get_config
 from .store import CELL_KEYS, CorruptResultsError, ResultStore, default_results_dir
 
 __all__ = [
@@ -182,7 +182,7 @@ def run_cell(problem: StudyProblem, cell: Cell, *, fit=None, device="cpu") -> pd
         raise ValueError(f"cell.eps must be 'default' for method {cell.method!r}; got {cell.eps!r}")
     t0 = time.perf_counter()
     if cell.eps.startswith("rule:"):
-        res = _fit_rule(fit, problem.model, x, kw, EPS_RULES[cell.eps[5:]])
+        res = _fit_rule(fit, problem.model, x, kw, cell.eps[5:])
     else:
         res = fit(problem.model, x, **kw)
     seconds = time.perf_counter() - t0
@@ -212,25 +212,19 @@ def run_cell(problem: StudyProblem, cell: Cell, *, fit=None, device="cpu") -> pd
     )
 
 
-def _fit_rule(fit, model, x, kw, rule: dict):
-    """A fit with eps from another rule of :data:`~cnce.experiments.configs.EPS_RULES`."""
+def _fit_rule(fit, model, x, kw, name: str):
+    """A fit with eps from the rule ``name`` of :data:`~cnce.experiments.configs.EPS_RULES`."""
     kw = dict(kw)
-    if rule.get("pilot"):
+    if name in PILOT_RULES:
         # stage 1: the heuristic at the initial parameters (the default cell's fit); stage 2: the
         # heuristic's search rerun with J at that estimate, and the fit restarted from it
         pilot = fit(model, x, **kw)
-        kw["theta0"] = pilot.theta.detach()
-        kw["eps"] = "auto"
+        kw.update(theta0=pilot.theta.detach(), eps="auto")
         res = fit(model, x, **kw)
         res.n_iter = res.n_iter + pilot.n_iter
         return res
-    if "eps_rule" in rule:
-        from ..eps import EpsRule
-
-        kw["eps"] = "auto"
-        kw["eps_rule"] = EpsRule(**rule["eps_rule"])
-        return fit(model, x, **kw)
-    raise ValueError(f"rule must name a known kind of eps rule; got {rule!r}")
+    kw["eps"] = "auto"
+    return fit(model, x, eps_rule=EPS_RULES[name], **kw)
 
 
 # ---------------------------------------------------------------------------- provenance

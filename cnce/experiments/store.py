@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -107,7 +108,8 @@ class ResultStore:
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                print(f"waiting for another run that holds {study!r} in {self.root} ...", flush=True)
+                # a status line, on stderr: what a page prints (stdout) must not depend on who ran first
+                print(f"waiting for another run that holds {study!r} in {self.root} ...", file=sys.stderr, flush=True)
                 fcntl.flock(fh, fcntl.LOCK_EX)
             try:
                 yield

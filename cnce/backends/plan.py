@@ -1,0 +1,91 @@
+"""How a fit is solved, settled once from :class:`~cnce.options.FitOptions` and the model's
+declarations: the optimiser, its :class:`~cnce.options.NewtonSettings` /
+:class:`~cnce.options.LBFGSSettings`, and the torch path's chunk of simulations. Every
+tuning choice of the solvers is made here and documented here; the backends only read it.
+"""
+from __future__ import annotations
+
+import torch
+
+from .. import _fused
+from ..options import FitOptions, LBFGSSettings, NewtonSettings
+
+__all__ = ["optimizer", "newton_settings", "lbfgs_settings", "chunk_size", "COMPILED_ALPHA_GROW",
+           "TORCH_ALPHA_GROW", "LAYOUT_BLOCK_PAIRS"]
+
+#: the first trial step of a line search, as a multiple of the last accepted step (at most 1):
+#: the compiled kernels' value (1.0-1.5 measured and not adopted: ``benchmarks/notes.md``) and
+#: the torch path's (the value its results were computed with); see :class:`NewtonSettings`
+COMPILED_ALPHA_GROW = NewtonSettings.alpha_grow
+TORCH_ALPHA_GROW = 4.0
+#: pairs per block of the passes that read laid-out noise (``noise_t``): the block stays in L1
+LAYOUT_BLOCK_PAIRS = 128
+
+
+def optimizer(model, method: str) -> str:
+    """``"newton"``, ``"lbfgs"`` or ``"closed form"``: what the model declares for ``method``."""
+    if method == "mle":
+        return "closed form" if model.closed_form_mle else model.mle_optimizer
+    if method == "sm" or model.linear:
+        return "newton"
+    return model.contrastive_optimizer
+
+
+def newton_settings(model, method: str, N: int, options: FitOptions, backend: str, kernel: str | None = None,
+                    max_iter: int | None = None, tol: float = NewtonSettings.tol) -> NewtonSettings:
+    """The Newton settings of one fit.
+
+    * Absolute projections (``abs_projection_coef``, ICA; non-convex, piecewise linear): the
+      Gauss-Newton matrix from ``options.projection_hess_points`` points, and the statistical
+      stop ``ftol = max(1e-12, options.stat_ftol * n_params / N)``; no progressive sampling
+      (it would change which local optimum is reached).
+    * Compiled kernels of convex problems: progressive sampling, earlier stages stopped at
+      ``stage_tol = 1e-5``, the matrix kept after a step that decreased as predicted. With at
+      least 3 parameters (the Gaussian, P = 15) the matrix comes from ``options.hess_points``
+      points and the last stage forms it from all pairs (a subsample converges only linearly
+      there), once, where the first step lands, carried over from the previous stage and
+      formed anew where that saves passes (a matrix pass costs about 2 gradient passes); with
+      1-2 parameters (ring, log-normal) the full matrix costs little and is used throughout.
+      Kernels that can lay their noise out once per simulation (:data:`cnce._fused.LAYS_OUT_NOISE`)
+      do so, in blocks of :data:`LAYOUT_BLOCK_PAIRS` pairs. These problems stop on the Newton
+      decrement only (``patience`` off): the relative-decrease rule would stop the last stage
+      early when it starts close to the optimum.
+    * Otherwise: the defaults, the matrix from ``options.hess_points`` points.
+    """
+    s = NewtonSettings(alpha_grow=COMPILED_ALPHA_GROW if backend == "fused" else TORCH_ALPHA_GROW,
+                       hess_points=options.hess_points, tol=tol)
+    if max_iter is not None:
+        s = s.replace(max_iter=max_iter)
+    if method not in ("cnce", "nce"):
+        return s
+    if model.abs_projection_coef is not None and options.projection:
+        return s.replace(hess_points=options.projection_hess_points,
+                         ftol=max(NewtonSettings.ftol, options.stat_ftol * model.n_params / N))
+    if backend != "fused":
+        return s
+    s = s.replace(progressive=True, reuse_h=True, patience=1 << 30, stage_tol=1e-5)
+    P = model.n_params + (method == "nce")
+    if P < 3:
+        return s.replace(hess_points=0)
+    s = s.replace(hess_last=0, carry_h=True, h_cost=1.0)
+    if kernel is not None and _fused.KERNELS[kernel] in _fused.LAYS_OUT_NOISE:
+        s = s.replace(noise_t=True, block_pairs=LAYOUT_BLOCK_PAIRS)
+    return s
+
+
+def lbfgs_settings(max_iter: int | None = None) -> LBFGSSettings:
+    """L-BFGS settings: the defaults, with ``max_iter`` where given."""
+    s = LBFGSSettings()
+    return s if max_iter is None else s.replace(max_iter=max_iter)
+
+
+def chunk_size(model, method: str, S: int, N: int, kappa: int | None, dtype: torch.dtype, options: FitOptions,
+               sim_batch) -> int:
+    """Simulations per torch chunk: ``sim_batch``, or for ``"auto"`` as many as keep a chunk's
+    features below ``options.memory_budget_gb``."""
+    if sim_batch != "auto":
+        return sim_batch
+    item = torch.finfo(dtype).bits // 8
+    n = N * kappa if method == "cnce" else N * (1 + kappa) if method == "nce" else N
+    per_sim = n * (model.n_params + 1 + 2 * model.dim + 4) * item * 2
+    return max(1, min(S, options.memory_budget_bytes // max(per_sim, 1)))
