@@ -58,6 +58,7 @@ import numpy as np
 import torch
 
 from cnce import __version__, provenance
+from cnce import eps as _eps
 from cnce._torch import resolve_device
 from cnce.losses import LOG4, cnce_loss, nce_loss
 from cnce.images.cg import CGSettings, ConjugateGradients
@@ -74,76 +75,40 @@ COMPARE_FILE = "compare.pt"
 METHODS = ("cnce", "nce")
 
 
-def choose_eps(J_of_eps, *, eps0: float = 0.5, cap: float = 4.0, max_steps: int = 20,
-               too_close: float = 0.05, too_easy: float = 0.2, grow: float = 1.15):
-    """The image-model epsilon rule (experiment settings; the paper only sketches it, Sec. 2).
+def _run_rule(J_of_eps, rule, unit: float = 1.0):
+    """One scalar run of a :mod:`cnce.eps` rule: ``(eps, [(eps, J), ...])``."""
+    x = torch.zeros(1, 2, 1, dtype=torch.float64)  # the image rules do not read the data's scale
+    eps, trace = _eps.choose_eps(lambda e: torch.tensor([float(J_of_eps(float(e[0])))], dtype=torch.float64), x, rule,
+                                 unit=unit, return_trace=True)
+    pairs = []
+    for e, J in zip(trace.eps, trace.J):
+        pair = (float(e[0]), float(J[0]))
+        if not pairs or pair != pairs[-1]:
+            pairs.append(pair)
+    return float(eps[0]), pairs
 
-    eps is *too small* when ``|2 log 2 - J| < too_close * 2 log 2`` (noise hardly differs from
-    data) and *too large* when ``J < too_easy * 2 log 2`` (noise trivially told apart). Starting
-    at ``eps0``, grow by ``grow`` until an upper bound is found, then bisect; at most
-    ``max_steps`` evaluations of ``J_of_eps``; never above ``cap``.
 
-    Returns ``(eps, trace)`` with ``trace`` the list of ``(eps, J)`` evaluated.
-    """
+def choose_eps(J_of_eps, *, eps0: float = 0.5, cap: float = 4.0):
+    """The project's earlier image-model eps rule (:data:`cnce.eps.IMAGE_CARRY_RULE`): from
+    ``eps0`` (the last meta-iteration's eps), grow x1.15 until J is no longer within 5 % of
+    2 log 2, bisecting once J falls below 0.2 x 2 log 2; at most 20 evaluations; never above
+    ``cap``. Returns ``(eps, trace)`` with ``trace`` the ``(eps, J)`` evaluated."""
     if not eps0 > 0:
         raise ValueError(f"eps0 must be > 0; got {eps0!r}")
-    lo, hi, eps, trace = 0.0, None, min(eps0, cap), []
-    for _ in range(max_steps):
-        J = float(J_of_eps(eps))
-        trace.append((eps, J))
-        if abs(LOG4 - J) < too_close * LOG4:
-            lo = eps
-            nxt = eps * grow if hi is None else 0.5 * (lo + hi)
-        elif J < too_easy * LOG4:
-            hi = eps
-            nxt = 0.5 * (lo + hi)
-        else:
-            break
-        if nxt >= cap:
-            eps = cap
-            if lo >= cap:
-                break
-        else:
-            eps = nxt
-    return eps, trace
+    return _run_rule(J_of_eps, _eps.IMAGE_CARRY_RULE.replace(start=min(eps0, cap), cap=cap))
 
 
-def choose_eps_authors(J_of_eps, *, eps_base: float = 0.5, cap: float = 4.0, max_evals: int = 20,
-                       too_close: float = 0.05, too_easy: float = 0.2, grow: float = 1.15):
-    """The eps rule of the authors' image code (``NoiseProcessor.m``, ``generateNoiseExtra``).
-
-    ``eps = f * eps_base`` with a multiplier ``f`` that starts at 1 at *every* meta-iteration.
-    J is *too close* to ``2 log 2`` (eps too small) when ``|2 log 2 - J| < too_close * 2 log 2``
-    and *too small* (eps too large, noise trivially told apart) when ``J < too_easy * 2 log 2``.
-    While either holds, at most ``max_evals`` evaluations in all and ``f < cap``: if eps is too
-    small, raise the lower bound to ``f`` and grow ``f`` by ``grow`` until an upper bound is
-    known, then bisect; if too large, lower the upper bound to ``f`` and bisect towards the lower
-    bound (0 at first). The loop tests ``f < cap`` *before* a step, so ``f`` can end just above
-    the cap (``1.15**10 = 4.05`` for cap 4), as in their code; they use cap 4 (8 for layer 4).
-
-    Returns ``(eps, trace)`` with ``trace`` the list of ``(eps, J)`` evaluated.
-    """
+def choose_eps_authors(J_of_eps, *, eps_base: float = 0.5, cap: float = 4.0):
+    """The eps rule of the authors' image code (``NoiseProcessor.m``;
+    :data:`cnce.eps.IMAGE_AUTHORS_RULE`): ``eps = f * eps_base`` with ``f`` from 1 at *every*
+    meta-iteration, grown x1.15 then bisected, at most 20 evaluations of J, ``f < cap`` tested
+    before a step (so ``f`` can end just above it, ``1.15**10 = 4.05`` for cap 4); cap 4, 8 for
+    layer 4. Returns ``(eps, trace)`` with ``trace`` the ``(eps, J)`` evaluated."""
     if not eps_base > 0:
         raise ValueError(f"eps_base must be > 0; got {eps_base!r}")
     if not cap > 1:
         raise ValueError(f"cap must be > 1; got {cap!r}")
-    if max_evals < 1:
-        raise ValueError(f"max_evals must be >= 1; got {max_evals!r}")
-    close = lambda J: abs(LOG4 - J) < too_close * LOG4  # noqa: E731
-    easy = lambda J: J < too_easy * LOG4  # noqa: E731
-    f, lower, upper = 1.0, 0.0, None
-    J = float(J_of_eps(eps_base * f))
-    trace = [(eps_base * f, J)]
-    while len(trace) < max_evals and (close(J) or easy(J)) and f < cap:
-        if close(J):
-            lower = f
-            f = f * grow if upper is None else 0.5 * (upper + lower)
-        else:
-            upper = f
-            f = 0.5 * (upper + lower)
-        J = float(J_of_eps(eps_base * f))
-        trace.append((eps_base * f, J))
-    return eps_base * f, trace
+    return _run_rule(J_of_eps, _eps.IMAGE_AUTHORS_RULE.replace(cap=cap), unit=eps_base)
 
 
 def estimate_flops(config: str | ImageConfig, *, eps_evals: float = 6.0, cg_evals: float = 3.0) -> dict:
