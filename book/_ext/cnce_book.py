@@ -180,7 +180,7 @@ PAPER_PAGE = "https://proceedings.mlr.press/v80/ceylan18a.html"  # the paper and
 #: notebook -> (experiment of ``python -m cnce run``, or None)
 EXPERIMENT_OF = {"02_consistency": "consistency", "03_cnce_vs_nce": "nce", "04_ring": "ring",
                  "05_supplementary": "supplementary", "07_choosing_eps": "eps"}
-IMAGE_RUN = ROOT / "data" / "weights" / "paper-adam" / "provenance.json"
+IMAGE_RUN = ROOT / "data" / "weights" / "paper" / "provenance.json"
 
 _SKIP = {"a", "pre", "code", "script", "style", "textarea", "title", "h1"}
 _TAG = re.compile(r"(<[^>]+>)")
@@ -258,8 +258,12 @@ def rerun_box(docname: str, quick_seconds: float | None = None) -> str:
             total = sum(float(v) for v in (p.get("wall_seconds_per_layer") or {}).values())
             gpu = next((x.get("gpu") for x in p.get("sessions") or [] if isinstance(x, dict) and x.get("gpu")), None) or "a GPU"
             rows.append(("paper scale, GPU (the run shown)",
-                         ".venv/bin/python -m cnce image-train --config paper-adam --device cuda --compare",
-                         f"{_fmt_s(total)} of training on {gpu} (data/weights/paper-adam/provenance.json)"))
+                         ".venv/bin/python -m cnce image-train --config paper --device cuda",
+                         f"{_fmt_s(total)} of training on {gpu}, sharing it with other runs "
+                         "(data/weights/paper/provenance.json)"))
+            rows.append(("paper scale, GPU (everything on the page)",
+                         "PYTHONPATH=. python3 scripts/gpu_section4.py --out OUT --commit COMMIT",
+                         "two calls of at most 10 minutes on one GPU (README)"))
             rows.append(("paper scale, CPU", ".venv/bin/python -m cnce image-train --config demo --compare",
                          "the CPU-sized run; see the image page for its time"))
         elif name.startswith("06_"):  # the committed runs moved: their provenance holds the times
