@@ -147,7 +147,7 @@ plots.caption(fig, "Paper Fig. 4: data patches and their conditional noise");
 # The layers were trained greedily, layer 1 first, with kappa = 6 noise samples per data
 # point and the authors' recipe: in every meta-iteration one half of the current main set,
 # fresh noise, eps set by their rule (restarting from 0.5), then one call of their minimiser,
-# ten near-exact conjugate-gradient line searches on the whole batch ({mod}`cnce.images.cg`).
+# ten near-exact conjugate-gradient line searches on the whole batch (`cnce.images.cg`).
 # The curves show the loss on each meta-iteration's sample *before* its updates; the dotted
 # line is 2 log 2, the loss of a model that cannot tell data from noise.
 
@@ -501,7 +501,7 @@ glue_text("l4_freq_testable", "can" if freq_testable else "cannot")
 # first layer did not become oriented; a run with fresh patches and Adam did. That changed
 # several things at once. The **ablation** below changes one thing at a time on layer 1:
 # the optimiser (**their CG**, the conjugate-gradient minimiser of their code, written from
-# its algorithm in {mod}`cnce.images.cg` and tested against scipy; **L-BFGS**; **Adam**, one
+# its algorithm in `cnce.images.cg` and tested against scipy; **L-BFGS**; **Adam**, one
 # pass of minibatches of 100) crossed with the data schedule (**their main sets**; **fresh**
 # patches every meta-iteration), everything else as in the `paper` configuration, at two
 # sizes: the paper's (100,000 patches per meta-iteration, D = 600, 600 units) and `demo`'s
