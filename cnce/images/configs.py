@@ -20,13 +20,12 @@ choices stay available as options (``"orthonormal"``, ``"planted"``, ``"linear"`
   authors' 40/20/20/20 meta-iterations), one pass of Adam minibatches per meta-iteration
   instead of full-batch line searches (full-batch L-BFGS on a few thousand patches overfits
   the first-layer weights within one meta-iteration), J of the eps rule on 2,000 points, and
-  PCA to ``D = 200`` instead of 600. Measured with this recipe on the bundled photographs
-  (orientation-selectivity index of the layer-1 receptive fields; ``data/weights/demo`` and
-  ``data/weights/demo-d600-layer1``): at ``D = 200`` the median index is 0.63 after 21
-  meta-iterations and 0.65 after 40 (80 % of the units more oriented than 95 % of localised
-  noise); at ``D = 600`` (Adam step scaled by ``sqrt(200/600)``; the unscaled step first drove
-  the loss up to 4.3) it is 0.17 after 21, no better than localised noise (0.20), and 0.40
-  after 40 (50 %), with the loss still falling. ``D = 600`` learns, but more slowly per
+  PCA to ``D = 200`` instead of 600. Its layer 1 is measured by the ablation of the image
+  page (``data/weights/ablation/``: the cell "adam, fresh" of the demo size, 3 seeds). Earlier
+  measurements (the run ``data/weights/demo``, removed because one of its sessions ran from an
+  uncommitted tree; commit 66a53af holds it) and ``data/weights/demo-d600-layer1`` found that
+  at ``D = 600`` (Adam step scaled by ``sqrt(200/600)``; the unscaled step first drove the loss
+  up) the first layer learns too, but more slowly per
   meta-iteration, and each costs 2.5 times the arithmetic (30 instead of 12 TFLOP in all).
   Layer 1 uses a larger Adam step (1e-2) than layers 2-4 (1e-3).
 * ``quick``: the ``demo`` recipe with few units and a short schedule (a minute or two on a
