@@ -33,6 +33,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 __all__ = [
     "SCALES",
     "GOLDEN_ENV",
+    "generic_cpu_env",
     "repo_root",
     "default_notebooks_dir",
     "default_golden_dir",
@@ -71,6 +72,17 @@ GOLDEN_ENV: dict[str, str] = {
     "TQDM_DISABLE": "1",
     "CUDA_VISIBLE_DEVICES": "",
 }
+
+def generic_cpu_env(root: str | os.PathLike | None = None) -> dict[str, str]:
+    """The environment that stands in for another x86-64 CPU than this one: numba compiles
+    for a generic x86-64 (no AVX, no FMA) into a cache of its own (``runs/numba-cache/generic``,
+    kept between runs; git ignores ``runs/``), and torch runs its baseline kernels. The golden
+    notebooks are checked under it (``tests/golden/conftest.py``); ``scripts/test.sh`` compiles
+    the kernels for it first (``python -m cnce compile``)."""
+    root = Path(root) if root is not None else repo_root()
+    return {"NUMBA_CPU_NAME": "generic", "ATEN_CPU_CAPABILITY": "default",
+            "NUMBA_CACHE_DIR": str(root / "runs" / "numba-cache" / "generic")}
+
 
 #: Golden notebooks are executed with the notebook's own default parameters except these.
 GOLDEN_PARAMETERS: dict[str, Any] = {"scale": "quick", "seed": 0}

@@ -1,33 +1,54 @@
 #!/usr/bin/env bash
-# Run the whole test suite from a clean clone: unit tests, the nbval regression tests on the
-# golden notebooks (tests/golden/) and the headless-browser check of the built book.
+# Run the whole test suite from a clean clone: unit tests, the golden notebooks (tests/golden/)
+# and the headless-browser check of the built book. Each notebook executes twice: once for the
+# book (this CPU, one thread: the goldens' own settings, compared with the goldens after the
+# build) and once by nbval on a generic x86-64 with two threads (the other-CPU check).
 # 1. sets up ./.venv (scripts/ensure-env.sh);
-# 2. installs Debian's chromium when it is missing and apt-get is usable (best effort: without
-#    it the browser test is skipped, not failed);
-# 3. builds the book at quick scale (scripts/book.sh) -- in the background while pytest runs
+# 2. compiles the numba kernels for this CPU and for the generic x86-64, side by side, while
+#    Debian's chromium is installed when missing and apt-get is usable (best effort: without
+#    it the browser tests are skipped, not failed) -- so no two processes compile at once;
+# 3. builds the book at quick scale (scripts/book.sh) in the background while pytest runs
 #    every test that does not need it, on CNCE_TEST_WORKERS (default 2) pytest-xdist workers;
-# 4. runs the browser tests, which check the built book.
+# 4. runs the tests of the built book: its notebooks against the goldens, the browser checks.
 # Extra arguments go to pytest (e.g. -m slow, -k quickstart, -x); with arguments the book is
 # built first and pytest then runs once with them (on the same workers).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-env.sh || exit 1
 
-if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-  echo "[test] installing Debian's chromium for the browser test"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -qq chromium >/dev/null 2>&1 \
-    || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1; } \
-    || echo "[test] could not install chromium: the browser test will be skipped"
+mkdir -p runs
+start=$(date +%s)
+install_chromium() {
+  if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "[test] installing Debian's chromium for the browser test"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -qq chromium >/dev/null 2>&1 \
+      || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1; } \
+      || echo "[test] could not install chromium: the browser test will be skipped"
+  fi
+}
+install_chromium &
+chromium_pid=$!
+echo "[test] compiling the CPU kernels for this CPU and for a generic x86-64 (logs: runs/test-compile-*.log)"
+.venv/bin/python -m cnce compile > runs/test-compile-native.log 2>&1 &
+native_pid=$!
+.venv/bin/python -m cnce compile --cpu generic > runs/test-compile-generic.log 2>&1
+generic_rc=$?
+wait "$native_pid"
+native_rc=$?
+wait "$chromium_pid"
+tail -n 1 runs/test-compile-native.log runs/test-compile-generic.log
+if [ "$native_rc" != 0 ] || [ "$generic_rc" != 0 ]; then
+  echo "[test] COMPILING THE KERNELS FAILED"
+  exit 1
 fi
+echo "[test] set-up took $(( $(date +%s) - start )) s"
 
 export PYTHONHASHSEED=0
 WORKERS=${CNCE_TEST_WORKERS:-2}
 XDIST=()
 [ "$WORKERS" -gt 0 ] && XDIST=(-n "$WORKERS" --dist loadscope --no-loadscope-reorder)
 status=0
-start=$(date +%s)
-mkdir -p runs
 BOOK_LOG=runs/test-book.log
 
 build_book() {
@@ -56,12 +77,12 @@ if [ "${CNCE_SKIP_BOOK:-0}" != 1 ]; then
   book_pid=$!
 fi
 t1=$(date +%s)
-.venv/bin/python -m pytest "${XDIST[@]}" -m "not slow and not browser" || status=$?
-echo "[test] pytest (all but the browser tests) took $(( $(date +%s) - t1 )) s"
+.venv/bin/python -m pytest "${XDIST[@]}" -m "not slow and not browser and not book" || status=$?
+echo "[test] pytest (all but the tests of the built book) took $(( $(date +%s) - t1 )) s"
 if [ -n "$book_pid" ]; then
   wait "$book_pid" || { echo "[test] BOOK BUILD FAILED"; status=1; }
 fi
 t2=$(date +%s)
-.venv/bin/python -m pytest -m "browser and not slow" || status=$?
-echo "[test] browser tests took $(( $(date +%s) - t2 )) s; total $(( $(date +%s) - start )) s"
+.venv/bin/python -m pytest -m "(browser or book) and not slow" || status=$?
+echo "[test] tests of the built book (goldens, browser) took $(( $(date +%s) - t2 )) s; total $(( $(date +%s) - start )) s"
 exit $status

@@ -10,10 +10,20 @@ times) should carry the tag ``nbval-ignore-output`` in their notebook
 
 The goldens are produced by ``python -m cnce goldens`` (``cnce.batch.regenerate_goldens``):
 executed in ``notebooks/`` under :data:`cnce.batch.GOLDEN_ENV` (one thread, fixed hash seed,
-no progress bars). nbval would start its kernel in this folder with pytest's environment;
-here its kernels get the same working directory and environment as the goldens had, so that
-only a real change in the numbers makes a cell fail. The sanitize file is found relative to
-this folder, wherever pytest is started from.
+no progress bars) on the native CPU. Each golden is checked twice, and no notebook runs a
+third time:
+
+* **here, by nbval, on another CPU:** the kernels compile for a generic x86-64 and torch runs
+  its baseline kernels (:func:`cnce.batch.generic_cpu_env`), with two threads instead of one
+  (``--golden-cpu native`` and ``--golden-threads 1`` give the goldens' own settings;
+  ``tests/test_portability.py`` runs the other pairs under ``-m slow``);
+* **in the goldens' own configuration** (native CPU, one thread), on the notebooks the book
+  build executed (``test_book_matches_goldens.py``), with the comparison of this file.
+
+nbval would start its kernel in this folder with pytest's environment; here its kernels get
+the goldens' working directory and environment plus the CPU and threads above, so that only
+a real change in the numbers makes a cell fail. The sanitize file is found relative to this
+folder, wherever pytest is started from.
 """
 from __future__ import annotations
 
@@ -24,27 +34,31 @@ import nbformat
 import nbval.kernel
 import nbval.plugin
 
-from cnce.batch import GOLDEN_ENV, default_notebooks_dir
+from cnce.batch import GOLDEN_ENV, default_notebooks_dir, generic_cpu_env, thread_env
 from tolerant_compare import compare_text, tolerance_for
 
 HERE = Path(__file__).resolve().parent
 _original_start = nbval.kernel.start_new_kernel
 
 
-#: ``--golden-threads N`` (tests/conftest.py) runs the kernels with N CPU threads instead of
-#: the goldens' one, to show that the printed results do not depend on the thread count.
-_THREADS: dict[str, str] = {}
+#: the kernels' environment beyond :data:`GOLDEN_ENV`: the CPU (``--golden-cpu``) and threads
+#: (``--golden-threads``) of this run (tests/conftest.py)
+_KERNEL_ENV: dict[str, str] = {}
 
 
 def pytest_configure(config):
-    n = config.getoption("golden_threads", None)
-    if n:
-        _THREADS.update({k: str(n) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")})
+    _KERNEL_ENV.clear()
+    _KERNEL_ENV.update(thread_env(config.getoption("golden_threads")))
+    if config.getoption("golden_cpu") == "generic":
+        _KERNEL_ENV.update(generic_cpu_env())
 
 
 def _start_like_goldens(*args, **kwargs):
     kwargs["cwd"] = str(default_notebooks_dir())
-    kwargs["env"] = {**os.environ, **GOLDEN_ENV, **_THREADS}
+    env = dict(os.environ)
+    if "NUMBA_CPU_NAME" in _KERNEL_ENV:  # another CPU: none of this process's CPU settings
+        env = {k: v for k, v in env.items() if not k.startswith(("NUMBA_", "ATEN_"))}
+    kwargs["env"] = {**env, **GOLDEN_ENV, **_KERNEL_ENV}
     return _original_start(*args, **kwargs)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tolerant_compare import DEFAULT, TOLERANCES, Tolerance, compare_text, split_numbers, tolerance_for
+from tolerant_compare import DEFAULT, TOLERANCES, Tolerance, compare_outputs, compare_text, split_numbers, tolerance_for
 
 GOLDEN = ("eps = 1e-07: (J_N - 2 log 2)/eps^2 =   2.4424, pairs straddling a kink: 3\n"
           "largest |error| 2.9e-16 at N = 1000\n")
@@ -66,3 +66,20 @@ def test_tolerance_table():
 @pytest.mark.parametrize("text", ["", "no numbers at all", "1", "-0.0"])
 def test_trivial_texts(text):
     assert compare_text(text, text) == []
+
+
+def test_compare_outputs_as_nbval_compares():
+    """stdout pieces merged, stderr left out; a moved number and a missing output fail."""
+    golden = [{"output_type": "stream", "name": "stdout", "text": "loss 0.693147\n"},
+              {"output_type": "stream", "name": "stderr", "text": "progress 10 it/s\n"}]
+    same = [{"output_type": "stream", "name": "stdout", "text": "loss "},
+            {"output_type": "stream", "name": "stdout", "text": "0.6931470001\n"}]
+    moved = [{"output_type": "stream", "name": "stdout", "text": "loss 0.693247\n"}]
+    table = [{"output_type": "execute_result", "data": {"text/plain": "a 1.5", "image/png": "AAAA"},
+              "metadata": {}, "execution_count": 3}]
+    ident = lambda s: s  # noqa: E731
+    assert compare_outputs(golden, same, ident) == []
+    assert compare_outputs(golden, moved, ident)
+    assert compare_outputs(golden, [], ident)
+    assert compare_outputs(table, [{**table[0], "data": {"text/plain": "a 1.5"}, "execution_count": 9}], ident) == []
+    assert compare_outputs(table, [{**table[0], "data": {"text/plain": "a 2.5"}}], ident)

@@ -18,7 +18,7 @@ import math
 import re
 from dataclasses import dataclass
 
-__all__ = ["Tolerance", "DEFAULT", "TOLERANCES", "tolerance_for", "split_numbers", "compare_text"]
+__all__ = ["Tolerance", "DEFAULT", "TOLERANCES", "tolerance_for", "split_numbers", "compare_text", "compare_outputs"]
 
 
 @dataclass(frozen=True)
@@ -111,4 +111,57 @@ def compare_text(golden: str, fresh: str, tol: Tolerance = DEFAULT) -> list[str]
                 f"number {i + 1} differs beyond rtol={tol.rtol:g}, atol={tol.atol:g}: golden {a}, fresh {b}"
                 f" (golden line: {_line_of(golden, max(offset, 0)).strip()!r})")
         offset = max(offset, 0) + len(a)
+    return problems
+
+
+#: output keys nbval does not compare (``nbval.plugin.IPyNbFile.skip_compare``, images included)
+SKIPPED_KEYS = frozenset({"metadata", "traceback", "prompt_number", "output_type", "name", "execution_count",
+                          "application/vnd.jupyter.widget-view+json", "image/png", "image/jpeg"})
+
+
+def _flatten(outputs, sanitize) -> dict[str, list]:
+    """nbval's view of a cell's outputs: stdout streams merged, stderr dropped, every other
+    field (each MIME type of ``data``) a list of sanitised values in output order."""
+    flat: dict[str, list] = {}
+    streams: dict[str, int] = {}
+    for out in outputs:
+        if out.get("output_type") == "stream":
+            name = out.get("name")
+            if name == "stderr":
+                continue
+            text = "".join(out.get("text", ""))
+            if name in streams:
+                flat[name][streams[name]] += text
+            else:
+                streams[name] = len(flat.setdefault(name, []))
+                flat[name].append(text)
+            continue
+        for key, value in out.items():
+            if key in SKIPPED_KEYS:
+                continue
+            items = value.items() if key == "data" else [(key, value)]
+            for k, v in items:
+                if k not in SKIPPED_KEYS:
+                    flat.setdefault(k, []).append("".join(v) if isinstance(v, list) else v)
+    return {k: [sanitize(v) if isinstance(v, str) else v for v in vals] for k, vals in flat.items()}
+
+
+def compare_outputs(golden: list, fresh: list, sanitize, tol: Tolerance = DEFAULT) -> list[str]:
+    """Why the ``fresh`` outputs of a cell do not match the ``golden`` ones, compared as nbval
+    compares them (``conftest.py``): the same fields in the same order, stderr left out, text
+    through ``sanitize`` and then :func:`compare_text`. An empty list when they match."""
+    g, f = _flatten(golden, sanitize), _flatten(fresh, sanitize)
+    if set(g) != set(f):
+        return [f"output fields differ: golden {sorted(g)}, fresh {sorted(f)}"]
+    problems = []
+    for key, g_values in g.items():
+        f_values = f[key]
+        if len(g_values) != len(f_values):
+            problems.append(f"{key}: {len(f_values)} outputs where the golden has {len(g_values)}")
+            continue
+        for a, b in zip(g_values, f_values):
+            if isinstance(a, str) and isinstance(b, str):
+                problems += [f"{key}: {why}" for why in compare_text(a, b, tol)]
+            elif a != b:
+                problems.append(f"{key}: golden {a!r}, fresh {b!r}")
     return problems

@@ -1,0 +1,84 @@
+"""The goldens in their own configuration, on the notebooks the book build executed.
+
+The book build executes every notebook as the goldens were made: in ``notebooks/``, under
+:data:`cnce.batch.GOLDEN_ENV` (one thread), on this machine's CPU, with the default
+parameters (quick scale, seed 0). Its executed copies (``_build/jupyter_execute/``) are
+compared here with the goldens, cell by cell, as nbval compares them (``conftest.py``:
+stderr left out, the same sanitising, numbers within :mod:`tolerant_compare`'s
+tolerances). nbval itself checks the goldens on a generic CPU with two threads, so each
+notebook runs twice in the suite (book, other CPU) rather than three times.
+
+These tests need the built book (``scripts/test.sh`` runs them once it is built, with the
+browser checks); run alone, they build it when it is missing or stale.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbval.plugin
+import pytest
+
+from cnce.batch import book_is_current, build_book, repo_root
+from tolerant_compare import compare_outputs, tolerance_for
+
+pytestmark = pytest.mark.book
+
+HERE = Path(__file__).resolve().parent
+ROOT = repo_root()
+EXECUTED = ROOT / "_build" / "jupyter_execute" / "notebooks"
+GOLDENS = sorted(HERE.glob("*.ipynb"))
+#: nbval's cell tags that exempt a cell's outputs from the comparison
+UNCHECKED = {"nbval-ignore-output", "nbval-skip"}
+
+
+def _sanitizer():
+    import re
+
+    patterns = nbval.plugin.get_sanitize_patterns((HERE / "sanitize.cfg").read_text())
+
+    def sanitize(text: str) -> str:
+        for regex, replace in patterns:
+            text = re.sub(regex, replace, text)
+        return text
+
+    return sanitize
+
+
+SANITIZE = _sanitizer()
+
+
+@pytest.fixture(scope="session")
+def built_book() -> Path:
+    if not book_is_current():
+        build_book(strict=True)
+    assert EXECUTED.is_dir(), f"the book build left no executed notebooks in {EXECUTED}"
+    return EXECUTED
+
+
+def _code_cells(path: Path) -> list[dict]:
+    return [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+
+
+def _source(cell) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+@pytest.mark.parametrize("golden", GOLDENS, ids=[p.stem for p in GOLDENS])
+def test_book_outputs_match_the_golden(golden, built_book):
+    executed = built_book / golden.name
+    assert executed.is_file(), f"the book build did not execute {golden.stem} ({executed} is missing)"
+    g_cells, b_cells = _code_cells(golden), _code_cells(executed)
+    assert [_source(c).strip() for c in g_cells] == [_source(c).strip() for c in b_cells], (
+        f"{golden.stem}: the book executed other code than the golden holds "
+        "(regenerate the golden: scripts/regen-goldens.sh, or rebuild the book)")
+    failures = []
+    for i, (g, b) in enumerate(zip(g_cells, b_cells)):
+        if UNCHECKED & set(g.get("metadata", {}).get("tags", [])) or g.get("execution_count") is None:
+            continue
+        problems = compare_outputs(g.get("outputs", []), b.get("outputs", []), SANITIZE,
+                                   tolerance_for(golden.name, _source(g)))
+        if problems:
+            failures.append(f"code cell {i}:\n  " + "\n  ".join(problems[:8]))
+    assert not failures, f"{golden.stem}: the book's outputs differ from the golden's\n" + "\n".join(failures)
+
