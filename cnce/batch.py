@@ -65,12 +65,17 @@ def thread_env(threads: int) -> dict[str, str]:
 #: Environment the golden notebooks are generated and checked under, and the book is built
 #: under (kernel processes inherit it): one CPU thread for reproducible floating point, no
 #: GPU (device="auto" resolves to the CPU everywhere), fixed hashing, and no progress bars
-#: (their timings differ between runs).
+#: (their timings differ between runs). Idle OpenMP threads sleep instead of spinning
+#: (``OMP_WAIT_POLICY``; no effect on results): where a kernel runs on more threads than the
+#: machine has free cores (the test suite's check with two threads, beside the book build and
+#: another worker on two cores), spinning threads took the cores from the working ones and
+#: notebook 08 took 426 s instead of 76 s (measured).
 GOLDEN_ENV: dict[str, str] = {
     **thread_env(1),
     "PYTHONHASHSEED": "0",
     "TQDM_DISABLE": "1",
     "CUDA_VISIBLE_DEVICES": "",
+    "OMP_WAIT_POLICY": "PASSIVE",
 }
 
 def generic_cpu_env(root: str | os.PathLike | None = None) -> dict[str, str]:

@@ -7,9 +7,9 @@
 # 2. compiles the numba kernels for this CPU and for the generic x86-64, side by side, while
 #    Debian's chromium is installed when missing and apt-get is usable (best effort: without
 #    it the browser tests are skipped, not failed) -- so no two processes compile at once;
-# 3. builds the book at quick scale (scripts/book.sh) in the background while pytest runs
-#    every test that does not need it, on CNCE_TEST_WORKERS (default 2) pytest-xdist workers;
-# 4. runs the tests of the built book: its notebooks against the goldens, the browser checks.
+# 3. builds the book at quick scale (scripts/book.sh) in the background, then at once runs the
+#    tests of the built book (its notebooks against the goldens, the browser checks), while
+#    pytest runs every other test on CNCE_TEST_WORKERS (default 2) pytest-xdist workers.
 # Extra arguments go to pytest (e.g. -m slow, -k quickstart, -x); with arguments the book is
 # built first and pytest then runs once with them (on the same workers).
 set -uo pipefail
@@ -70,19 +70,31 @@ if [ $# -gt 0 ]; then  # chosen tests: the book first, then pytest once with the
   exit $status
 fi
 
-book_pid=
-if [ "${CNCE_SKIP_BOOK:-0}" != 1 ]; then
-  echo "[test] building the book (quick scale) in the background"
-  build_book &
-  book_pid=$!
-fi
+# the book, then at once the tests of the built book (while pytest may still run)
+BOOK_TESTS_LOG=runs/test-built-book.log
+book_and_its_tests() {
+  if [ "${CNCE_SKIP_BOOK:-0}" != 1 ]; then
+    build_book || { echo "[test] BOOK BUILD FAILED"; return 1; }
+  fi
+  local t2
+  t2=$(date +%s)
+  .venv/bin/python -m pytest -p no:cacheprovider -m "(browser or book) and not slow" > "$BOOK_TESTS_LOG" 2>&1
+  local rc=$?
+  echo "[test] tests of the built book (goldens, browser) took $(( $(date +%s) - t2 )) s (log: $BOOK_TESTS_LOG)"
+  return $rc
+}
+echo "[test] building the book (quick scale) in the background, then testing it"
+book_and_its_tests &
+book_pid=$!
 t1=$(date +%s)
 .venv/bin/python -m pytest "${XDIST[@]}" -m "not slow and not browser and not book" || status=$?
 echo "[test] pytest (all but the tests of the built book) took $(( $(date +%s) - t1 )) s"
-if [ -n "$book_pid" ]; then
-  wait "$book_pid" || { echo "[test] BOOK BUILD FAILED"; status=1; }
+wait "$book_pid"
+book_rc=$?
+if [ -f "$BOOK_TESTS_LOG" ]; then
+  echo "[test] ---- the tests of the built book ($BOOK_TESTS_LOG) ----"
+  cat "$BOOK_TESTS_LOG"
 fi
-t2=$(date +%s)
-.venv/bin/python -m pytest -m "(browser or book) and not slow" || status=$?
-echo "[test] tests of the built book (goldens, browser) took $(( $(date +%s) - t2 )) s; total $(( $(date +%s) - start )) s"
+[ "$book_rc" = 0 ] || status=1
+echo "[test] total $(( $(date +%s) - start )) s"
 exit $status

@@ -225,3 +225,15 @@ def test_passes_are_counted_per_simulation():
     th, th0, x, base = _problem(g, 3, 4096, 5, 4)
     pg = cnce.fit(g, x, backend="fused", kappa=5, eps=0.5, theta0=th0, noise_base=base).info["passes"]
     assert (pg[:, 2] >= 1).all() and not torch.equal(pg, pg.round())  # stages on N/16 and N/4 count as parts
+
+
+def test_compile_kernels_reaches_every_declared_kernel():
+    """``python -m cnce compile`` (scripts/test.sh runs it first) fits every model and method that
+    declares a compiled kernel; with the cache warm this takes about a second."""
+    from cnce.models import registered
+    from cnce.precompile import compile_kernels
+
+    lines = []
+    done = compile_kernels(progress=lines.append)
+    want = {f"{n}/{m}" for n, cls in registered().items() for m in cls.compiled_kernels}
+    assert set(done) == want and len(lines) == len(want)

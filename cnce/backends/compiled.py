@@ -24,7 +24,7 @@ from .. import noise as noise_mod
 from ..eps import EpsSearch
 from ..result import FitResult, OptimResult
 
-__all__ = ["NAME", "supports", "solve", "compile_kernels"]
+__all__ = ["NAME", "supports", "solve"]
 
 NAME = "fused"
 
@@ -113,36 +113,3 @@ def _result(model, out, method, kappa, eps=None, log_normaliser=False):
     return FitResult.from_optim(model, OptimResult.from_arrays(out), method=method, kappa=kappa, eps=eps,
                                 log_normaliser=log_normaliser)
 
-
-def compile_kernels(*, progress=None) -> dict[str, float]:
-    """Compile every kernel into numba's cache now, so that later processes load it.
-
-    numba compiles a kernel the first time a process calls it and caches it on disk (in
-    ``cnce/__pycache__``, or ``NUMBA_CACHE_DIR``), keyed on the CPU it compiles for. A fresh
-    clone has no cache: the first fits compile for minutes, and processes that start together
-    (the book's notebook kernels, test workers) each compile the same kernels at once. This
-    runs one small fit through :func:`cnce.fit` for every registered model and every method
-    it declares a kernel for, with eps chosen by the heuristic and eps given, which reaches
-    every compiled entry point with the argument types real fits use.
-
-    ``progress``: a callable given one line per fit. Returns the seconds per
-    ``"model/method"``; empty where numba is not installed."""
-    from ..fit import fit
-    from ..models import registered
-
-    seconds: dict[str, float] = {}
-    if not _fused.available():
-        return seconds
-    for name, cls in sorted(registered().items()):
-        for method in sorted(cls.compiled_kernels):
-            g = torch.Generator().manual_seed(0)
-            model = cls.build(2, g)
-            x = model.sample(model.random_params(2, g), 40, generator=g).to(torch.float64)
-            t0 = time.perf_counter()
-            variants = [{"eps": "auto"}, {"eps": 0.5}] if method == "cnce" else [{}]
-            for kw in variants:
-                fit(model, x, method, kappa=3, seed=0, threads=1, backend=NAME, max_iter=2, **kw)
-            seconds[f"{name}/{method}"] = time.perf_counter() - t0
-            if progress is not None:
-                progress(f"{name}/{method}: {seconds[f'{name}/{method}']:.1f} s")
-    return seconds

@@ -1,4 +1,4 @@
-"""``python -m cnce list``, ``python -m cnce models``, ``python -m cnce compile`` and ``python -m cnce run <experiment|all> --scale quick|paper``."""
+"""``python -m cnce list``, ``python -m cnce models`` and ``python -m cnce run <experiment|all> --scale quick|paper``."""
 from __future__ import annotations
 
 import argparse
@@ -70,31 +70,6 @@ def _cmd_run(args) -> int:
     return 0
 
 
-def _cmd_compile(args) -> int:
-    import os
-    import subprocess
-    import sys
-    import time
-
-    if args.cpu == "generic" and os.environ.get("NUMBA_CPU_NAME") != "generic":
-        # numba reads its target when it is imported: compile in a process started with it
-        from ..batch import generic_cpu_env
-
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_", "ATEN_"))}
-        return subprocess.run([sys.executable, "-m", "cnce", "compile"], env={**env, **generic_cpu_env()}).returncode
-    from ..backends.compiled import compile_kernels
-
-    t0 = time.perf_counter()
-    where = "generic x86-64" if os.environ.get("NUMBA_CPU_NAME") == "generic" else "this CPU"
-    done = compile_kernels(progress=lambda line: print(f"[compile] {line}", file=sys.stderr, flush=True))
-    if not done:
-        print("[compile] numba is not installed: nothing to compile", file=sys.stderr)
-    else:
-        print(f"[compile] {len(done)} kernels ready in numba's cache for {where} "
-              f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
-    return 0
-
-
 def register(subparsers) -> None:
     """Add the ``list`` and ``run`` sub-commands to the ``python -m cnce`` parser."""
     p = subparsers.add_parser("list", help="list the experiments (figures), their grids and how many cells are stored")
@@ -105,14 +80,6 @@ def register(subparsers) -> None:
 
     p = subparsers.add_parser("models", help="list the registered models and what each declares (linear, kernels, ...)")
     p.set_defaults(func=_cmd_models)
-
-    p = subparsers.add_parser(
-        "compile", help="compile the CPU kernels into numba's cache now (a fresh clone otherwise compiles them "
-                        "during its first fits, once per process that starts before the cache exists)")
-    p.add_argument("--cpu", choices=("native", "generic"), default="native",
-                   help="'generic': for a generic x86-64 into runs/numba-cache/generic, the cache the golden "
-                        "notebooks' check on another CPU uses (cnce.batch.generic_cpu_env)")
-    p.set_defaults(func=_cmd_compile)
 
     p = subparsers.add_parser(
         "run",

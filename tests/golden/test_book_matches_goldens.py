@@ -2,8 +2,9 @@
 
 The book build executes every notebook as the goldens were made: in ``notebooks/``, under
 :data:`cnce.batch.GOLDEN_ENV` (one thread), on this machine's CPU, with the default
-parameters (quick scale, seed 0). Its executed copies (``_build/jupyter_execute/``) are
-compared here with the goldens, cell by cell, as nbval compares them (``conftest.py``:
+parameters (quick scale, seed 0). Its executed copies (the execution cache,
+``.jupyter_cache/``, which keeps every output; the copies under ``_build/jupyter_execute/`` lack
+the glued ones) are compared here with the goldens, cell by cell, as nbval compares them (``conftest.py``:
 stderr left out, the same sanitising, numbers within :mod:`tolerant_compare`'s
 tolerances). nbval itself checks the goldens on a generic CPU with two threads, so each
 notebook runs twice in the suite (book, other CPU) rather than three times.
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.book
 
 HERE = Path(__file__).resolve().parent
 ROOT = repo_root()
-EXECUTED = ROOT / "_build" / "jupyter_execute" / "notebooks"
+CACHE = ROOT / ".jupyter_cache"
 GOLDENS = sorted(HERE.glob("*.ipynb"))
 #: nbval's cell tags that exempt a cell's outputs from the comparison
 UNCHECKED = {"nbval-ignore-output", "nbval-skip"}
@@ -49,15 +50,25 @@ SANITIZE = _sanitizer()
 
 
 @pytest.fixture(scope="session")
-def built_book() -> Path:
+def executed() -> dict:
+    """The book build's executed notebooks by name (``02_consistency``): the latest execution
+    of each in the execution cache. The build is current, so each is the one of its code as it
+    is now (``cnce book`` empties the cache when the package or the stored results change)."""
+    from jupyter_cache import get_cache
+
     if not book_is_current():
         build_book(strict=True)
-    assert EXECUTED.is_dir(), f"the book build left no executed notebooks in {EXECUTED}"
-    return EXECUTED
+    cache = get_cache(str(CACHE))
+    latest = {}
+    for rec in cache.list_cache_records():
+        stem = Path(rec.uri).stem
+        if stem not in latest or rec.created > latest[stem].created:
+            latest[stem] = rec
+    return {stem: cache.get_cache_bundle(rec.pk).nb for stem, rec in latest.items()}
 
 
-def _code_cells(path: Path) -> list[dict]:
-    return [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+def _code_cells(nb) -> list[dict]:
+    return [c for c in nb["cells"] if c["cell_type"] == "code"]
 
 
 def _source(cell) -> str:
@@ -65,10 +76,9 @@ def _source(cell) -> str:
 
 
 @pytest.mark.parametrize("golden", GOLDENS, ids=[p.stem for p in GOLDENS])
-def test_book_outputs_match_the_golden(golden, built_book):
-    executed = built_book / golden.name
-    assert executed.is_file(), f"the book build did not execute {golden.stem} ({executed} is missing)"
-    g_cells, b_cells = _code_cells(golden), _code_cells(executed)
+def test_book_outputs_match_the_golden(golden, executed):
+    assert golden.stem in executed, f"the book build has no execution of {golden.stem} in {CACHE}"
+    g_cells, b_cells = _code_cells(json.loads(golden.read_text())), _code_cells(executed[golden.stem])
     assert [_source(c).strip() for c in g_cells] == [_source(c).strip() for c in b_cells], (
         f"{golden.stem}: the book executed other code than the golden holds "
         "(regenerate the golden: scripts/regen-goldens.sh, or rebuild the book)")
