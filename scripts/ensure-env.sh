@@ -13,10 +13,11 @@ WANT=$(cat requirements-lock.txt pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   echo "[ensure-env] installing pinned requirements (requirements-lock.txt)"
   .venv/bin/python -m pip install -q --upgrade pip
-  # --no-compile: Python compiles each module it imports on first use instead of pip compiling
-  # every file of every package now (about 90 s against 32 s for the lock, measured)
-  .venv/bin/python -m pip install -q --no-compile -r requirements-lock.txt
-  .venv/bin/python -m pip install -q --no-compile --no-deps --no-build-isolation -e .
+  # pip compiles every module now: where PYTHONDONTWRITEBYTECODE is set (as on this project's
+  # machines) Python would otherwise recompile each import in every process (--no-compile made
+  # the whole suite about 2 minutes slower, measured)
+  .venv/bin/python -m pip install -q -r requirements-lock.txt
+  .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e .
   .venv/bin/python -m ipykernel install --prefix .venv --name python3 --display-name "Python 3" >/dev/null
   echo "$WANT" > "$STAMP"
 fi
