@@ -78,6 +78,7 @@ GOLDEN_ENV: dict[str, str] = {
     "OMP_WAIT_POLICY": "PASSIVE",
 }
 
+
 def generic_cpu_env(root: str | os.PathLike | None = None) -> dict[str, str]:
     """The environment that stands in for another x86-64 CPU than this one: numba compiles
     for a generic x86-64 (no AVX, no FMA) into a cache of its own (``runs/numba-cache/generic``,

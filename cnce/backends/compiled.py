@@ -115,4 +115,3 @@ def _result(model, out, method, kappa, eps=None, log_normaliser=False):
     """A :class:`FitResult` from the kernels' arrays (``solve`` sets ``seconds`` and ``info``)."""
     return FitResult.from_optim(model, OptimResult.from_arrays(out), method=method, kappa=kappa, eps=eps,
                                 log_normaliser=log_normaliser)
-

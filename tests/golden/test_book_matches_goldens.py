@@ -14,9 +14,9 @@ browser checks); run alone, they build it when it is missing or stale.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+import nbformat
 import nbval.plugin
 import pytest
 
@@ -71,15 +71,11 @@ def _code_cells(nb) -> list[dict]:
     return [c for c in nb["cells"] if c["cell_type"] == "code"]
 
 
-def _source(cell) -> str:
-    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-
-
 @pytest.mark.parametrize("golden", GOLDENS, ids=[p.stem for p in GOLDENS])
 def test_book_outputs_match_the_golden(golden, executed):
     assert golden.stem in executed, f"the book build has no execution of {golden.stem} in {CACHE}"
-    g_cells, b_cells = _code_cells(json.loads(golden.read_text())), _code_cells(executed[golden.stem])
-    assert [_source(c).strip() for c in g_cells] == [_source(c).strip() for c in b_cells], (
+    g_cells, b_cells = _code_cells(nbformat.read(golden, as_version=4)), _code_cells(executed[golden.stem])
+    assert [c["source"].strip() for c in g_cells] == [c["source"].strip() for c in b_cells], (
         f"{golden.stem}: the book executed other code than the golden holds "
         "(regenerate the golden: scripts/regen-goldens.sh, or rebuild the book)")
     failures = []
@@ -87,7 +83,7 @@ def test_book_outputs_match_the_golden(golden, executed):
         if UNCHECKED & set(g.get("metadata", {}).get("tags", [])) or g.get("execution_count") is None:
             continue
         problems = compare_outputs(g.get("outputs", []), b.get("outputs", []), SANITIZE,
-                                   tolerance_for(golden.name, _source(g)))
+                                   tolerance_for(golden.name, g["source"]))
         if problems:
             failures.append(f"code cell {i}:\n  " + "\n  ".join(problems[:8]))
     assert not failures, f"{golden.stem}: the book's outputs differ from the golden's\n" + "\n".join(failures)

@@ -120,35 +120,30 @@ SKIPPED_KEYS = frozenset({"metadata", "traceback", "prompt_number", "output_type
 
 
 def _flatten(outputs, sanitize) -> dict[str, list]:
-    """nbval's view of a cell's outputs: stdout streams merged, stderr dropped, every other
-    field (each MIME type of ``data``) a list of sanitised values in output order."""
+    """nbval's view of a cell's outputs: streams merged by name (nbval's ``coalesce_streams``),
+    stderr dropped, every other field (each MIME type of ``data``) a list of sanitised values in
+    output order."""
+    import nbformat
+    from nbval.plugin import coalesce_streams
+
     flat: dict[str, list] = {}
-    streams: dict[str, int] = {}
-    for out in outputs:
+    for out in coalesce_streams([nbformat.from_dict(o) for o in outputs]):  # copies: the caller's stay
         if out.get("output_type") == "stream":
-            name = out.get("name")
-            if name == "stderr":
-                continue
-            text = "".join(out.get("text", ""))
-            if name in streams:
-                flat[name][streams[name]] += text
-            else:
-                streams[name] = len(flat.setdefault(name, []))
-                flat[name].append(text)
+            if out.get("name") != "stderr":
+                flat.setdefault(out["name"], []).append(out.get("text", ""))
             continue
         for key, value in out.items():
             if key in SKIPPED_KEYS:
                 continue
-            items = value.items() if key == "data" else [(key, value)]
-            for k, v in items:
+            for k, v in (value.items() if key == "data" else [(key, value)]):
                 if k not in SKIPPED_KEYS:
-                    flat.setdefault(k, []).append("".join(v) if isinstance(v, list) else v)
+                    flat.setdefault(k, []).append(v)
     return {k: [sanitize(v) if isinstance(v, str) else v for v in vals] for k, vals in flat.items()}
 
 
 def compare_outputs(golden: list, fresh: list, sanitize, tol: Tolerance = DEFAULT) -> list[str]:
-    """Why the ``fresh`` outputs of a cell do not match the ``golden`` ones, compared as nbval
-    compares them (``conftest.py``): the same fields in the same order, stderr left out, text
+    """Why the ``fresh`` outputs of a cell do not match the ``golden`` ones (outputs as
+    ``nbformat`` reads them: texts are strings), compared as nbval compares them (``conftest.py``): the same fields in the same order, stderr left out, text
     through ``sanitize`` and then :func:`compare_text`. An empty list when they match."""
     g, f = _flatten(golden, sanitize), _flatten(fresh, sanitize)
     if set(g) != set(f):
