@@ -586,7 +586,13 @@ if HAVE_NUMBA:
     @njit(**_JIT)
     def _pass(kind, X, XI, prm, th, n_data, K, a, want, hb, g, H, buf, zt):
         """:func:`_drive` for a run-time ``kind``: one compiled driver per problem, so that the
-        solver around it (:func:`_newton_one`) is compiled once for all problems."""
+        solver around it (:func:`_newton_one`) is compiled once for all problems.
+
+        Callers pass ``want`` and ``hb`` as run-time values (``np.bool_(False)``, ``np.int64(1)``),
+        never as bare constants: numba compiles a callee once per *literal* argument, and this
+        function holds all seven drivers, so each constant flag compiled them all again (14
+        drivers, two of this function, three of :func:`_full`: twice the compile time). The
+        flags choose branches outside the inner loops."""
         if kind == GAUSSIAN:
             return _drive(GAUSSIAN, X, XI, prm, th, n_data, K, a, want, hb, g, H, buf, zt)
         if kind == ICA:
@@ -734,7 +740,7 @@ if HAVE_NUMBA:
                 np.empty((D, B)), np.empty((D, B)))
 
     @njit(**_JIT)
-    def _full(kind, X, XI, prm, th, n_data, K, a, hess_points, g, H, buf, want_h=True, zt=None):
+    def _full(kind, X, XI, prm, th, n_data, K, a, hess_points, g, H, buf, want_h, zt):
         """Loss, gradient and (if ``want_h``; else ``H`` is left alone) the Gauss-Newton matrix
         from about ``hess_points`` pairs (whole blocks), scaled to the problem's ``2 / (N K)``."""
         n = n_data * _rows(kind, K)
@@ -744,7 +750,7 @@ if HAVE_NUMBA:
             hb = 1 << 62
         P = th.shape[0]
         Hw = H if want_h else np.empty((P, P))
-        loss, n_h = _pass(kind, X, XI, prm, th, n_data, K, a, True, hb, g, Hw, buf, zt)
+        loss, n_h = _pass(kind, X, XI, prm, th, n_data, K, a, np.bool_(True), hb, g, Hw, buf, zt)
         scale = _scale(kind, n_data, K)
         for q in range(P):
             g[q] *= scale
@@ -832,11 +838,11 @@ if HAVE_NUMBA:
         th_new = np.empty(P)
         scale = _scale(kind, n_data, K)
         if Hio is not None and h_in:
-            loss = _full(kind, X, XI, prm, theta, n_data, K, a, hess_points, g, H, buf, False, zt)
+            loss = _full(kind, X, XI, prm, theta, n_data, K, a, hess_points, g, H, buf, np.bool_(False), zt)
             cnt[1] += w
             H[:, :] = Hio
         else:
-            loss = _full(kind, X, XI, prm, theta, n_data, K, a, hess_points, g, H, buf, True, zt)
+            loss = _full(kind, X, XI, prm, theta, n_data, K, a, hess_points, g, H, buf, np.bool_(True), zt)
             cnt[2] += w
         alpha0 = 1.0
         quiet = 0
@@ -885,7 +891,8 @@ if HAVE_NUMBA:
                     cnt[2 if want_h else 1] += w
                     have_full = True
                 else:
-                    loss_new = scale * _pass(kind, X, XI, prm, th_new, n_data, K, a, False, 1, g2, H2, buf, zt)[0]
+                    loss_new = scale * _pass(kind, X, XI, prm, th_new, n_data, K, a, np.bool_(False), np.int64(1), g2,
+                                             H2, buf, zt)[0]
                     cnt[0] += w
                     have_full = False
                 if np.isfinite(loss_new) and loss_new <= loss + c1 * alpha * slope:
@@ -918,7 +925,7 @@ if HAVE_NUMBA:
                 break
             if not have_full:
                 want_h = True
-                loss_new = _full(kind, X, XI, prm, th_new, n_data, K, a, hess_points, g2, H2, buf, True, zt)
+                loss_new = _full(kind, X, XI, prm, th_new, n_data, K, a, hess_points, g2, H2, buf, np.bool_(True), zt)
                 cnt[2] += w
             rho = (loss - loss_new) / dec if dec > 0.0 else 1.0
             used_h = want_h
@@ -959,7 +966,8 @@ if HAVE_NUMBA:
             zt = np.empty((D, N * K if noise_t and kind == 0 else 0))
             if zt.shape[1] > 0:
                 _noise_t(XI[s], prm[s, 0], N, zt)
-            init_loss[s] = _scale(kind, N, K) * _pass(kind, X[s], XI[s], prm[s], th, N, K, a, False, 1, g0, H0, buf, zt)[0]
+            init_loss[s] = _scale(kind, N, K) * _pass(kind, X[s], XI[s], prm[s], th, N, K, a, np.bool_(False),
+                                                      np.int64(1), g0, H0, buf, zt)[0]
             passes[s, 0] += 1.0
             for st in range(stages.shape[0]):
                 last = st == stages.shape[0] - 1
@@ -984,8 +992,9 @@ if HAVE_NUMBA:
         for j in prange(sims.shape[0]):
             s = sims[j]
             buf = _buffers(_rows(kind, K), D, P, block_pairs)
-            out[j] = _scale(kind, n_data, K) * _pass(kind, X[s], XI[s], prm[s], theta[s].copy(), n_data, K, a, False, 1,
-                                                     np.empty(P), np.empty((P, P)), buf, np.empty((D, 0)))[0]
+            out[j] = _scale(kind, n_data, K) * _pass(kind, X[s], XI[s], prm[s], theta[s].copy(), n_data, K, a,
+                                                     np.bool_(False), np.int64(1), np.empty(P), np.empty((P, P)), buf,
+                                                     np.empty((D, 0)))[0]
 
 
     @njit(**_JIT)
