@@ -1,23 +1,45 @@
 #!/usr/bin/env bash
 # Create or reuse ./.venv and install the pinned environment (requirements-lock.txt) plus
 # the cnce package in editable mode. Idempotent: re-installs only when the lock changes.
+#   --core   install only the package's own dependencies (pyproject.toml, at the lock's pins):
+#            enough to import cnce and compile its kernels (python -m cnce compile), so that
+#            scripts/test.sh can compile them while the rest of the lock installs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+CORE=0
+for arg in "$@"; do
+  case "$arg" in
+    --core) CORE=1 ;;
+    *) echo "ensure-env.sh: unknown argument '$arg' (expected --core)" >&2; exit 2 ;;
+  esac
+done
+STAMP=.venv/.cnce-lock-stamp
+CORE_STAMP=.venv/.cnce-core-stamp
+WANT=$(cat requirements-lock.txt pyproject.toml | sha256sum | cut -d' ' -f1)
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ]; then
+  exit 0
+fi
 if [ ! -x .venv/bin/python ]; then
   echo "[ensure-env] creating .venv with $($PY --version)"
   "$PY" -m venv .venv
 fi
-STAMP=.venv/.cnce-lock-stamp
-WANT=$(cat requirements-lock.txt pyproject.toml | sha256sum | cut -d' ' -f1)
-if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
-  echo "[ensure-env] installing pinned requirements (requirements-lock.txt)"
+# pip compiles every module as it installs: where PYTHONDONTWRITEBYTECODE is set (as on this
+# project's machines) Python would otherwise recompile each import in every process
+# (--no-compile made the whole suite about 2 minutes slower, measured)
+if [ ! -f "$CORE_STAMP" ] || [ "$(cat "$CORE_STAMP")" != "$WANT" ]; then
+  echo "[ensure-env] installing the package's dependencies (pyproject.toml, pinned by requirements-lock.txt)"
   .venv/bin/python -m pip install -q --upgrade pip
-  # pip compiles every module now: where PYTHONDONTWRITEBYTECODE is set (as on this project's
-  # machines) Python would otherwise recompile each import in every process (--no-compile made
-  # the whole suite about 2 minutes slower, measured)
-  .venv/bin/python -m pip install -q -r requirements-lock.txt
-  .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e .
-  .venv/bin/python -m ipykernel install --prefix .venv --name python3 --display-name "Python 3" >/dev/null
-  echo "$WANT" > "$STAMP"
+  mapfile -t DEPS < <(.venv/bin/python -c '
+import re, tomllib
+for d in tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]:
+    print(re.split(r"[<>=!~ ;\[]", d, maxsplit=1)[0])')
+  .venv/bin/python -m pip install -q -c requirements-lock.txt "${DEPS[@]}"
+  echo "$WANT" > "$CORE_STAMP"
 fi
+[ "$CORE" = 1 ] && exit 0
+echo "[ensure-env] installing pinned requirements (requirements-lock.txt)"
+.venv/bin/python -m pip install -q -r requirements-lock.txt
+.venv/bin/python -m pip install -q --no-deps --no-build-isolation -e .
+.venv/bin/python -m ipykernel install --prefix .venv --name python3 --display-name "Python 3" >/dev/null
+echo "$WANT" > "$STAMP"

@@ -3,7 +3,8 @@
 # and the headless-browser check of the built book. Each notebook executes twice: once for the
 # book (this CPU, one thread: the goldens' own settings, compared with the goldens after the
 # build) and once by nbval on a generic x86-64 with two threads (the other-CPU check).
-# 1. sets up ./.venv (scripts/ensure-env.sh);
+# 1. sets up ./.venv (scripts/ensure-env.sh): first the package's own dependencies, then, while
+#    the kernels compile, the rest of the lock;
 # 2. compiles the numba kernels for this CPU and for the generic x86-64, side by side, while
 #    Debian's chromium is installed when missing and apt-get is usable (best effort: without
 #    it the browser tests are skipped, not failed) -- so no two processes compile at once;
@@ -14,10 +15,10 @@
 # built first and pytest then runs once with them (on the same workers).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-scripts/ensure-env.sh || exit 1
+start=$(date +%s)
+scripts/ensure-env.sh --core || exit 1  # enough to compile the kernels
 
 mkdir -p runs
-start=$(date +%s)
 install_chromium() {
   if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     echo "[test] installing Debian's chromium for the browser test"
@@ -32,11 +33,16 @@ chromium_pid=$!
 echo "[test] compiling the CPU kernels for this CPU and for a generic x86-64 (logs: runs/test-compile-*.log)"
 .venv/bin/python -m cnce compile > runs/test-compile-native.log 2>&1 &
 native_pid=$!
-.venv/bin/python -m cnce compile --cpu generic > runs/test-compile-generic.log 2>&1
+.venv/bin/python -m cnce compile --cpu generic > runs/test-compile-generic.log 2>&1 &
+generic_pid=$!
+scripts/ensure-env.sh  # the rest of the lock (book, tests, browser), beside the compiling
+env_rc=$?
+wait "$generic_pid"
 generic_rc=$?
 wait "$native_pid"
 native_rc=$?
 wait "$chromium_pid"
+[ "$env_rc" = 0 ] || { echo "[test] SETTING UP .venv FAILED"; exit 1; }
 tail -n 1 runs/test-compile-native.log runs/test-compile-generic.log
 if [ "$native_rc" != 0 ] || [ "$generic_rc" != 0 ]; then
   echo "[test] COMPILING THE KERNELS FAILED"

@@ -1,9 +1,12 @@
 """Shared set-up for the unit tests.
 
-* torch runs with one thread: the tests are many small batched operations, which are much
-  slower with two OpenMP threads on a busy two-core machine. Modules that need another
-  setting (e.g. ``test_images``) set it themselves; ``torch_one_thread`` restores one thread
-  around each test of the modules that use it.
+* torch runs each test with one thread (``_torch_threads``, autouse), or with the module's
+  ``TORCH_THREADS``: the tests are many small batched operations, which are much slower with
+  two OpenMP threads on a busy two-core machine. (A module that set the threads when it was
+  imported set them for every later test of its pytest-xdist worker, since collection imports
+  all modules first.) OpenMP threads that wait for work sleep (``OMP_WAIT_POLICY=PASSIVE``,
+  also in the processes tests start): spinning ones took the cores from the other worker and
+  the book build (a fused-against-torch ICA test took 60 s in the suite, 3 s alone).
 * ``browser`` is a headless Chromium (Playwright) for the browser tests.
 * ``gen`` is a freshly seeded ``torch.Generator`` per test, so every test draws the same
   numbers whatever ran before it; ``make_gen(seed)`` builds more of them.
@@ -18,7 +21,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-import torch
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # read once, when torch loads its OpenMP
+import torch  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -79,12 +84,13 @@ def _seed_global_rngs():
     yield
 
 
-@pytest.fixture
-def torch_one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
+@pytest.fixture(autouse=True)
+def _torch_threads(request):
+    """torch's threads for the test: the module's ``TORCH_THREADS``, else one."""
+    want = getattr(request.module, "TORCH_THREADS", 1)
+    if torch.get_num_threads() != want:
+        torch.set_num_threads(want)
     yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture

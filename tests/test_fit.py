@@ -27,7 +27,6 @@ from cnce.models import ICA, Bernoulli, Gaussian, LogNormal, Ring, UnnormalisedM
 from cnce.losses import nce_loss
 from cnce.noise import MultiplicativeLogNormalNoise, NCEGaussianNoise, draw_base
 
-pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 K_CRB = 20.0
 

@@ -13,7 +13,7 @@ from cnce.images.data import Whitener
 from cnce.images.network import ImageNetwork
 from cnce.images.probes import GaborProbe, gabor
 
-torch.set_num_threads(2)
+TORCH_THREADS = 2  # torch's threads in this module's tests (tests/conftest.py)
 N = 32
 
 

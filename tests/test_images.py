@@ -15,7 +15,7 @@ from cnce.images.network import ImageNetwork, f_th, gain_control
 from cnce.images.train import choose_eps, load_state, network_from_state, train
 from cnce.plotting import PAGE_WIDTH
 
-torch.set_num_threads(2)
+TORCH_THREADS = 2  # torch's threads in this module's tests (tests/conftest.py)
 
 
 # -- loaders ---------------------------------------------------------------------------------

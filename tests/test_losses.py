@@ -18,8 +18,6 @@ from cnce.models import ICA, Bernoulli, Gaussian, LogNormal, Ring
 from cnce.noise import BernoulliFlipNoise, GaussianNoise, MultiplicativeLogNormalNoise
 from cnce.optim import AutogradObjective, LinearLogistic, NonlinearLogistic
 
-pytestmark = pytest.mark.usefixtures("torch_one_thread")
-
 
 def _models_and_noise():
     return [

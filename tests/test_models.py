@@ -18,7 +18,6 @@ from scipy import integrate, stats
 
 from cnce.models import ICA, Bernoulli, Gaussian, LogNormal, Ring, UnnormalisedModel, get_model, signed_permutation_match
 
-pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 Z = 5.0  # z-score bound for Monte Carlo checks (see module docstring)
 

@@ -17,7 +17,6 @@ from cnce.losses import LOG4
 from cnce.noise import BernoulliFlipNoise, GaussianNoise, MultiplicativeLogNormalNoise, NCEGaussianNoise, default_noise, draw_base
 from cnce.models import Bernoulli, Gaussian, LogNormal
 
-pytestmark = pytest.mark.usefixtures("torch_one_thread")
 Z = 5.0
 
 

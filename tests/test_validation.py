@@ -10,8 +10,6 @@ import torch
 import cnce
 from cnce.models import ICA, Bernoulli, Gaussian, LogNormal, Ring, get_model
 
-pytestmark = pytest.mark.usefixtures("torch_one_thread")
-
 
 @pytest.fixture
 def data(gen):
