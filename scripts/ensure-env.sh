@@ -34,7 +34,16 @@ if [ ! -f "$CORE_STAMP" ] || [ "$(cat "$CORE_STAMP")" != "$WANT" ]; then
 import re, tomllib
 for d in tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]:
     print(re.split(r"[<>=!~ ;\[]", d, maxsplit=1)[0])')
-  .venv/bin/python -m pip install -q -c requirements-lock.txt "${DEPS[@]}"
+  OTHERS=()
+  for d in "${DEPS[@]}"; do [ "$d" = torch ] || OTHERS+=("$d"); done
+  # two installers side by side (pip uses one core; torch alone takes about 40 s): torch with
+  # its dependencies, and the others with theirs (the two share no package)
+  .venv/bin/python -m pip install -q -c requirements-lock.txt torch &
+  torch_pid=$!
+  others_rc=0
+  .venv/bin/python -m pip install -q -c requirements-lock.txt "${OTHERS[@]}" || others_rc=$?
+  wait "$torch_pid" || { echo "[ensure-env] installing torch failed" >&2; exit 1; }
+  [ "$others_rc" = 0 ] || { echo "[ensure-env] installing the package's dependencies failed" >&2; exit 1; }
   echo "$WANT" > "$CORE_STAMP"
 fi
 [ "$CORE" = 1 ] && exit 0
