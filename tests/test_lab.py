@@ -35,7 +35,8 @@ import pytest
 
 from cnce.batch import read_notebook, repo_root
 
-pytestmark = pytest.mark.browser
+# one JupyterLab server for the module: its tests stay on one pytest-xdist worker (--dist loadgroup)
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("lab")]
 
 ROOT = repo_root()
 NB_DIR = ROOT / "notebooks"
