@@ -5,9 +5,10 @@
 # build) and once by nbval on a generic x86-64 with two threads (the other-CPU check).
 # 1. sets up ./.venv (scripts/ensure-env.sh): first the package's own dependencies, then, while
 #    the kernels compile, the rest of the lock;
-# 2. compiles the numba kernels for this CPU and for the generic x86-64, side by side, while
-#    Debian's chromium is installed when missing and apt-get is usable (best effort: without
-#    it the browser tests are skipped, not failed) -- so no two processes compile at once;
+# 2. compiles the numba kernels for this CPU (beside the rest of the lock), then for the generic
+#    x86-64, while Debian's chromium is installed when missing and apt-get is usable (best
+#    effort: without it the browser tests are skipped, not failed) -- so no two processes
+#    compile the same kernels at once;
 # 3. builds the book at quick scale (scripts/book.sh) in the background once this CPU's kernels
 #    are compiled, then at once runs the tests of the built book (its notebooks against the
 #    goldens, the browser checks) on two workers, while pytest runs every other test on
@@ -37,14 +38,14 @@ NATIVE_RC=runs/.test-compile-native.rc
 rm -f "$NATIVE_RC"
 ( .venv/bin/python -m cnce compile > runs/test-compile-native.log 2>&1; echo $? > "$NATIVE_RC" ) &
 native_pid=$!
-.venv/bin/python -m cnce compile --cpu generic > runs/test-compile-generic.log 2>&1 &
-generic_pid=$!
-scripts/ensure-env.sh  # the rest of the lock (book, tests, browser), beside the compiling
+# the rest of the lock (book, tests, browser) beside it, then the generic CPU's kernels: this
+# CPU's come first, since the book waits for them and is the longest path
+scripts/ensure-env.sh
 env_rc=$?
-wait "$generic_pid"
+[ "$env_rc" = 0 ] || { echo "[test] SETTING UP .venv FAILED"; wait "$native_pid"; exit 1; }
+.venv/bin/python -m cnce compile --cpu generic > runs/test-compile-generic.log 2>&1
 generic_rc=$?
 wait "$chromium_pid"
-[ "$env_rc" = 0 ] || { echo "[test] SETTING UP .venv FAILED"; exit 1; }
 tail -n 1 runs/test-compile-generic.log
 [ "$generic_rc" = 0 ] || { echo "[test] COMPILING THE KERNELS FOR THE GENERIC CPU FAILED"; exit 1; }
 echo "[test] set-up took $(( $(date +%s) - start )) s"
