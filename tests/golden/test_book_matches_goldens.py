@@ -3,10 +3,10 @@
 The book build executes every notebook as the goldens were made: in ``notebooks/``, under
 :data:`cnce.batch.GOLDEN_ENV` (one thread), on this machine's CPU, with the default
 parameters (quick scale, seed 0). Its executed copies (the execution cache,
-``.jupyter_cache/``, which keeps every output; the copies under ``_build/jupyter_execute/`` lack
-the glued ones) are compared here with the goldens, cell by cell, as nbval compares them (``conftest.py``:
-stderr left out, the same sanitising, numbers within :mod:`tolerant_compare`'s
-tolerances). nbval itself checks the goldens on a generic CPU with two threads, so each
+``.jupyter_cache/``, which keeps every output; the copies under ``_build/jupyter_execute/``
+lack the glued ones) are compared here with the goldens, cell by cell, as nbval compares them
+(``conftest.py``: stderr left out, the same sanitising, numbers within
+:mod:`tolerant_compare`'s tolerances). nbval itself checks the goldens on a generic CPU with two threads, so each
 notebook runs twice in the suite (book, other CPU) rather than three times.
 
 These tests need the built book (``scripts/test.sh`` runs them once it is built, with the

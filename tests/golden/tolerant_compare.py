@@ -143,8 +143,9 @@ def _flatten(outputs, sanitize) -> dict[str, list]:
 
 def compare_outputs(golden: list, fresh: list, sanitize, tol: Tolerance = DEFAULT) -> list[str]:
     """Why the ``fresh`` outputs of a cell do not match the ``golden`` ones (outputs as
-    ``nbformat`` reads them: texts are strings), compared as nbval compares them (``conftest.py``): the same fields in the same order, stderr left out, text
-    through ``sanitize`` and then :func:`compare_text`. An empty list when they match."""
+    ``nbformat`` reads them: texts are strings), compared as nbval compares them
+    (``conftest.py``): the same fields in the same order, stderr left out, text through
+    ``sanitize`` and then :func:`compare_text`. An empty list when they match."""
     g, f = _flatten(golden, sanitize), _flatten(fresh, sanitize)
     if set(g) != set(f):
         return [f"output fields differ: golden {sorted(g)}, fresh {sorted(f)}"]
