@@ -47,7 +47,7 @@ env_rc=$?
 generic_rc=$?
 wait "$chromium_pid"
 tail -n 1 runs/test-compile-generic.log
-[ "$generic_rc" = 0 ] || { echo "[test] COMPILING THE KERNELS FOR THE GENERIC CPU FAILED"; exit 1; }
+[ "$generic_rc" = 0 ] || { echo "[test] COMPILING THE KERNELS FOR THE GENERIC CPU FAILED"; wait "$native_pid"; exit 1; }
 echo "[test] set-up took $(( $(date +%s) - start )) s"
 
 # The kernels for this CPU compile longest. pytest need not wait for them: it starts with the
