@@ -286,6 +286,20 @@ def test_fit_gabor_recovers_parameters():
     assert fit_gabor(noise).r2 < 0.3
 
 
+def test_gabor_jacobian_matches_central_differences():
+    from cnce.images.probes import gabor, gabor_jacobian
+
+    p = np.array([13.0, 18.0, 0.7, 0.15, 0.4, 3.5, 1.3, 0.8])
+    J = gabor_jacobian(32, p)
+    assert J.shape == (32 * 32, 8)
+    h = 1e-5
+    for i in range(8):
+        d = np.zeros(8)
+        d[i] = h
+        numeric = (gabor(32, *(p + d)) - gabor(32, *(p - d))).ravel() / (2 * h)
+        np.testing.assert_allclose(J[:, i], numeric, atol=1e-6, err_msg=f"parameter {i}")
+
+
 def test_probe_top_patches_and_plots():
     import matplotlib
 

@@ -53,9 +53,10 @@ class Scale:
 
 #: ``quick`` is the run every book build and the golden notebook compute on one CPU core: the
 #: same code at a size that shows it runs, not one that decides between the methods (every
-#: network is far from trained). Notebook 08 executes in about 57 s with it, against about 234 s
-#: at 300 steps and batch 128 (measured on the project's 2-core machine)
-SCALES = {"quick": Scale(seeds=2, steps=100, eps_seeds=1, batch_size=64, grid=150, dtype="float64"),
+#: network is far from trained). Its comparison takes about 24 s on one core at 50 steps, against
+#: 38 s at 100 steps (measured side by side on the project's 2-core machine); notebook 08 took
+#: about 234 s at 300 steps and batch 128
+SCALES = {"quick": Scale(seeds=2, steps=50, eps_seeds=1, batch_size=64, grid=150, dtype="float64"),
           "paper": Scale(seeds=6, steps=2000, eps_seeds=2)}
 
 
