@@ -50,6 +50,7 @@ __all__ = [
     "book_sources_hash",
     "book_is_current",
     "build_book",
+    "prefill_execution_cache",
     "register",
 ]
 
@@ -481,27 +482,123 @@ def book_is_current(root: str | Path | None = None) -> bool:
         return False
 
 
+def _book_notebooks(root: Path) -> list[Path]:
+    """The executable pages of the book at ``root``: the Jupytext ``.py`` files that ``_toc.yml``
+    names (``file:`` entries with a ``.py`` beside them, and ``glob:`` entries), in its order."""
+    import yaml
+
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    found: list[Path] = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if isinstance(node.get("file"), str) and (root / f"{node['file']}.py").is_file():
+                found.append(root / f"{node['file']}.py")
+            if isinstance(node.get("glob"), str):
+                found.extend(sorted(p for p in root.glob(f"{node['glob']}.py") if p.is_file()))
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(toc)
+    if isinstance(toc.get("root"), str) and (root / f"{toc['root']}.py").is_file():
+        found.insert(0, root / f"{toc['root']}.py")
+    return list(dict.fromkeys(p.resolve() for p in found))
+
+
+def _read_like_the_book(path: Path):
+    """A notebook as the book's build reads it (``nb_custom_formats`` in ``_config.yml``)."""
+    import jupytext
+
+    return jupytext.reads(path.read_text(encoding="utf-8"), fmt="py:percent")
+
+
+def _execute_for_cache(path: str, timeout: int) -> tuple[str, str | None, float]:
+    """Execute one notebook the way the book's build does (working directory: its folder, no
+    errors allowed); returns ``(path, executed notebook as JSON or None on failure, seconds)``."""
+    import nbformat
+    from jupyter_cache.executors.utils import single_nb_execution
+
+    nb = _read_like_the_book(Path(path))
+    result = single_nb_execution(nb, cwd=str(Path(path).parent), allow_errors=False, timeout=timeout,
+                                 meta_override=True)
+    return path, (None if result.err is not None else nbformat.writes(nb)), result.time
+
+
+def prefill_execution_cache(root: Path, jobs: int, *, timeout: int = 1800, log=None) -> list[str]:
+    """Execute the book's notebooks that the execution cache lacks, ``jobs`` at a time, into the
+    cache the build then reads.
+
+    The build (myst-nb's cache mode) looks each notebook up by its code cells and kernel and
+    executes the ones it does not find, one after another; a notebook executed here, in the same
+    way (its folder as working directory, the caller's environment, no errors allowed), is found
+    and used as it is. The largest files start first (a proxy for the longest executions). A
+    notebook that fails here is not cached: the build executes it again and reports the error.
+    Returns the paths of the notebooks executed."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    import nbformat
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    cache = get_cache(str(root / ".jupyter_cache"))
+    todo = []
+    for path in _book_notebooks(root):
+        try:
+            cache.match_cache_notebook(_read_like_the_book(path))
+        except KeyError:
+            todo.append(path)
+    todo.sort(key=lambda p: p.stat().st_size, reverse=True)
+    done = []
+    if not todo:
+        return done
+    with ProcessPoolExecutor(max_workers=min(jobs, len(todo))) as pool:
+        futures = [pool.submit(_execute_for_cache, str(p), timeout) for p in todo]
+        for fut in as_completed(futures):
+            path, executed, seconds = fut.result()
+            name = Path(path).relative_to(root)
+            if executed is None:
+                if log:
+                    log(f"[book] {name} failed; the build executes it again and reports the error")
+                continue
+            cache.cache_notebook_bundle(CacheBundleIn(nbformat.reads(executed, as_version=4), path,
+                                                      data={"execution_seconds": seconds}),
+                                        check_validity=False, overwrite=True)
+            done.append(path)
+            if log:
+                log(f"[book] executed {name} in {seconds:.1f} s")
+    return done
+
+
 def build_book(
     *,
     root: str | Path | None = None,
     strict: bool = True,
     clean: bool = False,
     threads: int = 1,
+    jobs: int = 1,
 ) -> float:
     """Build the Jupyter Book into ``_build/html``; return the wall time in seconds.
 
     ``strict`` turns every Sphinx warning and every failing cell into a build failure
     (``-W -n --keep-going``). ``clean`` deletes ``_build`` and the execution cache first.
     Notebooks execute with :data:`GOLDEN_ENV` and ``threads`` CPU threads, so the book shows
-    the same numbers as the golden notebooks. Cached executions are dropped when the package
-    or the stored results changed since they were made. Raises ``RuntimeError`` when the
-    build fails.
+    the same numbers as the golden notebooks; ``jobs`` notebooks execute at a time
+    (:func:`prefill_execution_cache`; one thread each, so the numbers do not depend on it).
+    Cached executions are dropped when the package or the stored results changed since they
+    were made. Raises ``RuntimeError`` when the build fails.
     """
     import shutil
     import subprocess
 
+    import yaml
+
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads must be a positive int; got {threads!r}")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a positive int; got {jobs!r}")
     root = Path(root) if root is not None else repo_root()
     if not (root / "_config.yml").is_file():
         raise ValueError(f"root {str(root)!r} has no _config.yml")
@@ -521,6 +618,10 @@ def build_book(
     env = {**GOLDEN_ENV, **thread_env(threads)}
     t0 = time.perf_counter()
     with deterministic_env(env):
+        if jobs > 1:
+            execute = yaml.safe_load((root / "_config.yml").read_text()).get("execute") or {}
+            prefill_execution_cache(root, jobs, timeout=int(execute.get("timeout", 1800)),
+                                    log=lambda line: print(line, file=sys.stderr, flush=True))
         proc = subprocess.run(cmd, cwd=root)
     wall = time.perf_counter() - t0
     reports = sorted((root / "_build/html/reports").glob("*.err.log")) if (root / "_build/html/reports").is_dir() else []
@@ -531,7 +632,7 @@ def build_book(
     # hash again: a notebook may have written results during the build
     cache_stamp.write_text(_tree_hash(root, _EXECUTION_SOURCES) + "\n")
     (root / _BUILD_STAMP).write_text(json.dumps({"sources": book_sources_hash(root), "wall_s": round(wall, 1),
-                                                 "strict": strict, "threads": threads}))
+                                                 "strict": strict, "threads": threads, "jobs": jobs}))
     return wall
 
 
@@ -579,7 +680,7 @@ def _cmd_goldens(args) -> int:
 
 def _cmd_book(args) -> int:
     try:
-        wall = build_book(strict=not args.no_strict, clean=args.clean, threads=args.threads)
+        wall = build_book(strict=not args.no_strict, clean=args.clean, threads=args.threads, jobs=args.jobs)
     except (ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -628,4 +729,6 @@ def register(subparsers) -> None:
     b.add_argument("--no-strict", action="store_true", help="do not turn warnings into errors")
     b.add_argument("--threads", type=int, default=1,
                    help="CPU threads per notebook kernel (default 1)")
+    b.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
+                   help="notebooks executed at a time (default 2, or 1 on a one-core machine)")
     b.set_defaults(func=_cmd_book)

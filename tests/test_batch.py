@@ -168,9 +168,29 @@ def test_book_sources_hash_ignores_jupyterlab_outputs(tmp_path):
 
 def test_book_build_fails_loudly_on_a_failing_cell(tmp_path):
     root = _tiny_book(tmp_path / "b", BAD_NB)
-    with pytest.raises(RuntimeError, match="book build failed"):
-        batch.build_book(root=root)
+    assert batch.prefill_execution_cache(root, 2) == []  # a failure is not cached ...
+    with pytest.raises(RuntimeError, match="book build failed"):  # ... the build executes it again
+        batch.build_book(root=root, jobs=2)
     assert not batch.book_is_current(root)
+
+
+def test_notebooks_executed_side_by_side_are_what_the_build_uses(tmp_path):
+    root = _tiny_book(tmp_path / "b", OK_NB)
+    (root / "notebooks" / "02_nb.py").write_text(OK_NB.replace("alpha = 1.5", "alpha = 2.5"))
+    (root / "book" / "extra.py").write_text(OK_NB)  # not in the table of contents: not executed
+    assert batch._book_notebooks(root) == [(root / "notebooks" / f"0{i}_nb.py").resolve() for i in (1, 2)]
+    done = batch.prefill_execution_cache(root, 2)
+    assert sorted(Path(p).name for p in done) == ["01_nb.py", "02_nb.py"]
+    assert batch.prefill_execution_cache(root, 2) == []  # both are in the cache now
+    from jupyter_cache import get_cache
+
+    def records():
+        return sorted((r.pk, r.created) for r in get_cache(str(root / ".jupyter_cache")).list_cache_records())
+
+    before = records()
+    batch.build_book(root=root, jobs=2)
+    assert "alpha 2.5" in (root / "_build/html/notebooks/02_nb.html").read_text()
+    assert records() == before  # the build used them and executed nothing again
 
 
 def test_book_build_fails_on_a_warning(tmp_path):
@@ -183,5 +203,7 @@ def test_book_build_fails_on_a_warning(tmp_path):
 def test_build_book_validates_arguments(tmp_path):
     with pytest.raises(ValueError, match="threads"):
         batch.build_book(root=tmp_path, threads=0)
+    with pytest.raises(ValueError, match="jobs"):
+        batch.build_book(root=tmp_path, jobs=0)
     with pytest.raises(ValueError, match="_config.yml"):
         batch.build_book(root=tmp_path)
