@@ -144,10 +144,25 @@ def _tiny_book(root: Path, notebook: str, page: str = "# Intro\n\nHello.\n") -> 
 
 
 def test_book_build_succeeds_and_is_current(tmp_path):
+    """Two notebooks executed side by side (``jobs=2``) into the cache the build then uses."""
+    from jupyter_cache import get_cache
+
     root = _tiny_book(tmp_path / "b", OK_NB)
+    (root / "notebooks" / "02_nb.py").write_text(OK_NB.replace("alpha = 1.5", "alpha = 2.5"))
+    (root / "book" / "extra.py").write_text(OK_NB)  # not in the table of contents: not executed
+    assert batch._book_notebooks(root) == [(root / "notebooks" / f"0{i}_nb.py").resolve() for i in (1, 2)]
     assert not batch.book_is_current(root)
-    batch.build_book(root=root)
-    assert (root / "_build/html/notebooks/01_nb.html").is_file()
+    done = batch.prefill_execution_cache(root, 2)
+    assert sorted(Path(p).name for p in done) == ["01_nb.py", "02_nb.py"]
+    assert batch.prefill_execution_cache(root, 2) == []  # both are in the cache now
+
+    def records():
+        return sorted((r.pk, r.created) for r in get_cache(str(root / ".jupyter_cache")).list_cache_records())
+
+    before = records()
+    batch.build_book(root=root, jobs=2)
+    assert records() == before  # the build used them and executed nothing again
+    assert "alpha 2.5" in (root / "_build/html/notebooks/02_nb.html").read_text()
     assert batch.book_is_current(root)
     (root / "book" / "intro.md").write_text("# Intro\n\nEdited.\n")
     assert not batch.book_is_current(root)
@@ -168,29 +183,10 @@ def test_book_sources_hash_ignores_jupyterlab_outputs(tmp_path):
 
 def test_book_build_fails_loudly_on_a_failing_cell(tmp_path):
     root = _tiny_book(tmp_path / "b", BAD_NB)
-    assert batch.prefill_execution_cache(root, 2) == []  # a failure is not cached ...
-    with pytest.raises(RuntimeError, match="book build failed"):  # ... the build executes it again
-        batch.build_book(root=root, jobs=2)
+    assert batch.prefill_execution_cache(root, 2) == []  # a failure is not cached: the build executes it again
+    with pytest.raises(RuntimeError, match="book build failed"):
+        batch.build_book(root=root)
     assert not batch.book_is_current(root)
-
-
-def test_notebooks_executed_side_by_side_are_what_the_build_uses(tmp_path):
-    root = _tiny_book(tmp_path / "b", OK_NB)
-    (root / "notebooks" / "02_nb.py").write_text(OK_NB.replace("alpha = 1.5", "alpha = 2.5"))
-    (root / "book" / "extra.py").write_text(OK_NB)  # not in the table of contents: not executed
-    assert batch._book_notebooks(root) == [(root / "notebooks" / f"0{i}_nb.py").resolve() for i in (1, 2)]
-    done = batch.prefill_execution_cache(root, 2)
-    assert sorted(Path(p).name for p in done) == ["01_nb.py", "02_nb.py"]
-    assert batch.prefill_execution_cache(root, 2) == []  # both are in the cache now
-    from jupyter_cache import get_cache
-
-    def records():
-        return sorted((r.pk, r.created) for r in get_cache(str(root / ".jupyter_cache")).list_cache_records())
-
-    before = records()
-    batch.build_book(root=root, jobs=2)
-    assert "alpha 2.5" in (root / "_build/html/notebooks/02_nb.html").read_text()
-    assert records() == before  # the build used them and executed nothing again
 
 
 def test_book_build_fails_on_a_warning(tmp_path):
