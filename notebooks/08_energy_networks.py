@@ -358,7 +358,8 @@ print("truth: [[1.00, 0.60], [0.60, 2.00]]; truth + I: [[2.00, 0.60], [0.60, 3.0
 # ## The run computed by this build
 #
 # The table above is the committed paper-scale run (when one is stored); this build also
-# trained the quick scale: the same code with fewer steps, smaller batches and no eps study,
+# trained the quick scale: the same code with fewer steps, smaller batches, the eps heuristic
+# on fewer points and no eps study,
 # in float64 so that its printed table does not move with the CPU or the thread count (the
 # tests check it on a generic x86-64 with two threads against one thread here). At this size
 # every network is far from trained, so the table shows that the comparison runs on your

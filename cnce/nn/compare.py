@@ -45,6 +45,8 @@ class Scale:
     n_train: int = 20000
     n_test: int = 5000
     grid: int = 300
+    #: data points on which the eps heuristic evaluates J (``cnce.nn.train``'s ``eps_n``)
+    eps_n: int = 1024
     #: the networks' dtype: float64 at the quick scale, whose printed table the golden
     #: notebooks compare across CPUs and thread counts (in float32 an SSM run on the rings toy
     #: ended at -4.29 on one and -3.63 on another); the committed paper scale ran in float32
@@ -53,10 +55,10 @@ class Scale:
 
 #: ``quick`` is the run every book build and the golden notebook compute on one CPU core: the
 #: same code at a size that shows it runs, not one that decides between the methods (every
-#: network is far from trained). Its comparison takes about 24 s on one core at 50 steps, against
-#: 38 s at 100 steps (measured side by side on the project's 2-core machine); notebook 08 took
-#: about 234 s at 300 steps and batch 128
-SCALES = {"quick": Scale(seeds=2, steps=50, eps_seeds=1, batch_size=64, grid=150, dtype="float64"),
+#: network is far from trained). Its comparison takes about 19 s on one core at 50 steps with the
+#: eps heuristic on 256 points, against 24 s on 1024 points and 38 s at 100 steps (measured on the
+#: project's 2-core machine); notebook 08 took about 234 s at 300 steps and batch 128
+SCALES = {"quick": Scale(seeds=2, steps=50, eps_seeds=1, batch_size=64, grid=150, dtype="float64", eps_n=256),
           "paper": Scale(seeds=6, steps=2000, eps_seeds=2)}
 
 
@@ -71,7 +73,7 @@ def _one(toy, method, seed, sc: Scale, xtr, xte, device, eps="auto", eps_every=N
         eps_every = sc.steps
     e = eps if isinstance(eps, str) else eps * scale
     res = train(net, xtr, method, kappa=sc.kappa, eps=e, steps=sc.steps, batch_size=sc.batch_size, lr=sc.lr,
-                seed=derive_seed(seed, "train", toy), device=device, eps_every=eps_every, progress=False)
+                seed=derive_seed(seed, "train", toy), device=device, eps_every=eps_every, eps_n=sc.eps_n, progress=False)
     ll = log_likelihood(net.cpu(), xte, n=sc.grid)
     if keep is not None:
         keep[(toy, method)] = {k: v.detach().cpu() for k, v in net.state_dict().items()}
@@ -233,7 +235,7 @@ def main(argv=None):
     p = results_path(a.name)
     old = load_paper(a.name) if p.exists() else None
     prov_old = old[3] if old else {}
-    if old and {"dtype": "float32"} | prov_old.get("settings", {}) | {"seeds": 0, "eps_seeds": 0} != asdict(SCALES[a.scale]) | {"seeds": 0, "eps_seeds": 0}:
+    if old and {"dtype": "float32", "eps_n": 1024} | prov_old.get("settings", {}) | {"seeds": 0, "eps_seeds": 0} != asdict(SCALES[a.scale]) | {"seeds": 0, "eps_seeds": 0}:
         raise SystemExit(f"{p} holds a run with other settings; move it away first")
     if old:
         print(f"reusing the {len(old[0])} + {len(old[1])} rows stored in {p}", flush=True)
