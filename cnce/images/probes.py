@@ -13,8 +13,8 @@ import torch
 from cnce.images.data import Whitener
 from cnce.images.network import ImageNetwork
 
-__all__ = ["gabor", "gabor_jacobian", "fit_gabor", "fit_gabors", "gabor_like", "gabor_summary", "fastica", "GaborProbe", "probe_layer",
-           "top_patches"]
+__all__ = ["gabor", "gabor_jacobian", "fit_gabor", "fit_gabors", "gabor_like", "gabor_summary", "fastica", "GaborProbe",
+           "probe_layer", "top_patches"]
 
 
 def gabor(size: int, x0, y0, theta, freq, phase, sigma, gamma=1.0, amp=1.0) -> np.ndarray:

@@ -25,14 +25,14 @@ def signed_permutation_match(B_hat: torch.Tensor, B: torch.Tensor) -> torch.Tens
     code instead matches each row greedily by the largest entry of ``B_hat B^-1``, which can
     give the same row twice; the two agree whenever the estimate is close to the truth.
     """
+    from scipy.optimize import linear_sum_assignment  # here, not at import: scipy.optimize takes 0.6 s
+
     Bh = B_hat.detach().cpu().numpy()
     Bt = B.detach().cpu().numpy()
     out = np.empty_like(Bh)
     for s in range(Bh.shape[0]):
         dm = ((Bh[s][:, None, :] - Bt[s][None, :, :]) ** 2).sum(-1)
         dp = ((Bh[s][:, None, :] + Bt[s][None, :, :]) ** 2).sum(-1)
-        from scipy.optimize import linear_sum_assignment  # here: importing scipy.optimize costs 0.6 s
-
         rows, cols = linear_sum_assignment(np.minimum(dm, dp))
         for r, c in zip(rows, cols):
             out[s, c] = Bh[s, r] if dm[r, c] <= dp[r, c] else -Bh[s, r]
