@@ -1,9 +1,10 @@
 """``cnce.fit`` now against ``cnce.fit`` at another commit, in one process: the same problems,
-alternating old and new calls (each first in every other repeat), one thread; the median time of each and their ratio, and
+alternating old and new calls (each first in every other repeat), one thread (``--threads``: the
+fit's threads; torch and BLAS keep one); the median time of each and their ratio, and
 whether the estimates are bitwise equal. For changes that must not move results or speed
 (e.g. issue 26's settled plan).
 
-    python benchmarks/against_commit.py REV [--repeats 5] [--cases gaussian ica ...] [--out FILE.json]
+    python benchmarks/against_commit.py REV [--repeats 5] [--threads 1] [--cases gaussian ica ...] [--out FILE.json]
 
 The package at ``REV`` is extracted with ``git archive`` into ``/tmp/cnce-at-<REV>/`` and
 imported as ``cnce_at_<REV>`` (its numba kernels compile once there, not timed).
@@ -60,14 +61,14 @@ def package_at(rev: str):
     return importlib.import_module(name), sha
 
 
-def run_case(pkg_new, pkg_old, case, repeats):
+def run_case(pkg_new, pkg_old, case, repeats, threads=1):
     cls, mkw, method, S, N, kappa, eps = CASES[case]
     g = torch.Generator().manual_seed(0)
     m_new = getattr(pkg_new.models, cls)(**mkw)
     m_old = getattr(pkg_old.models, cls)(**mkw)
     x = m_new.sample(m_new.random_params(S, generator=g), N, generator=g)
     th0 = m_new.init_params(S, generator=g)
-    kw = dict(theta0=th0, seed=3, threads=1)
+    kw = dict(theta0=th0, seed=3, threads=threads)
     if kappa is not None:
         kw["kappa"] = kappa
     if eps is not None:
@@ -83,7 +84,7 @@ def run_case(pkg_new, pkg_old, case, repeats):
             res[k] = calls[k]()
             ts[k].append(time.perf_counter() - t0)
     old, new = res["old"], res["new"]
-    row = dict(case=case, model=cls, method=method, S=S, N=N, kappa=kappa, eps=str(eps), backend=new.info["backend"],
+    row = dict(case=case, threads=threads, model=cls, method=method, S=S, N=N, kappa=kappa, eps=str(eps), backend=new.info["backend"],
                old_s=statistics.median(ts["old"]), new_s=statistics.median(ts["new"]),
                theta_bitwise_equal=bool(torch.equal(old.theta, new.theta)),
                eps_bitwise_equal=bool(torch.equal(old.eps, new.eps) or (old.eps.isnan().all() and new.eps.isnan().all())),
@@ -97,6 +98,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("rev")
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--threads", type=int, default=1, help="threads of each fit (default 1)")
     p.add_argument("--cases", nargs="*", default=list(CASES))
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
@@ -105,7 +107,7 @@ def main(argv=None):
     info = machine_info(1)
     rows = []
     for case in args.cases:
-        row = run_case(cnce, old, case, args.repeats)
+        row = run_case(cnce, old, case, args.repeats, args.threads)
         rows.append(row)
         print(json.dumps(row), flush=True)
     out = dict(machine=info, old=sha, new=git("rev-parse", "--short", "HEAD"), repeats=args.repeats, rows=rows,

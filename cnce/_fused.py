@@ -8,8 +8,8 @@ one compiled pass per point pair does all of it: the noise ``y = x + eps xi`` an
 model's sufficient statistics are formed on the fly from the data and the noise base (no
 feature matrix is stored), and the margin, ``softplus``, ``sigmoid``, gradient and
 Gauss-Newton accumulation share one exponential. Each simulation is solved to the end
-before the next starts, so its data stay in cache across iterations, and simulations run in
-parallel threads (``prange``).
+before the next starts, so its data stay in cache across iterations, and simulations run on
+``threads`` Python threads (:func:`_over_sims`; the kernels release the GIL).
 
 Structure: a model's kernel is one *block kernel* (``_block_<name>``) that forms the margins
 and features of the rows of a block of data points; a single driver, :func:`_drive`, runs the
@@ -48,22 +48,17 @@ and ``6``: CNCE and NCE for the ring model (Eq. 17) with its known radius.
 from __future__ import annotations
 
 import math
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from .options import NewtonSettings
 
 try:  # numba is a dependency, but keep the package importable without it (torch fallback)
-    import numba
-    from numba import literally, njit, prange
+    from numba import literally, njit
 
-    # numba's OpenMP threading layer shares libgomp with torch, and its spinning workers made
-    # every later torch operation ~10x slower (measured); the workqueue layer does not spin.
-    # The layer is chosen at the first parallel launch, so setting numba's config here is
-    # enough (no environment variable); a layer the user chose (NUMBA_THREADING_LAYER, read
-    # by numba itself) is kept.
-    if numba.config.THREADING_LAYER == "default":
-        numba.config.THREADING_LAYER = "workqueue"
     HAVE_NUMBA = True
 except Exception:  # pragma: no cover - exercised only where numba is missing
     HAVE_NUMBA = False
@@ -92,6 +87,12 @@ if HAVE_NUMBA:
     # reassociate additions; the logistic block itself stays IEEE-exact (its argument
     # reduction depends on the order of operations)
     _JIT_SUM = dict(_JIT, fastmath={"reassoc", "contract", "nsz"})
+    # the entry points (``_*_all``): simulations ``lo..hi-1``, without the GIL, so that
+    # :func:`_over_sims` runs them on several Python threads. (numba's ``parallel=True`` did
+    # this with ``prange`` but compiled every callee three times more: each parallel function
+    # links its callees into an outlined body and again into itself, and the drivers under
+    # them were most of the compile time.)
+    _JIT_ALL = dict(_JIT, nogil=True)
 
     @njit(**_JIT)
     def _logistic_block(M, SP, W, nt):
@@ -618,15 +619,15 @@ if HAVE_NUMBA:
                 for c in range(D):
                     ZT[c, t] = eps * XI[i, k, c]
 
-    @njit(cache=True, parallel=True, error_model="numpy")
-    def _nce_c0_all(kind, X, XI, prm, theta, a, n0, block_pairs, out):
+    @njit(**_JIT_ALL)
+    def _nce_c0_all(kind, X, XI, prm, theta, a, n0, block_pairs, out, lo, hi):
         """NCE's start for ``c``: ``-log`` of the importance-sampling estimate of ``Z(theta)`` from the
         noise points of the first ``n0`` data points, ``-(logsumexp(log phi(y) - log p_n(y)) - log n)``."""
-        S, N, D = X.shape
+        D = X.shape[2]
         K = XI.shape[2]
         P = theta.shape[1]
         log_nu = math.log(K)
-        for s in prange(S):
+        for s in range(lo, hi):
             buf = _buffers(K + 1, D, P, block_pairs)
             XB, Z, M = buf[0], buf[1], buf[2]
             th = theta[s]
@@ -949,14 +950,14 @@ if HAVE_NUMBA:
             gmax = max(gmax, abs(g[q]))
         return loss, gmax, it, converged
 
-    @njit(cache=True, parallel=True, error_model="numpy")
+    @njit(**_JIT_ALL)
     def _newton_all(kind, X, XI, prm, theta, stages, a, hess_points, block_pairs, max_iter, tol, stage_tol, ftol,
                     patience, c1, max_halvings, reuse_h, init_loss, loss, gmax, n_iter, conv, passes, hess_last,
-                    carry_h, noise_t, h_cost, alpha_grow):
-        S, N, D = X.shape
+                    carry_h, noise_t, h_cost, alpha_grow, lo, hi):
+        N, D = X.shape[1], X.shape[2]
         K = XI.shape[2]
         P = theta.shape[1]
-        for s in prange(S):
+        for s in range(lo, hi):
             buf = _buffers(_rows(kind, K), D, P, block_pairs)
             g0 = np.empty(P)
             H0 = np.empty((P, P))
@@ -983,13 +984,13 @@ if HAVE_NUMBA:
                     conv[s] = cv
             theta[s, :] = th
 
-    @njit(cache=True, parallel=True, error_model="numpy")
-    def _loss_all(kind, X, XI, prm, theta, a, block_pairs, sims, n_data, out):
-        """``out[j]`` = the loss of simulation ``sims[j]`` on its first ``n_data`` data points."""
-        S, N, D = X.shape
+    @njit(**_JIT_ALL)
+    def _loss_all(kind, X, XI, prm, theta, a, block_pairs, sims, n_data, out, lo, hi):
+        """``out[j]`` = the loss of simulation ``sims[j]`` on its first ``n_data`` data points (``j`` in ``lo..hi-1``)."""
+        D = X.shape[2]
         K = XI.shape[2]
         P = theta.shape[1]
-        for j in prange(sims.shape[0]):
+        for j in range(lo, hi):
             s = sims[j]
             buf = _buffers(_rows(kind, K), D, P, block_pairs)
             out[j] = _scale(kind, n_data, K) * _pass(kind, X[s], XI[s], prm[s], theta[s].copy(), n_data, K, a,
@@ -1193,11 +1194,10 @@ if HAVE_NUMBA:
             gmax = max(gmax, abs(g[k]))
         return loss, init_loss, gmax, it, converged
 
-    @njit(cache=True, parallel=True, error_model="numpy")
+    @njit(**_JIT_ALL)
     def _ica_mle_all(X, theta, a, const, max_iter, history, gtol, ftol, patience, c1, max_halvings, loss, init_loss,
-                     gmax, n_iter, conv):
-        S = X.shape[0]
-        for s in prange(S):
+                     gmax, n_iter, conv, lo, hi):
+        for s in range(lo, hi):
             XT = np.ascontiguousarray(X[s].T)
             th = theta[s].copy()
             l, l0, gm, it, cv = _ica_mle_lbfgs(XT, th, a, const, max_iter, history, gtol, ftol, patience, c1,
@@ -1214,24 +1214,48 @@ def ica_mle_all(X, theta0, settings, *, a, threads: int):
     """Maximum likelihood for the ICA model (Eq. 16 with its normaliser) by L-BFGS, every
     simulation in one call: the algorithm and stopping rules of :func:`cnce.optim.lbfgs`, with
     the same :class:`~cnce.options.LBFGSSettings`."""
-    _threads(threads)
     S, N, D = X.shape
     theta = np.array(theta0, dtype=np.float64, order="C", copy=True)
     out = dict(loss=np.empty(S), init_loss=np.empty(S), grad_norm=np.empty(S), n_iter=np.empty(S, np.int64),
                converged=np.empty(S, np.bool_))
     const = 0.5 * D * math.log(2.0)
     st = settings
-    _ica_mle_all(X, theta, float(a), const, int(st.max_iter), int(st.history), float(st.gtol), float(st.ftol),
-                 int(st.patience), float(st.c1), int(st.max_halvings), out["loss"], out["init_loss"], out["grad_norm"],
-                 out["n_iter"], out["converged"])
+    _over_sims(_ica_mle_all, S, threads, X, theta, float(a), const, int(st.max_iter), int(st.history),
+               float(st.gtol), float(st.ftol), int(st.patience), float(st.c1), int(st.max_halvings), out["loss"],
+               out["init_loss"], out["grad_norm"], out["n_iter"], out["converged"])
     out["psi"] = theta
     return out
 
 
-def _threads(threads: int):
-    """numba's thread count for the next call: ``threads`` (an integer >= 1, settled by
-    :func:`cnce.fit`), at most numba's pool size."""
-    numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))
+_POOLS: dict[tuple[int, int], ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _pool(threads: int) -> ThreadPoolExecutor:
+    """A pool of ``threads`` worker threads, one per process and size (a forked child makes
+    its own: the parent's threads do not exist there)."""
+    key = (os.getpid(), threads)
+    with _POOLS_LOCK:
+        if key not in _POOLS:
+            _POOLS[key] = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=f"cnce-kernels-{threads}")
+        return _POOLS[key]
+
+
+def _over_sims(kernel, n: int, threads: int, *args) -> None:
+    """Run an entry point ``kernel(*args, lo, hi)`` over its ``n`` simulations (or indices):
+    in this thread when ``threads`` (an integer >= 1, settled by :func:`cnce.fit`) is 1 or
+    ``n`` is 1, else one simulation per task on a pool of ``min(threads, n)`` threads (the
+    kernels release the GIL; the first free thread takes the next simulation). Every
+    simulation is solved by one thread with the same code, so the results do not depend on
+    ``threads``."""
+    threads = max(1, min(int(threads), n))
+    if threads == 1:
+        if n > 0:
+            kernel(*args, 0, n)
+        return
+    pool = _pool(threads)
+    for f in [pool.submit(kernel, *args, s, s + 1) for s in range(n)]:
+        f.result()
 
 
 def default_stages(N: int, K: int, progressive: bool, min_pairs: int = 2_000) -> np.ndarray:
@@ -1268,12 +1292,11 @@ def nce_params(mean, chol, kappa: int) -> np.ndarray:
 def nce_c0(kind, X, XI, prm, theta, *, n_points: int, threads: int, a=0.0, block_pairs=NewtonSettings.block_pairs):
     """NCE's starting log-normaliser for every simulation (see ``cnce.backends.torch._nce_c0``): from the noise
     points of the first ``ceil(n_points / K)`` data points (all when fewer)."""
-    _threads(threads)
     S, N, _ = X.shape
     K = XI.shape[2]
     out = np.empty(S)
-    _nce_c0_all(kind, X, XI, _prm(prm), np.ascontiguousarray(theta, dtype=np.float64), float(a),
-                min(N, -(-int(n_points) // K)), int(block_pairs), out)
+    _over_sims(_nce_c0_all, S, threads, kind, X, XI, _prm(prm), np.ascontiguousarray(theta, dtype=np.float64),
+               float(a), min(N, -(-int(n_points) // K)), int(block_pairs), out)
     return out
 
 
@@ -1288,7 +1311,6 @@ def newton_all(kind, X, XI, prm, theta0, settings, *, threads: int, a=0.0):
     the passes over the data per simulation (a pass over a progressive stage's share of the
     data counts as that share): loss only (the start and rejected line-search trials), loss and
     gradient, and loss, gradient and Gauss-Newton matrix."""
-    _threads(threads)
     st = settings
     S, N, _ = X.shape
     K = XI.shape[2]
@@ -1297,11 +1319,11 @@ def newton_all(kind, X, XI, prm, theta0, settings, *, threads: int, a=0.0):
                converged=np.empty(S, np.bool_), passes=np.zeros((S, 3)))
     stages = default_stages(N, K, st.progressive)
     hess_last = st.hess_points if st.hess_last is None else st.hess_last
-    _newton_all(kind, X, XI, _prm(prm), theta, stages, float(a), int(st.hess_points),
-                int(st.block_pairs), int(st.max_iter), float(st.tol), float(st.stage_tol), float(st.ftol),
-                int(st.patience), float(st.c1), int(st.max_halvings), bool(st.reuse_h), out["init_loss"], out["loss"],
-                out["grad_norm"], out["n_iter"], out["converged"], out["passes"], int(hess_last), bool(st.carry_h),
-                bool(st.noise_t), float(st.h_cost), float(st.alpha_grow))
+    _over_sims(_newton_all, S, threads, kind, X, XI, _prm(prm), theta, stages, float(a), int(st.hess_points),
+               int(st.block_pairs), int(st.max_iter), float(st.tol), float(st.stage_tol), float(st.ftol),
+               int(st.patience), float(st.c1), int(st.max_halvings), bool(st.reuse_h), out["init_loss"], out["loss"],
+               out["grad_norm"], out["n_iter"], out["converged"], out["passes"], int(hess_last), bool(st.carry_h),
+               bool(st.noise_t), float(st.h_cost), float(st.alpha_grow))
     out["psi"] = theta
     return out
 
@@ -1313,13 +1335,12 @@ def loss_all(kind, X, XI, prm, theta, *, threads: int, a=0.0, block_pairs=Newton
     ``sims``: only these simulations (indices; the result has one entry per index), e.g. those
     the heuristic is still searching for. ``n_data``: the loss of the first ``n_data`` data
     points (with their noise) only, normalised by that number; default all."""
-    _threads(threads)
     N = X.shape[1]
     n_data = N if n_data is None else int(n_data)
     if not 1 <= n_data <= N:
         raise ValueError(f"n_data must be in [1, {N}]; got {n_data}")
     sims = np.arange(X.shape[0]) if sims is None else np.ascontiguousarray(sims, dtype=np.int64)
     out = np.empty(sims.shape[0])
-    _loss_all(kind, X, XI, _prm(prm), np.ascontiguousarray(theta, dtype=np.float64),
-              float(a), int(block_pairs), sims, n_data, out)
+    _over_sims(_loss_all, sims.shape[0], threads, kind, X, XI, _prm(prm), np.ascontiguousarray(theta, dtype=np.float64),
+               float(a), int(block_pairs), sims, n_data, out)
     return out
