@@ -1086,7 +1086,7 @@ if HAVE_NUMBA:
         rho = np.zeros(history)
         n_hist = 0
         head = 0  # index of the oldest stored pair
-        loss = _ica_mle_eval(XT, theta, a, True, g, S, Bm, const)
+        loss = _ica_mle_eval(XT, theta, a, np.bool_(True), g, S, Bm, const)
         init_loss = loss
         it = 0
         quiet = 0
@@ -1146,7 +1146,7 @@ if HAVE_NUMBA:
             for h in range(max_halvings):
                 for k in range(P):
                     th_new[k] = theta[k] + alpha * d[k]
-                loss_new = _ica_mle_eval(XT, th_new, a, False, g_new, S, Bm, const)
+                loss_new = _ica_mle_eval(XT, th_new, a, np.bool_(False), g_new, S, Bm, const)
                 if np.isfinite(loss_new) and loss_new <= loss + c1 * alpha * slope:
                     accepted = True
                     break
@@ -1158,7 +1158,7 @@ if HAVE_NUMBA:
             if not accepted:
                 converged = gmax < 1e-6
                 break
-            loss_new = _ica_mle_eval(XT, th_new, a, True, g_new, S, Bm, const)
+            loss_new = _ica_mle_eval(XT, th_new, a, np.bool_(True), g_new, S, Bm, const)
             sy = 0.0
             ss = 0.0
             yy = 0.0
