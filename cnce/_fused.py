@@ -1227,6 +1227,8 @@ def ica_mle_all(X, theta0, settings, *, a, threads: int):
     return out
 
 
+#: at most this many threads (as numba's own pool was): more than the CPUs only slow the fit
+_CPUS = os.cpu_count() or 1
 _POOLS: dict[tuple[int, int], ThreadPoolExecutor] = {}
 _POOLS_LOCK = threading.Lock()
 
@@ -1244,11 +1246,11 @@ def _pool(threads: int) -> ThreadPoolExecutor:
 def _over_sims(kernel, n: int, threads: int, *args) -> None:
     """Run an entry point ``kernel(*args, lo, hi)`` over its ``n`` simulations (or indices):
     in this thread when ``threads`` (an integer >= 1, settled by :func:`cnce.fit`) is 1 or
-    ``n`` is 1, else one simulation per task on a pool of ``min(threads, n)`` threads (the
-    kernels release the GIL; the first free thread takes the next simulation). Every
+    ``n`` is 1, else one simulation per task on a pool of ``min(threads, n, CPUs)`` threads
+    (the kernels release the GIL; the first free thread takes the next simulation). Every
     simulation is solved by one thread with the same code, so the results do not depend on
     ``threads``."""
-    threads = max(1, min(int(threads), n))
+    threads = max(1, min(int(threads), n, _CPUS))
     if threads == 1:
         if n > 0:
             kernel(*args, 0, n)

@@ -108,6 +108,7 @@ def test_threads_are_python_threads_with_the_estimates_of_one(monkeypatch, metho
         return real(*args)
 
     monkeypatch.setattr(_fused, kernel, spy)
+    monkeypatch.setattr(_fused, "_CPUS", 8)  # a pool of three threads on any machine
     three = cnce.fit(m, x, method, threads=3, **kw)
     assert len(names) == 3 and all(n.startswith("cnce-kernels-3") for n in names), names
     assert torch.equal(one.theta, three.theta) and torch.equal(one.n_iter, three.n_iter)
