@@ -26,11 +26,18 @@ def gabor(size: int, x0, y0, theta, freq, phase, sigma, gamma=1.0, amp=1.0) -> n
     """
     args = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (x0, y0, theta, freq, phase, sigma, gamma, amp)))
     x0, y0, theta, freq, phase, sigma, gamma, amp = (a[..., None, None] for a in args)
+    xr, _, env = _gabor_frame(size, x0, y0, theta, sigma, gamma)
+    return amp * env * np.cos(2 * np.pi * freq * xr + phase)
+
+
+def _gabor_frame(size: int, x0, y0, theta, sigma, gamma):
+    """The pixel grid in :func:`gabor`'s rotated coordinates ``xr`` (along the wave vector) and
+    ``yr`` (across it), and its Gaussian envelope."""
     yy, xx = np.mgrid[0:size, 0:size].astype(float)
     xr = (xx - x0) * np.cos(theta) + (yy - y0) * np.sin(theta)
     yr = -(xx - x0) * np.sin(theta) + (yy - y0) * np.cos(theta)
     env = np.exp(-0.5 * (xr**2 / sigma**2 + yr**2 / (sigma * gamma) ** 2))
-    return amp * env * np.cos(2 * np.pi * freq * xr + phase)
+    return xr, yr, env
 
 
 def gabor_jacobian(size: int, p) -> np.ndarray:
@@ -39,13 +46,9 @@ def gabor_jacobian(size: int, p) -> np.ndarray:
     order of ``gabor(size, *p).ravel()``. Analytic: with ``xr, yr`` the rotated coordinates,
     ``env`` the envelope and ``phi = 2 pi freq xr + phase``, the value is ``amp env cos(phi)``."""
     x0, y0, theta, freq, phase, sigma, gamma, amp = (float(v) for v in p)
-    yy, xx = np.mgrid[0:size, 0:size].astype(float)
+    xr, yr, env = _gabor_frame(size, x0, y0, theta, sigma, gamma)
     c, s = math.cos(theta), math.sin(theta)
-    dx, dy = xx - x0, yy - y0
-    xr = dx * c + dy * s
-    yr = -dx * s + dy * c
     sy2 = (sigma * gamma) ** 2
-    env = np.exp(-0.5 * (xr**2 / sigma**2 + yr**2 / sy2))
     phi = 2 * np.pi * freq * xr + phase
     ec, es = env * np.cos(phi), env * np.sin(phi)
     g_xr = amp * (-ec * xr / sigma**2 - 2 * np.pi * freq * es)  # d value / d xr, at fixed yr
