@@ -1,4 +1,5 @@
-"""Named configurations of the image-model training: ``quick``, ``demo``, ``paper``, ``paper-adam``, ``smoke``.
+"""Named configurations of the image-model training: ``quick``, ``demo``, ``paper``, ``paper-l3-ensemble``,
+``paper-adam``, ``smoke``.
 
 Every configuration follows the authors' code where the paper is silent (see
 :mod:`cnce.images.train`): their initialisation (``init="authors"``), dense pooling starts
@@ -13,8 +14,14 @@ choices stay available as options (``"orthonormal"``, ``"planted"``, ``"linear"`
   20/21/8/8 (``redraw="authors"``: layer 1 draws three sets, at meta-iterations 1, 20 and 40),
   40/20/20/20 meta-iterations, each one call of their minimiser (``optimizer="cg"``,
   :mod:`cnce.images.cg`: Polak-Ribiere conjugate gradients, 10 near-exact line searches); J of
-  the eps rule on 100k points of the batch. Meant for one GPU
+  the eps rule on 100k points of the batch; the layer-3 input as their code builds it (each
+  sample's mean over its 200 layer-2 outputs removed, then a PCA to 196 dimensions fitted on
+  400k samples: ``l3_centre="sample"``, ``n_whiten3``). Meant for one GPU
   (``python -m cnce image-train --config paper --device cuda --out DIR``).
+* ``paper-l3-ensemble``: ``paper`` with the project's earlier layer-3 input (the ensemble mean
+  removed, PCA on 150k samples), the configuration of the committed four-layer runs on the
+  bundled photographs (``data/weights/paper*``; their saved configs are named ``paper`` and
+  predate the option, which is why a config without ``l3_centre`` reads as ``"ensemble"``).
 * ``demo``: the paper's layer widths (K1 = 600, K2 = 200, D3 = 196, K3 = 60, K4 = 30) on a
   CPU budget: fresh patches every meta-iteration (20,000 for layer 1, 5,000 above it; the
   authors' 40/20/20/20 meta-iterations), one pass of Adam minibatches per meta-iteration
@@ -71,6 +78,13 @@ class ImageConfig:
     pool_start: str = "dense"
     # layer-3 unit while training layer 3: "max" (authors' rectifying activator) or "linear"
     l3_nonlinearity: str = "max"
+    # the layer-3 input (the whitening of z2 before the intermediate gain control):
+    # "ensemble" removes the ensemble mean of z2 before the PCA (the project's earlier input, and
+    # what a saved config without this key used); "sample" first removes each sample's mean over
+    # its K2 layer-2 outputs (the authors' code), then the ensemble mean. The PCA is fitted on
+    # `n_whiten3` samples (None: max(n_patches[2], 4 K2), the earlier size).
+    l3_centre: str = "ensemble"
+    n_whiten3: int | None = None
     # CNCE
     kappa: int = 6
     eps_rule: str = "authors"  # "authors": NoiseProcessor.m, from eps_base every meta-iteration; "carry"
@@ -110,11 +124,15 @@ class ImageConfig:
 
     def __post_init__(self):
         for name, allowed in (("init", ("authors", "orthonormal")), ("pool_start", ("dense", "planted")),
-                              ("l3_nonlinearity", ("max", "linear")), ("eps_rule", ("authors", "carry")),
+                              ("l3_nonlinearity", ("max", "linear")), ("l3_centre", ("ensemble", "sample")),
+                              ("eps_rule", ("authors", "carry")),
                               ("optimizer", OPTIMIZERS), ("redraw", ("authors", "blocks")),
                               ("nce_c", ("carry", "reset"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}; got {getattr(self, name)!r}")
+        if self.n_whiten3 is not None and (isinstance(self.n_whiten3, bool) or not isinstance(self.n_whiten3, int)
+                                           or self.n_whiten3 < 2 * self.K2):
+            raise ValueError(f"n_whiten3 must be None or an int >= 2 K2 = {2 * self.K2}; got {self.n_whiten3!r}")
         if self.main_set is not None and any(m < n for m, n in zip(self.main_set, self.n_patches)):
             raise ValueError(f"main_set must be >= n_patches per layer; got {self.main_set!r} and {self.n_patches!r}")
 
@@ -128,7 +146,11 @@ class ImageConfig:
     def network_kwargs(self) -> dict:
         """Arguments of :class:`~cnce.images.network.ImageNetwork` (sizes and initialisation)."""
         return dict(self.sizes(), init=self.init, init_scale=self.init_scale, b_init=self.b_init,
-                    l3_nonlinearity=self.l3_nonlinearity)
+                    l3_nonlinearity=self.l3_nonlinearity, l3_centre=self.l3_centre)
+
+    def whiten3_samples(self) -> int:
+        """Patches whose layer-2 outputs the layer-3 PCA is fitted on."""
+        return int(self.n_whiten3) if self.n_whiten3 is not None else max(self.n_patches[2], 4 * self.K2)
 
     def for_comparison(self) -> "ImageConfig":
         """The smaller first layer trained for the CNCE/NCE comparison of Supp. D.2."""
@@ -146,13 +168,20 @@ class ImageConfig:
 PAPER_ADAM_LR = (1e-2 * (200 / 600) ** 0.5, 1e-3, 1e-3, 1e-3)
 
 CONFIGS: dict[str, ImageConfig] = {
-    "paper": ImageConfig(name="paper", chunk=16_384, n_whiten=400_000, lr=PAPER_ADAM_LR),
+    "paper": ImageConfig(name="paper", chunk=16_384, n_whiten=400_000, lr=PAPER_ADAM_LR, l3_centre="sample",
+                         n_whiten3=400_000),
+    # `paper` with the project's earlier layer-3 input (ensemble-centred z2, PCA on 150,000
+    # samples): the configuration of the committed runs `paper/` and `paper-seed<k>/` on the
+    # bundled photographs (their saved configs, named "paper", predate the option)
+    "paper-l3-ensemble": ImageConfig(name="paper-l3-ensemble", chunk=16_384, n_whiten=400_000, lr=PAPER_ADAM_LR),
     # the paper's sizes and batch sizes with fresh patches and Adam (two changes at once; the
     # ablation of notebook 06 changes one at a time)
     "paper-adam": ImageConfig(
         name="paper-adam",
         chunk=16_384,
         n_whiten=400_000,
+        l3_centre="sample",
+        n_whiten3=400_000,
         main_set=None,
         optimizer="adam",
         lr=PAPER_ADAM_LR,

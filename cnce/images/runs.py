@@ -79,8 +79,9 @@ def network_from_state(state: dict) -> tuple[ImageNetwork, Whitener]:
 
 def _network_options(config: dict) -> dict:
     """Initialisation and layer-3 options of a saved config (runs saved before these options
-    existed used the orthonormal start and the linear z3)."""
-    return dict(init=config.get("init", "orthonormal"), l3_nonlinearity=config.get("l3_nonlinearity", "linear"))
+    existed used the orthonormal start, the linear z3 and the ensemble-centred layer-3 input)."""
+    return dict(init=config.get("init", "orthonormal"), l3_nonlinearity=config.get("l3_nonlinearity", "linear"),
+                l3_centre=config.get("l3_centre", "ensemble"))
 
 
 def load_results(root: str | os.PathLike | None = None) -> dict:

@@ -189,6 +189,20 @@ def _cnce_tree(sub: str = "cnce") -> str | None:
     return _git_object(f"HEAD:{sub}", sub)
 
 
+def _driver_record(driver: str | os.PathLike) -> dict:
+    """``{"path": <relative to the repository>, "sha256": <of its source>}`` of a driver script."""
+    import hashlib
+
+    p = Path(driver).resolve()
+    if not p.is_file():
+        raise ValueError(f"driver={str(driver)!r} is not a file")
+    try:
+        rel = p.relative_to(provenance.REPO_ROOT.resolve()).as_posix()
+    except ValueError:
+        rel = str(p)
+    return {"path": rel, "sha256": hashlib.sha256(p.read_bytes()).hexdigest()}
+
+
 def _batched(fn, x: torch.Tensor, chunk: int) -> torch.Tensor:
     return torch.cat([fn(x[i:i + chunk]) for i in range(0, x.shape[0], chunk)])
 
@@ -410,7 +424,7 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
           device: str = "auto", seed: int = 0, images: str | os.PathLike | None = None,
           source: PatchSource | None = None, snapshots: bool = False, progress: bool = True,
           threads: int | None = None, monitor=None, allow_dirty: bool = False,
-          code_commit: str | None = None) -> dict:
+          code_commit: str | None = None, driver: str | os.PathLike | None = None, data: str | None = None) -> dict:
     """Train layers ``layers`` greedily with CNCE (or NCE) and return the final state.
 
     Resumes from ``<out>/state.pt`` when it exists (same config, method and seed). Writes the
@@ -435,6 +449,10 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
             copy of the tree on a lent GPU machine carries a stale ``.git``); the provenance also
             records a hash of the package's source (:func:`cnce.provenance.package_source_hash`),
             which :func:`cnce.images.runs.adopt_device_runs` checks against that commit.
+        driver: the script that started this run (it chose the config, seed and data); every
+            session records its path relative to the repository and the SHA-256 of its source,
+            which the adoption checks against the commit too.
+        data: a description of ``source``'s images for the provenance (default: "given PatchSource").
     """
     from tqdm.auto import tqdm
 
@@ -487,13 +505,15 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
                    allow_dirty=bool(allow_dirty and dirty), device=str(dev), threads=torch.get_num_threads(),
                    started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                    done={k: len(v) for k, v in state["history"].items()})
+    if driver is not None:
+        session["driver"] = _driver_record(driver)
     if dev.type == "cuda":
         session["gpu"] = torch.cuda.get_device_name(dev)
     state.setdefault("sessions", []).append(session)
     if source is None:
         source, desc = make_source(images, patch=cfg.patch)
     else:
-        desc = "given PatchSource"
+        desc = data or "given PatchSource"
     if state["whitener"] is not None:
         source.whitener = Whitener.from_state_dict(state["whitener"])
     elif source.whitener is None or source.whitener.D != cfg.D:
@@ -515,9 +535,11 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
         n_meta, N = cfg.meta_iters[layer - 1], cfg.n_patches[layer - 1]
         if layer == 3 and state["wh2_retained"] is None:
             with torch.no_grad():
-                u = source.draw(max(N, 4 * cfg.K2), _seed(seed, layer, 0, 98), dev)
+                u = source.draw(cfg.whiten3_samples(), _seed(seed, layer, 0, 98), dev)
                 z2 = _batched(lambda v: net.z2(net.z1(v)), u, cfg.chunk)
+                del u
             state["wh2_retained"] = net.fit_whitening2(z2)
+            del z2
         if len(hist) >= n_meta:
             continue
         if layer in (2, 4) and not hist and cfg.pool_start == "planted":
