@@ -148,7 +148,7 @@ class Worker:
         if job.kind == "d2":
             res = train_comparison(job.config, out=self.work / "d2", work=self.work / "d2-runs", seed=job.seed,
                                    device=a.device, progress=False, variants=("cnce", "nce-reset", "nce"),
-                                   monitor=self.monitor, code_commit=a.commit)
+                                   monitor=self.monitor, code_commit=a.commit, driver=a.driver)
             runs.mkdir(parents=True, exist_ok=True)
             provenance.atomic_torch_save(res, runs / f"{job.tag}.pt")  # snapshots, histories and the whitener
             for v, h in res["history"].items():

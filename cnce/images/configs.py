@@ -28,13 +28,10 @@ choices stay available as options (``"orthonormal"``, ``"planted"``, ``"linear"`
   instead of full-batch line searches (full-batch L-BFGS on a few thousand patches overfits
   the first-layer weights within one meta-iteration), J of the eps rule on 2,000 points, and
   PCA to ``D = 200`` instead of 600. Its layer 1 is measured by the ablation of the image
-  page (``data/weights/ablation/``: the cell "adam, fresh" of the demo size, 3 seeds). Earlier
-  measurements (the run ``data/weights/demo``, removed because one of its sessions ran from an
-  uncommitted tree; commit 66a53af holds it) and ``data/weights/demo-d600-layer1`` found that
-  at ``D = 600`` (Adam step scaled by ``sqrt(200/600)``; the unscaled step first drove the loss
-  up) the first layer learns too, but more slowly per
-  meta-iteration, and each costs 2.5 times the arithmetic (30 instead of 12 TFLOP in all).
-  Layer 1 uses a larger Adam step (1e-2) than layers 2-4 (1e-3).
+  page (``data/weights/ablation/``: the cell "adam, fresh" of the demo size, 3 seeds). At
+  ``D = 600`` each meta-iteration costs 2.5 times the arithmetic (30 instead of 12 TFLOP in
+  all, :func:`cnce.images.train.estimate_flops`). Layer 1 uses a larger Adam step (1e-2) than
+  layers 2-4 (1e-3).
 * ``quick``: the ``demo`` recipe with few units and a short schedule (a minute or two on a
   CPU); the image notebook trains it when no committed weights are found.
 * ``paper-adam``: ``paper`` with two things changed: fresh patches every meta-iteration

@@ -11,10 +11,24 @@ Layout under ``data/weights/``:
   Supp. D.2, the photo pack);
 * ``d2/paper.pt``: Supp. D.2 as the authors ran it (snapshots of seed 0, histories of all seeds);
 * ``ica/paper.pt``: the FastICA positive control at the paper's D;
-* ``photos/paper.pt``: the authors' recipe, layer 1, on the photo pack.
+* ``photos/paper.pt``: the authors' recipe, layer 1, on the photo pack (the first GPU call).
+
+The second GPU call (``scripts/gpu_section4.py`` at its commit; ``call2/results.json`` holds every
+meta-iteration's record, the jobs' times and the call):
+
+* ``paper-seed2/``: a third seed of the four-layer run on the bundled photographs
+  (``paper-l3-ensemble``, the configuration of ``paper/`` and ``paper-seed1/``);
+* ``photos/paper-seed<k>/`` (k = 0, 1, 2): the ``paper`` recipe, all four layers, on the photo pack,
+  with the authors' layer-3 input;
+* ``pca/paper.pt``: the test of the earlier failure, layer 1 of the L-BFGS main-set cell with PCA
+  fitted on 50,000 or 400,000 patches (``runs["50k/s0"]``...: final ``W1`` in float16 and the
+  whitener, or a reference to the committed run that has the same one, see :func:`whitener_of`);
+* ``d2/paper.pt``: ``compare-seed1.pt`` and ``compare-seed2.pt`` now hold every meta-iteration's
+  first-layer weights and a whitener reference too.
 """
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -32,9 +46,14 @@ from cnce.images.data import Whitener
 from cnce.images.network import ImageNetwork
 
 STATE_FILE = "state.pt"
+#: the driver of the GPU runs, whose hash every run records
+DRIVER = "scripts/gpu_section4.py"
+#: the folder of the second GPU call's results (``results.json``)
+CALL2 = "call2"
 
 __all__ = ["weights_dir", "load_state", "find_weights", "network_from_state", "STATE_FILE", "load_results", "load_pt", "ablation_records", "ablation_table", "d2_records",
-           "interval", "adopt_device_runs", "commit_source_hash", "OPT_NAMES", "SCHEDULE_NAMES"]
+           "interval", "adopt_device_runs", "commit_source_hash", "commit_driver_hash", "whitener_of", "load_call2",
+           "OPT_NAMES", "SCHEDULE_NAMES"]
 
 OPT_NAMES = {"cg": "their CG", "lbfgs": "L-BFGS", "adam": "Adam"}
 SCHEDULE_NAMES = {"main": "their main sets", "fresh": "fresh patches"}
@@ -89,6 +108,15 @@ def load_results(root: str | os.PathLike | None = None) -> dict:
     p = Path(root or weights_dir()) / "ablation" / "results.json"
     if not p.is_file():
         raise ValueError(f"no GPU results at {p}: run scripts/gpu_section4.py on a GPU and adopt its output")
+    return json.loads(p.read_text())
+
+
+def load_call2(root: str | os.PathLike | None = None) -> dict:
+    """``call2/results.json``: the runs of the second GPU call (the third seed of ``paper``, the photo
+    pack, the PCA test, D.2 seeds 1-2): ``{"runs": {name: {history, config, seed, sessions}}, "jobs", "calls"}``."""
+    p = Path(root or weights_dir()) / CALL2 / "results.json"
+    if not p.is_file():
+        raise ValueError(f"no results of the second GPU call at {p}")
     return json.loads(p.read_text())
 
 
@@ -200,65 +228,108 @@ def _clean_sessions(sessions, commit: str, tree: dict) -> list:
     return out
 
 
-def adopt_device_runs(src: str | os.PathLike, commit: str, *, root: str | os.PathLike | None = None) -> dict:
-    """Take the output of ``scripts/gpu_section4.py`` (a folder of ``results.json``, ``full.tar``,
-    ``ablation-*.pt``, ``d2.pt``, ``ica.pt``, ``photos.pt``) into ``data/weights``.
+def commit_driver_hash(commit: str, path: str = DRIVER) -> str:
+    """SHA-256 of the driver script ``path`` as committed at ``commit``."""
+    data = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=provenance.REPO_ROOT, capture_output=True,
+                          check=True).stdout
+    return hashlib.sha256(data).hexdigest()
 
-    Every run records the hash of the package source it ran with; this checks that hash against
-    ``commit`` (``git archive``) and raises ``ValueError`` when they differ. The lent machine's
-    copy of the tree carries the ``.git`` of the session's starting checkout, so what git said
-    there is replaced by ``commit`` once the source hash has been checked. Returns
-    ``{file: destination}``.
+
+def whitener_of(entry: dict, root: str | os.PathLike | None = None) -> Whitener:
+    """The whitener of a packed run: its state dict, or ``{"ref": <state.pt under data/weights>}``
+    for a run that shares the whitener of a committed four-layer run (same images, seed and PCA
+    sample: the lent GPU draws the same patches for the same seed)."""
+    w = entry["whitener"]
+    if "ref" in w:
+        return Whitener.from_state_dict(load_pt(w["ref"], root)["whitener"])
+    return Whitener.from_state_dict(w)
+
+
+def _shared_whitener(wh: dict, seed: int, root: Path) -> dict:
+    """``{"ref": ...}`` when a committed four-layer run on the bundled photographs of seed ``seed``
+    has exactly this whitener, else ``wh`` itself."""
+    for rel in ("paper/state.pt" if seed == 0 else f"paper-seed{seed}/state.pt",):
+        p = root / rel
+        if p.is_file():
+            other = torch.load(p, map_location="cpu", weights_only=False)["whitener"]
+            if all(torch.equal(wh[k], other[k]) for k in ("mean", "V", "lam")):
+                return {"ref": rel}
+    return wh
+
+
+def adopt_device_runs(src: str | os.PathLike, commit: str, *, root: str | os.PathLike | None = None) -> dict:
+    """Take the output of ``scripts/gpu_section4.py`` (``results.json`` and ``runs-<i>.tar``) into
+    ``data/weights`` (the layout of this module's docstring). Returns ``{run: destination}``.
+
+    Every call and every session records the hash of the package source and of the driver it ran
+    with; both are checked against ``commit`` (``git archive`` and ``git show``), and a
+    ``ValueError`` is raised when one differs. The lent machine's copy of the tree carries the
+    ``.git`` of the session's starting checkout, so what git said there is replaced by
+    ``commit`` once the hashes have been checked.
     """
     src = Path(src)
     root = Path(root or weights_dir())
-    want = commit_source_hash(commit)
+    want, want_driver = commit_source_hash(commit), commit_driver_hash(commit)
     results = json.loads((src / "results.json").read_text())
-    got = {c["source_hash"] for c in results["calls"]}
-    if got != {want}:
-        raise ValueError(f"the runs' source hashes {sorted(got)} differ from commit {commit}'s {want}")
+    got = {(c.get("source_hash"), c.get("driver_hash")) for c in results["calls"]}
+    if got != {(want, want_driver)}:
+        raise ValueError(f"the calls' (source, driver) hashes {sorted(got)} differ from commit {commit}'s "
+                         f"{(want, want_driver)}")
     tree = {p: provenance.git("rev-parse", f"{commit}:{p}") for p in ("cnce", "cnce/images")}
+
+    def clean(sessions):
+        for s in sessions or []:  # (D.2's sessions name no driver: the call's hash covers them)
+            if s.get("source_hash") != want or s.get("driver", {"sha256": want_driver})["sha256"] != want_driver:
+                raise ValueError(f"a session's source or driver hash differs from commit {commit}'s")
+        return _clean_sessions(sessions, commit, tree)
+
     for run in results["runs"].values():
-        run["sessions"] = _clean_sessions(run.get("sessions"), commit, tree)
+        run["sessions"] = clean(run.get("sessions"))
     for c in results["calls"]:
         c["commit"] = commit
-    placed = {}
-    dest = root / "ablation" / "results.json"
+    placed: dict = {}
+    pca: dict = {"runs": {}}
+    d2_path = root / "d2" / "paper.pt"
+    d2 = torch.load(d2_path, map_location="cpu", weights_only=False) if d2_path.is_file() else {}
+    from cnce.images.train import _write_provenance
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for t in sorted(src.glob("runs-*.tar")):
+            with tarfile.open(t) as tar:
+                tar.extractall(tmp, filter="data")
+        # the four-layer runs first: the others may share their whiteners
+        for p in sorted(Path(tmp).iterdir(), key=lambda q: (not q.is_dir() or q.name.startswith("pca"), q.name)):
+            if p.suffix == ".pt" and p.name.startswith("d2-s"):  # Supp. D.2, one seed
+                c = torch.load(p, map_location="cpu", weights_only=False)
+                c["sessions"] = clean(c.get("sessions"))
+                c["whitener"] = _shared_whitener(c["whitener"], int(c["seed"]), root)
+                d2[f"compare-seed{c['seed']}.pt"] = c
+                placed[p.stem] = d2_path
+                continue
+            st = torch.load(p / STATE_FILE, map_location="cpu", weights_only=False)
+            st["git_commit"] = commit
+            st["sessions"] = clean(st.get("sessions"))
+            kind, seed = p.name.split("-")[0], int(st["seed"])
+            if kind == "pca":  # layer 1 only: the final weights and the whitener
+                n = p.name.split("-")[1]
+                pca["runs"][f"{n}/s{seed}"] = dict(W1=st["network"]["W1"].half(), config=st["config"], seed=seed,
+                                                   whitener=_shared_whitener(st["whitener"], seed, root),
+                                                   sessions=st["sessions"], data=st["data"])
+                placed[p.name] = root / "pca" / "paper.pt"
+                continue
+            out = root / {"shown": f"paper-seed{seed}", "photos": f"photos/paper-seed{seed}"}[kind]
+            out.mkdir(parents=True, exist_ok=True)
+            provenance.atomic_torch_save(st, out / STATE_FILE)
+            _write_provenance(st, out)
+            placed[p.name] = out
+    if pca["runs"]:
+        (root / "pca").mkdir(parents=True, exist_ok=True)
+        provenance.atomic_torch_save(pca, root / "pca" / "paper.pt")
+    if any(k.startswith("d2-") for k in placed):
+        d2_path.parent.mkdir(parents=True, exist_ok=True)
+        provenance.atomic_torch_save(d2, d2_path)
+    dest = root / CALL2 / "results.json"
+    dest.parent.mkdir(parents=True, exist_ok=True)
     provenance.atomic_write_text(dest, json.dumps(results) + "\n")
     placed["results.json"] = dest
-    for name, rel in (("ablation-paper.pt", "ablation/paper.pt"), ("ablation-demo.pt", "ablation/demo.pt"),
-                      ("ica.pt", "ica/paper.pt"), ("photos.pt", "photos/paper.pt")):
-        if (src / name).is_file():
-            obj = torch.load(src / name, map_location="cpu", weights_only=False)
-            if isinstance(obj, dict) and "commit" in obj:
-                obj["commit"] = commit
-            if isinstance(obj, dict) and obj.get("data") == "given PatchSource":  # the photos job's source
-                obj["data"] = "photo pack data/photos/pack.npz (scripts/photo-pack.sh; source built by scripts/gpu_section4.py)"
-            provenance.atomic_torch_save(obj, root / rel)
-            placed[name] = root / rel
-    if (src / "d2.pt").is_file():
-        d2 = torch.load(src / "d2.pt", map_location="cpu", weights_only=False)
-        for c in d2.values():
-            c["sessions"] = _clean_sessions(c.get("sessions"), commit, tree)
-        provenance.atomic_torch_save(d2, root / "d2" / "paper.pt")
-        placed["d2.pt"] = root / "d2" / "paper.pt"
-    if (src / "full.tar").is_file():
-        from cnce.images.train import _write_provenance
-
-        with tempfile.TemporaryDirectory() as tmp, tarfile.open(src / "full.tar") as tar:
-            tar.extractall(tmp, filter="data")
-            for d in sorted(Path(tmp).iterdir()):
-                st = torch.load(d / "state.pt", map_location="cpu", weights_only=False)
-                if {s.get("source_hash") for s in st.get("sessions", [])} != {want}:
-                    raise ValueError(f"{d.name}: a session's source hash differs from commit {commit}'s")
-                st["git_commit"] = commit
-                st["sessions"] = _clean_sessions(st.get("sessions"), commit, tree)
-                if st.get("data") == "given PatchSource":  # the script built the source with make_source(None)
-                    st["data"] = "skimage.data bundled photographs (source built by scripts/gpu_section4.py)"
-                name = "paper" if st["seed"] == 0 else f"paper-seed{st['seed']}"
-                out = root / name
-                out.mkdir(parents=True, exist_ok=True)
-                provenance.atomic_torch_save(st, out / "state.pt")
-                _write_provenance(st, out)
-                placed[f"full.tar:{d.name}"] = out
     return placed

@@ -608,7 +608,7 @@ COMPARE_VARIANTS = {"cnce": ("cnce", "carry"), "nce": ("nce", "carry"), "nce-res
 def train_comparison(config: str | ImageConfig, *, out: str | os.PathLike, work: str | os.PathLike, seed: int = 0,
                      device: str = "auto", images=None, progress: bool = True, threads: int | None = None,
                      variants=("cnce", "nce"), monitor=None, file: str | None = None, allow_dirty: bool = False,
-                     code_commit: str | None = None) -> dict:
+                     code_commit: str | None = None, driver: str | os.PathLike | None = None) -> dict:
     """Supp. D.2: train the first layer of the smaller comparison network
     (:meth:`ImageConfig.for_comparison`) with CNCE and with NCE from a common initialisation, on
     the same patches per meta-iteration.
@@ -630,7 +630,7 @@ def train_comparison(config: str | ImageConfig, *, out: str | os.PathLike, work:
         cfg = replace(base, nce_c=nce_c)
         st = train(cfg, out=Path(work) / f"compare-{v}-seed{seed}", layers=(1,), method=method, device=device, seed=seed,
                    source=source, snapshots=True, progress=progress, threads=threads, monitor=monitor,
-                   code_commit=code_commit)
+                   code_commit=code_commit, driver=driver)
         res["snapshots"][v] = st["snapshots"]
         res["history"][v] = st["history"]["1"]
         res["device"] = st["device"]
