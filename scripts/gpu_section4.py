@@ -47,7 +47,7 @@ import torch
 from cnce import provenance
 from cnce.images import measures
 from cnce.images.configs import ablation_config, get_config
-from cnce.images.train import _seed, make_source, train, train_comparison
+from cnce.images.train import _seed, branch_state, make_source, train, train_comparison
 
 #: the most a packed tar may hold (the tool returns files of at most 16 MiB)
 TAR_LIMIT = 15 * 2**20
@@ -93,12 +93,34 @@ def configs(scale: str) -> dict:
     return dict(shown=shown, paper=paper, pca=pca_cfg)
 
 
+def parents(args) -> dict[str, Path]:
+    """The finished four-layer runs that the ``l3-input`` round branches from, by job name."""
+    if args.scale == "paper":
+        w = Path(__file__).resolve().parents[1] / "data" / "weights"
+        out = {f"l3/pack-ensemble/s{k}": w / "photos" / f"paper-seed{k}" for k in range(3)}
+        out.update({f"l3/bundled-sample/s{k}": w / ("paper" if k == 0 else f"paper-seed{k}") for k in range(3)})
+        return out
+    r = Path(args.work) / "runs"  # smoke: the first round's runs in the same work folder
+    out = {f"l3/pack-ensemble/s{k}": r / f"photos-s{k}" for k in range(3)}
+    out["l3/bundled-sample/s2"] = r / "shown-s2"
+    return out
+
+
 def jobs(args) -> list[Job]:
-    """The queue, in order of priority (the third seed of the page's run, then the photo pack,
-    then the PCA test, then D.2)."""
+    """The queue, in order of priority. Round ``runs``: the third seed of the page's run, then the
+    photo pack, then the PCA test, then D.2. Round ``l3-input``: layers 3-4 again from the
+    finished layers 1-2 of the four-layer runs with the other layer-3 input (the ensemble-centred
+    one on the photo pack, the authors' on the bundled photographs), one change at a time."""
     c = configs(args.scale)
     quick = args.scale == "smoke"
     est = (lambda s: 1.0) if quick else (lambda s: s)
+    if args.round == "l3-input":
+        out = []
+        for name in parents(args):
+            images = args.images if "/pack-" in name else None
+            cfg = c["shown"] if name.startswith("l3/pack-ensemble") else c["paper"]
+            out.append(Job(name, "branch", cfg, int(name.rsplit("/s", 1)[1]), images, est(90.0)))
+        return out
     out = [Job("shown/s2", "full", c["shown"], 2, None, est(330.0))]
     out += [Job(f"photos/s{k}", "full", c["paper"], k, args.images, est(330.0)) for k in range(3)]
     out += [Job(f"pca/{n // 1000}k/s{k}", "layer1", c["pca"][n], k, None, est(90.0)) for k in range(2) for n in PCA_SIZES]
@@ -162,7 +184,19 @@ class Worker:
         if job.name.startswith("photos/") and job.images is None:
             self.log(f"  {job.name}: no photo pack given (--images); skipped")
             return
-        layers = (1, 2, 3, 4) if job.kind == "full" else (1,)
+        if job.kind == "branch":  # layers 3-4 afresh on the parent's finished layers 1-2
+            parent = parents(a)[job.name]
+            if not (parent / "state.pt").is_file():
+                self.log(f"  {job.name}: no parent run at {parent}; skipped")
+                return
+            out = runs / job.tag
+            if not (out / "state.pt").is_file():
+                st0 = torch.load(parent / "state.pt", map_location="cpu", weights_only=False)
+                rel = parent.relative_to(parent.parents[1]) if a.scale == "smoke" else parent.relative_to(
+                    Path(__file__).resolve().parents[1] / "data" / "weights")
+                out.mkdir(parents=True, exist_ok=True)
+                provenance.atomic_torch_save(branch_state(st0, job.config, parent_name=rel.as_posix()), out / "state.pt")
+        layers = {"full": (1, 2, 3, 4), "layer1": (1,), "branch": (1, 2, 3, 4)}[job.kind]
         st = train(job.config, out=runs / job.tag, layers=layers, seed=job.seed,
                    source=self.source_for(job.config, job.seed, job.images), device=a.device, progress=False,
                    monitor=self.monitor, code_commit=a.commit, driver=a.driver,
@@ -170,6 +204,10 @@ class Worker:
                          else "skimage.data bundled photographs"))
         self.record(job.name, st)
         h = st["history"]["1"]
+        if job.kind == "branch":
+            self.log(f"  {job.name}: final loss per layer", {k: round(v[-1]["loss"], 4) for k, v in st["history"].items()},
+                     f"seconds per layer {({k: round(v) for k, v in st['seconds'].items()})}")
+            return
         self.log(f"  {job.name}: layer 1 oriented {h[-1].get('oriented', float('nan')):.3f}, J unseen "
                  f"{h[-1]['loss_unseen']:.4f}; seconds per layer {({k: round(v) for k, v in st['seconds'].items()})}")
 
@@ -269,6 +307,8 @@ def main(argv=None) -> int:
     ap.add_argument("--images", default=None, help="photo pack for the photos jobs")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--scale", default="paper", choices=("paper", "smoke"))
+    ap.add_argument("--round", default="runs", choices=("runs", "l3-input"),
+                    help="runs: the runs of issue 35; l3-input: layers 3-4 with the other layer-3 input")
     ap.add_argument("--workers", type=int, default=6)
     ap.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--t-end", type=float, default=None, help=argparse.SUPPRESS)
@@ -295,10 +335,10 @@ def main(argv=None) -> int:
     calls.append(dict(started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), commit=args.commit,
                       source_hash=provenance.package_source_hash(exclude=()), driver_hash=driver_hash(),
                       torch=torch.__version__, gpu=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-                      budget=args.budget, workers=args.workers, scale=args.scale, images=args.images))
+                      budget=args.budget, workers=args.workers, scale=args.scale, round=args.round, images=args.images))
     provenance.atomic_write_text(calls_path, json.dumps(calls) + "\n")
     base = [sys.executable, os.path.abspath(__file__), "--out", str(out), "--work", str(work), "--device", args.device,
-            "--scale", args.scale, "--t-end", str(t_end), "--call", call]
+            "--scale", args.scale, "--round", args.round, "--t-end", str(t_end), "--call", call]
     if args.commit:
         base += ["--commit", args.commit]
     if args.images:

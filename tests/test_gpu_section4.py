@@ -59,3 +59,12 @@ def test_gpu_script_runs_its_queue_packs_at_most_eight_files_and_resumes(tmp_pat
     before = (out / "results.json").read_text()
     subprocess.run(cmd, check=True, env=env, cwd=ROOT, timeout=600)
     assert json.loads((out / "results.json").read_text())["runs"].keys() == json.loads(before)["runs"].keys()
+    # the l3-input round retrains layers 3-4 of the finished runs with the other layer-3 input
+    subprocess.run(cmd + ["--round", "l3-input"], check=True, env=env, cwd=ROOT, timeout=600)
+    res = json.loads((out / "results.json").read_text())
+    assert {"l3/pack-ensemble/s0", "l3/pack-ensemble/s2", "l3/bundled-sample/s2"} <= set(res["jobs"])
+    st = torch.load(work / "runs" / "l3-bundled-sample-s2" / "state.pt", weights_only=False)
+    parent = torch.load(work / "runs" / "shown-s2" / "state.pt", weights_only=False)
+    assert st["config"]["l3_centre"] == "sample" and st["branched_from"]["run"] == "runs/shown-s2"
+    assert torch.equal(st["network"]["W1"], parent["network"]["W1"]) and not torch.equal(st["network"]["W3"], parent["network"]["W3"])
+    assert all(len(st["history"][str(L)]) == n for L, n in zip((1, 2, 3, 4), st["config"]["meta_iters"]))

@@ -312,3 +312,28 @@ def test_paper_config_uses_the_authors_layer3_input():
     assert _network_options(legacy)["l3_centre"] == "ensemble"
     with pytest.raises(ValueError, match="n_whiten3"):
         ImageConfig(name="x", n_whiten3=10)
+
+
+def test_branch_at_layer3_changes_one_thing():
+    """A branch with the parent's own config retrains layers 3-4 to the parent's weights exactly
+    (same initial weights, batches and noise); with the other layer-3 input it keeps layers 1-2;
+    a change of a field that layers 1-2 read is refused."""
+    import tempfile
+
+    from cnce.images.train import branch_state
+
+    cfg = _tiny()
+    with tempfile.TemporaryDirectory() as tmp:
+        parent = train(cfg, out=Path(tmp) / "p", source=_source(), progress=False, device="cpu")
+        same = branch_state(parent, cfg, parent_name="p")
+        assert set(same["history"]) == {"1", "2"} and same["branched_from"]["run"] == "p" and same["sessions"] == []
+        torch.save(same, Path(tmp) / "state.pt")
+        again = train(cfg, out=tmp, source=_source(), progress=False, device="cpu")
+        for k in ("W3", "b3", "W4", "b4", "wh2_P"):
+            torch.testing.assert_close(again["network"][k], parent["network"][k], rtol=0, atol=0)
+        other = branch_state(parent, replace(cfg, l3_centre="sample", n_whiten3=400))
+        assert other["config"]["l3_centre"] == "sample" and other["wh2_retained"] is None
+        for k in ("W1", "b1", "W2", "b2"):
+            assert torch.equal(other["network"][k], parent["network"][k])
+        with pytest.raises(ValueError, match="kappa"):
+            branch_state(parent, replace(cfg, kappa=3))

@@ -25,6 +25,12 @@ meta-iteration's record, the jobs' times and the call):
   whitener, or a reference to the committed run that has the same one, see :func:`whitener_of`);
 * ``d2/paper.pt``: ``compare-seed1.pt`` and ``compare-seed2.pt`` now hold every meta-iteration's
   first-layer weights and a whitener reference too.
+
+The third GPU call (``--round l3-input``; ``call3/results.json``): ``l3/paper.pt`` holds layers 3-4
+trained again on the finished layers 1-2 of the four-layer runs with the other layer-3 input
+(``runs["pack-ensemble/s<k>"]``: the ensemble-centred input on the photo pack;
+``runs["bundled-sample/s<k>"]``: the authors' input on the bundled photographs), as the upper
+layers' weights and a reference to the parent (:func:`network_from_branch`).
 """
 from __future__ import annotations
 
@@ -48,11 +54,12 @@ from cnce.images.network import ImageNetwork
 STATE_FILE = "state.pt"
 #: the driver of the GPU runs, whose hash every run records
 DRIVER = "scripts/gpu_section4.py"
-#: the folder of the second GPU call's results (``results.json``)
-CALL2 = "call2"
+#: the folders of the second and third GPU calls' results (``results.json``)
+CALL2, CALL3 = "call2", "call3"
 
 __all__ = ["weights_dir", "load_state", "find_weights", "network_from_state", "STATE_FILE", "load_results", "load_pt", "ablation_records", "ablation_table", "d2_records",
            "interval", "adopt_device_runs", "commit_source_hash", "commit_driver_hash", "whitener_of", "load_call2",
+           "network_from_branch",
            "OPT_NAMES", "SCHEDULE_NAMES"]
 
 OPT_NAMES = {"cg": "their CG", "lbfgs": "L-BFGS", "adam": "Adam"}
@@ -245,6 +252,15 @@ def whitener_of(entry: dict, root: str | os.PathLike | None = None) -> Whitener:
     return Whitener.from_state_dict(w)
 
 
+def network_from_branch(entry: dict, root: str | os.PathLike | None = None) -> tuple[ImageNetwork, Whitener, dict]:
+    """The network of a run of ``l3/paper.pt``: its parent's layers 1-2 and whitener with the
+    branch's own layers 3-4 and layer-3 input. Returns ``(net, whitener, parent_state)``."""
+    parent = load_pt(entry["parent"], root)
+    state = dict(parent, config=entry["config"], network={**parent["network"], **entry["upper"]})
+    net, wh = network_from_state(state)
+    return net, wh, parent
+
+
 def _shared_whitener(wh: dict, seed: int, root: Path) -> dict:
     """``{"ref": ...}`` when a committed four-layer run on the bundled photographs of seed ``seed``
     has exactly this whitener, else ``wh`` itself."""
@@ -289,6 +305,7 @@ def adopt_device_runs(src: str | os.PathLike, commit: str, *, root: str | os.Pat
         c["commit"] = commit
     placed: dict = {}
     pca: dict = {"runs": {}}
+    branches: dict = {"runs": {}}
     d2_path = root / "d2" / "paper.pt"
     d2 = torch.load(d2_path, map_location="cpu", weights_only=False) if d2_path.is_file() else {}
     from cnce.images.train import _write_provenance
@@ -310,6 +327,19 @@ def adopt_device_runs(src: str | os.PathLike, commit: str, *, root: str | os.Pat
             st["git_commit"] = commit
             st["sessions"] = clean(st.get("sessions"))
             kind, seed = p.name.split("-")[0], int(st["seed"])
+            if kind == "l3":  # layers 3-4 on a committed run's layers 1-2: the upper layers only
+                variant = p.name[3:].rsplit("-s", 1)[0]
+                parent = st["branched_from"]["run"]
+                if not (root / parent / STATE_FILE).is_file():
+                    raise ValueError(f"{p.name}: its parent run {parent!r} is not under {root}")
+                upper = {k: v for k, v in st["network"].items() if k[1:] in ("3", "4") or k.startswith("wh2")}
+                branches["runs"][f"{variant}/s{seed}"] = dict(
+                    parent=f"{parent}/{STATE_FILE}", upper=upper, config=st["config"], seed=seed,
+                    wh2_retained=st["wh2_retained"], sessions=st["sessions"], data=st["data"],
+                    history={k: v for k, v in st["history"].items() if int(k) >= 3},
+                    seconds={k: v for k, v in st["seconds"].items() if int(k) >= 3})
+                placed[p.name] = root / "l3" / "paper.pt"
+                continue
             if kind == "pca":  # layer 1 only: the final weights and the whitener
                 n = p.name.split("-")[1]
                 pca["runs"][f"{n}/s{seed}"] = dict(W1=st["network"]["W1"].half(), config=st["config"], seed=seed,
@@ -325,10 +355,13 @@ def adopt_device_runs(src: str | os.PathLike, commit: str, *, root: str | os.Pat
     if pca["runs"]:
         (root / "pca").mkdir(parents=True, exist_ok=True)
         provenance.atomic_torch_save(pca, root / "pca" / "paper.pt")
+    if branches["runs"]:
+        (root / "l3").mkdir(parents=True, exist_ok=True)
+        provenance.atomic_torch_save(branches, root / "l3" / "paper.pt")
     if any(k.startswith("d2-") for k in placed):
         d2_path.parent.mkdir(parents=True, exist_ok=True)
         provenance.atomic_torch_save(d2, d2_path)
-    dest = root / CALL2 / "results.json"
+    dest = root / (CALL2 if not branches["runs"] else CALL3) / "results.json"
     dest.parent.mkdir(parents=True, exist_ok=True)
     provenance.atomic_write_text(dest, json.dumps(results) + "\n")
     placed["results.json"] = dest

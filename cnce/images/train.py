@@ -67,7 +67,7 @@ from cnce.images.data import PatchSource, Whitener, load_images, load_skimage_im
 from cnce.images.network import ImageNetwork
 from cnce.images.runs import STATE_FILE, find_weights, load_state, network_from_state, weights_dir  # noqa: F401 (re-exported)
 
-__all__ = ["choose_eps", "choose_eps_authors", "estimate_flops", "make_source", "start_pooling_layer", "train", "train_comparison", "load_state", "DirtyTreeError", "network_from_state", "find_weights",
+__all__ = ["branch_state", "choose_eps", "choose_eps_authors", "estimate_flops", "make_source", "start_pooling_layer", "train", "train_comparison", "load_state", "DirtyTreeError", "network_from_state", "find_weights",
            "weights_dir", "STATE_FILE",
            "COMPARE_FILE"]
 
@@ -600,6 +600,44 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
     return state
 
 
+#: config fields that layers 3 and 4 alone read (a branch at layer 3 may change them)
+UPPER_ONLY = ("name", "l3_centre", "n_whiten3")
+
+
+def branch_state(parent: dict, config: str | ImageConfig, *, at_layer: int = 3, parent_name: str = "") -> dict:
+    """A training state that keeps layers ``1 .. at_layer - 1`` of ``parent`` and starts the layers
+    from ``at_layer`` on afresh under ``config`` (their initial weights, batches and noise are the
+    parent's, since they derive from the same seed): :func:`train` resumes from it. Only a change
+    of the fields of :data:`UPPER_ONLY` is allowed (for example the layer-3 input), so the
+    difference between the two runs is that change alone.
+
+    The parent's sessions move to ``branched_from`` (with ``parent_name``); the new run's own
+    sessions start empty.
+    """
+    if at_layer != 3:
+        raise ValueError(f"at_layer must be 3 (the layers above the layer-3 input); got {at_layer!r}")
+    cfg = get_config(config)
+    old = {k: tuple(v) if isinstance(v, list) else v for k, v in parent["config"].items()}
+    have = replace(cfg, **{k: v for k, v in old.items() if k in cfg.to_dict() and k not in UPPER_ONLY})
+    if have != cfg:
+        diff = sorted(k for k, v in cfg.to_dict().items() if k not in UPPER_ONLY and old.get(k, v) != v)
+        raise ValueError(f"config differs from the parent's in fields the kept layers read: {diff}")
+    done = {k: len(v) for k, v in parent["history"].items()}
+    for L in range(1, at_layer):
+        if done.get(str(L), 0) < cfg.meta_iters[L - 1]:
+            raise ValueError(f"the parent has not finished layer {L}")
+    fresh = ImageNetwork(**cfg.network_kwargs(), seed=int(parent["seed"])).state_dict()
+    net = {k: (v.clone() if k[1:].isdigit() and int(k[1:]) < at_layer else fresh[k].clone())
+           for k, v in parent["network"].items()}
+    net["wh2_mean"], net["wh2_P"] = fresh["wh2_mean"].clone(), fresh["wh2_P"].clone()
+    keep = lambda d: {k: v for k, v in d.items() if int(k) < at_layer}  # noqa: E731
+    return dict(parent, config=cfg.to_dict(), sizes=cfg.sizes(), network=net, history=keep(parent["history"]),
+                seconds=keep(parent["seconds"]), nce_c=keep(parent.get("nce_c", {})), opt={}, wh2_retained=None,
+                sessions=[], branched_from=dict(run=parent_name, at_layer=at_layer, git_commit=parent.get("git_commit"),
+                                                sessions=parent.get("sessions", []),
+                                                config=parent["config"]))
+
+
 #: Supp. D.2 variants: name -> (method, ``nce_c``). ``"nce-reset"`` is NCE as the authors'
 #: ``NCEstimator.m`` runs it (c back to 0 at every meta-iteration).
 COMPARE_VARIANTS = {"cnce": ("cnce", "carry"), "nce": ("nce", "carry"), "nce-reset": ("nce", "reset")}
@@ -686,4 +724,7 @@ def _write_provenance(state: dict, out: Path) -> None:
                      "scipy": scipy.__version__, "scikit-image": skv},
         "machine": platform.machine(),
     }
+    if state.get("branched_from"):
+        b = state["branched_from"]
+        prov["branched_from"] = {k: b.get(k) for k in ("run", "at_layer", "git_commit")}
     provenance.atomic_write_text(out / "provenance.json", json.dumps(prov, indent=2) + "\n")
