@@ -2,6 +2,8 @@
 them is re-measured (the oriented share of the first layer, as the training monitor logged it on
 the GPU) and compared with the logged number. Tolerance: one unit in the share (1/K), for the
 float16 storage of some weights and for GPU against CPU arithmetic near the threshold."""
+import json
+
 import pytest
 import torch
 
@@ -54,3 +56,21 @@ def test_call2_runs_name_a_commit_whose_source_and_driver_hashes_match():
     assert {c["driver_hash"] for c in res["calls"]} == {runs.commit_driver_hash(commit)}
     st = runs.load_state(runs.weights_dir() / "photos" / "paper-seed0")
     assert {s["git_commit"] for s in st["sessions"]} == {commit} and st["config"]["l3_centre"] == "sample"
+
+
+def test_l3_branches_rebuild_on_their_parents_and_name_their_commit():
+    from cnce import provenance
+
+    b = runs.load_pt("l3/paper.pt")["runs"]
+    assert set(b) == {f"{v}/s{k}" for v in ("pack-ensemble", "bundled-sample") for k in range(3)}
+    net, wh, parent = runs.network_from_branch(b["pack-ensemble/s1"])
+    assert net.l3_centre == "ensemble" and parent["config"]["l3_centre"] == "sample"
+    assert torch.equal(net.W1.detach(), parent["network"]["W1"]) and not torch.equal(net.W3.detach(), parent["network"]["W3"])
+    net, _, parent = runs.network_from_branch(b["bundled-sample/s0"])
+    assert net.l3_centre == "sample" and parent["config"].get("l3_centre", "ensemble") == "ensemble"
+    res = json.loads((runs.weights_dir() / runs.CALL3 / "results.json").read_text())
+    commit = {c["commit"] for c in res["calls"]}.pop()
+    if provenance.git("cat-file", "-e", commit) is None:
+        pytest.skip("the commit is not in this clone")
+    assert {c["driver_hash"] for c in res["calls"]} == {runs.commit_driver_hash(commit)}
+    assert all(s["git_commit"] == commit for r in b.values() for s in r["sessions"])
