@@ -47,7 +47,8 @@ import torch
 from cnce import provenance
 from cnce.images import measures
 from cnce.images.configs import ablation_config, get_config
-from cnce.images.train import _seed, branch_state, make_source, train, train_comparison
+from cnce.images.recipe import whitener_seed
+from cnce.images.train import branch_state, make_source, train, train_comparison
 
 #: the most a packed tar may hold (the tool returns files of at most 16 MiB)
 TAR_LIMIT = 15 * 2**20
@@ -153,7 +154,7 @@ class Worker:
         key = (images, cfg.patch, cfg.D, cfg.n_whiten, seed)
         if key not in self.sources:
             src, _ = make_source(images, patch=cfg.patch)
-            src.fit_whitener(cfg.n_whiten, cfg.D, _seed(seed, 0, 0, 99), device=self.args.device)
+            src.fit_whitener(cfg.n_whiten, cfg.D, whitener_seed(seed), device=self.args.device)
             self.sources[key] = src
         return self.sources[key]
 

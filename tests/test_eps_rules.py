@@ -148,4 +148,4 @@ def test_the_trainers_rules_are_cnce_eps_rules(name):
     for cap in (4.0, 8.0):
         assert image_train.choose_eps_authors(J, eps_base=0.5, cap=cap) == authors_scalar(J, eps_base=0.5, cap=cap)
     for eps0 in (0.5, 2.0):
-        assert image_train.choose_eps(J, eps0=eps0)[0] == carry_scalar(J, eps0=eps0)[0]
+        assert image_train.choose_eps_carry(J, eps0=eps0)[0] == carry_scalar(J, eps0=eps0)[0]

@@ -120,7 +120,7 @@ def test_adopt_takes_runs_in_with_the_commit(tmp_path):
 def test_training_into_data_weights_from_a_dirty_tree_is_refused(monkeypatch, tmp_path):
     from cnce.images import train as tr
 
-    monkeypatch.setattr(tr, "weights_dir", lambda: tmp_path / "weights")
+    monkeypatch.setattr(runs, "weights_dir", lambda: tmp_path / "weights")
     monkeypatch.setattr(tr.provenance, "git", lambda *a: " M cnce/x.py" if a[:1] == ("status",) else None)
     cfg = replace(get_config("smoke"), meta_iters=(1, 1, 1, 1), n_whiten=400, D=16, K1=4, eps_n=50,
                   n_patches=(100, 100, 100, 100), main_set=None, patch=8)

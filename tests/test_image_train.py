@@ -133,20 +133,20 @@ def test_patch_source_whitens_on_device():
 
 
 def test_main_set_batches_alternate_within_an_epoch():
-    from cnce.images.train import _batch
+    from cnce.images.recipe import meta_batch
 
     src = _source()
     src.fit_whitener(2000, 20, seed=0)
     cfg = replace(get_config("smoke"), n_patches=(100, 100, 100, 100), main_set=(300, 200, 100, 100), epoch=(4, 3, 2, 2),
                   redraw="blocks")
     cache: dict = {}
-    b = [_batch(src, cfg, 1, m, 0, "cpu", cache) for m in range(6)]
-    main0 = src.draw(300, seed=__import__("cnce.images.train", fromlist=["_seed"])._seed(0, 1, 0, 2))
+    b = [meta_batch(src, cfg, 1, m, 0, "cpu", cache) for m in range(6)]
+    main0 = src.draw(300, seed=__import__("cnce.images.recipe", fromlist=["image_seed"]).image_seed(0, 1, 0, 2))
     for m, j in zip(range(4), (0, 1, 2, 0)):  # epoch 0: batches 0, 1, 2 of the main set, then 0 again
         torch.testing.assert_close(b[m], main0[j * 100:(j + 1) * 100])
     assert not torch.equal(b[4], b[0])  # epoch 1: a new main set
     fresh = replace(cfg, main_set=None)
-    assert not torch.equal(_batch(src, fresh, 1, 0, 0, "cpu", {}), _batch(src, fresh, 1, 1, 0, "cpu", {}))
+    assert not torch.equal(meta_batch(src, fresh, 1, 0, 0, "cpu", {}), meta_batch(src, fresh, 1, 1, 0, "cpu", {}))
     with pytest.raises(ValueError, match="main_set"):
         replace(cfg, main_set=(50, 100, 100, 100))
 

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-__all__ = ["ImageConfig", "CONFIGS", "get_config", "ablation_config", "OPTIMIZERS", "SCHEDULES"]
+__all__ = ["ImageConfig", "CONFIGS", "get_config", "ablation_config", "estimate_flops", "OPTIMIZERS", "SCHEDULES"]
 
 OPTIMIZERS = ("cg", "lbfgs", "adam")
 SCHEDULES = ("main", "fresh")
@@ -281,3 +281,38 @@ def get_config(name: str | ImageConfig) -> ImageConfig:
     if name not in CONFIGS:
         raise ValueError(f"config must be one of {sorted(CONFIGS)}; got {name!r}")
     return CONFIGS[name]
+
+
+def estimate_flops(config: str | ImageConfig, *, eps_evals: float = 6.0, cg_evals: float = 3.0) -> dict:
+    """Floating-point operations of a training run, per layer, counting the matrix products
+    (2 per multiply-add; gain control, f_th and the loss are O(rows x width) and left out).
+
+    Per meta-iteration of layer L with batch N and ``rows = N (1 + kappa)``:
+
+    * frozen layers below L: one forward pass of the batch and its noise;
+    * the eps rule: ``eps_evals`` evaluations of J on ``eps_n`` points (each a forward pass of
+      the noise through the frozen layers and layer L); the authors' rule needs 1-20;
+    * optimisation: L-BFGS with at most ``steps * 5 // 4`` loss + gradient evaluations (torch's
+      ``max_eval`` default), conjugate gradients with ``cg_evals`` evaluations per line search
+      (an assumption: up to 20 are allowed), or one Adam pass; a loss + gradient counted as 3 forward passes of
+      layer L (only weight gradients are needed); plus two loss-only passes (the fresh-sample
+      loss and the training loss).
+
+    Returns ``{"per_layer": {L: flops}, "total": flops, "evals_per_meta": ..}``.
+    """
+    cfg = get_config(config)
+    D, K1, K2, D3, K3, K4 = (cfg.sizes()[k] for k in ("D", "K1", "K2", "D3", "K3", "K4"))
+    below = {1: 0, 2: D * K1, 3: D * K1 + K1 * K2 + K2 * D3, 4: D * K1 + K1 * K2 + K2 * D3 + D3 * K3}
+    top = {1: D * K1, 2: K1 * K2, 3: D3 * K3, 4: K3 * K4}
+    evals = {"lbfgs": cfg.steps * 5 // 4, "cg": cfg.steps * cg_evals}.get(cfg.optimizer, 1)
+    per = {}
+    for L in (1, 2, 3, 4):
+        N = cfg.n_patches[L - 1]
+        rows = N * (1 + cfg.kappa)
+        n_e = min(cfg.eps_n, N)
+        frozen = 2 * rows * below[L]
+        eps = eps_evals * 2 * n_e * cfg.kappa * (below[L] + top[L])
+        opt = (3 * evals + 2) * 2 * rows * top[L]
+        per[L] = float(cfg.meta_iters[L - 1] * (frozen + eps + opt))
+    return dict(per_layer=per, total=float(sum(per.values())), evals_per_meta=evals, eps_evals=eps_evals)
+

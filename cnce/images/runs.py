@@ -38,11 +38,13 @@ import hashlib
 import io
 import json
 import os
+import platform
 import subprocess
 import sys
 import tarfile
 import tempfile
 from pathlib import Path
+from typing import TypedDict
 
 import numpy as np
 import torch
@@ -52,12 +54,38 @@ from cnce.images.data import Whitener
 from cnce.images.network import ImageNetwork
 
 STATE_FILE = "state.pt"
+
+
+class RunState(TypedDict, total=False):
+    """What ``<out>/state.pt`` of an image-model run holds (:func:`cnce.images.train.train` writes it
+    after every meta-iteration; saved as a plain dict so that every committed run loads)."""
+
+    config: dict  # ImageConfig.to_dict()
+    sizes: dict  # D, K1, K2, D3, K3, K4
+    method: str  # "cnce" or "nce"
+    seed: int
+    history: dict  # layer ("1".."4") -> one record per meta-iteration (eps, the losses, the monitor's numbers)
+    seconds: dict  # layer -> wall seconds
+    snapshots: dict  # meta-iteration -> float16 W1 (Supp. D.2)
+    opt: dict  # layer -> Adam state (unfinished layers only)
+    data: str  # description of the images
+    whitener: dict  # Whitener.state_dict()
+    network: dict  # ImageNetwork.state_dict()
+    nce_c: dict  # layer -> NCE's log-normaliser c
+    wh2_retained: float  # variance kept by the layer-3 PCA
+    device: str
+    torch: str
+    package: str
+    git_commit: str
+    sessions: list  # one record per invocation: commit, source and driver hashes, device, threads
+    branched_from: dict  # branch_state: the parent run, the layer and the parent's sessions
 #: the driver of the GPU runs, whose hash every run records
 DRIVER = "scripts/gpu_section4.py"
 #: the folders of the second and third GPU calls' results (``results.json``)
 CALL2, CALL3 = "call2", "call3"
 
-__all__ = ["weights_dir", "load_state", "find_weights", "network_from_state", "STATE_FILE", "load_results", "load_pt", "ablation_records", "ablation_table", "d2_records",
+__all__ = ["RunState", "write_provenance", "writes_dirty_weights", "DirtyTreeError", "git_commit", "cnce_tree",
+           "driver_record", "weights_dir", "load_state", "find_weights", "network_from_state", "STATE_FILE", "load_results", "load_pt", "ablation_records", "ablation_table", "d2_records",
            "interval", "adopt_device_runs", "commit_source_hash", "commit_driver_hash", "whitener_of", "load_call2",
            "network_from_branch",
            "OPT_NAMES", "SCHEDULE_NAMES"]
@@ -205,6 +233,97 @@ def d2_records(results: dict) -> list[dict]:
     return rows
 
 
+# -- provenance of a run --------------------------------------------------------------------------
+
+
+def _git_object(rev: str, path: str) -> str | None:
+    """``git rev-parse rev`` with ``+dirty`` when ``path`` has uncommitted changes; ``None`` without git."""
+    name = provenance.git("rev-parse", rev)
+    if not name:
+        return None
+    return name + ("+dirty" if provenance.git("status", "--porcelain", "--", path) else "")
+
+
+def git_commit() -> str | None:
+    """HEAD of the repository holding this package, with ``+dirty`` when ``cnce/`` has
+    uncommitted changes (the run then used code that is not in that commit)."""
+    return _git_object("HEAD", "cnce")
+
+
+def cnce_tree(sub: str = "cnce") -> str | None:
+    """The git tree hash of ``sub`` (``cnce`` or ``cnce/images``) at HEAD (``+dirty`` as in
+    :func:`git_commit`). Unlike a commit hash it survives a rebase onto a base that does not
+    change ``sub``, so ``cnce/images`` names the image code of a run after a branch is merged."""
+    return _git_object(f"HEAD:{sub}", sub)
+
+
+
+def driver_record(driver: str | os.PathLike) -> dict:
+    """``{"path": <relative to the repository>, "sha256": <of its source>}`` of a driver script."""
+    import hashlib
+
+    p = Path(driver).resolve()
+    if not p.is_file():
+        raise ValueError(f"driver={str(driver)!r} is not a file")
+    try:
+        rel = p.relative_to(provenance.REPO_ROOT.resolve()).as_posix()
+    except ValueError:
+        rel = str(p)
+    return {"path": rel, "sha256": hashlib.sha256(p.read_bytes()).hexdigest()}
+
+
+
+class DirtyTreeError(ValueError):
+    """A run would be written under ``data/weights/`` from code with uncommitted changes."""
+
+
+def writes_dirty_weights(out: Path) -> str:
+    """The uncommitted changes of ``cnce/`` (``git status --porcelain``) when ``out`` lies under
+    ``data/weights/`` of this repository; ``""`` otherwise or without git."""
+    try:
+        Path(out).resolve().relative_to(weights_dir().resolve())
+    except ValueError:
+        return ""
+    status = provenance.git("status", "--porcelain", "--", "cnce")
+    return " ".join(status.split()[:6]) if status else ""
+
+
+def write_provenance(state: dict, out: Path) -> None:
+    import numpy
+    import scipy
+
+    try:
+        import skimage
+
+        skv = skimage.__version__
+    except ImportError:  # pragma: no cover
+        skv = None
+    prov = {
+        "package": "cnce " + state["package"],
+        "git_commit": state["git_commit"],
+        "sessions": state.get("sessions", []),
+        "config": state["config"],
+        "method": state["method"],
+        "seed": state["seed"],
+        "device": state["device"],
+        "data": state["data"],
+        "pca_retained_variance": round(Whitener.from_state_dict(state["whitener"]).retained, 4),
+        "layer2_whitening_retained_variance": state["wh2_retained"],
+        "meta_iterations_done": {k: len(v) for k, v in state["history"].items()},
+        "wall_seconds_per_layer": {k: round(v, 1) for k, v in state["seconds"].items()},
+        "final_eps": {k: round(v[-1]["eps"], 4) for k, v in state["history"].items() if v},
+        "final_loss": {k: round(v[-1]["loss"], 5) for k, v in state["history"].items() if v},
+        "versions": {"python": platform.python_version(), "torch": torch.__version__, "numpy": numpy.__version__,
+                     "scipy": scipy.__version__, "scikit-image": skv},
+        "machine": platform.machine(),
+    }
+    if state.get("branched_from"):
+        b = state["branched_from"]
+        prov["branched_from"] = {k: b.get(k) for k in ("run", "at_layer", "git_commit")}
+    provenance.atomic_write_text(out / "provenance.json", json.dumps(prov, indent=2) + "\n")
+
+
+
 # -- taking GPU runs into the repository ---------------------------------------------------------
 
 
@@ -308,8 +427,6 @@ def adopt_device_runs(src: str | os.PathLike, commit: str, *, root: str | os.Pat
     branches: dict = {"runs": {}}
     d2_path = root / "d2" / "paper.pt"
     d2 = torch.load(d2_path, map_location="cpu", weights_only=False) if d2_path.is_file() else {}
-    from cnce.images.train import _write_provenance
-
     with tempfile.TemporaryDirectory() as tmp:
         for t in sorted(src.glob("runs-*.tar")):
             with tarfile.open(t) as tar:
@@ -350,7 +467,7 @@ def adopt_device_runs(src: str | os.PathLike, commit: str, *, root: str | os.Pat
             out = root / {"shown": f"paper-seed{seed}", "photos": f"photos/paper-seed{seed}"}[kind]
             out.mkdir(parents=True, exist_ok=True)
             provenance.atomic_torch_save(st, out / STATE_FILE)
-            _write_provenance(st, out)
+            write_provenance(st, out)
             placed[p.name] = out
     if pca["runs"]:
         (root / "pca").mkdir(parents=True, exist_ok=True)
