@@ -202,7 +202,10 @@ def _polar_segments(resp: list[np.ndarray], positions: list[np.ndarray], freqs, 
 
     ``resp[f] (n_pos, n_orient)`` are normalised responses in [0, 1]; the curve at a position
     has radius ``resp * radius / freq`` in the direction of the stimulus' bars (perpendicular
-    to its wave vector), mirrored, so lower frequencies draw larger circles.
+    to its wave vector), mirrored, so lower frequencies draw larger circles. ``orientations``
+    are wave-vector angles in image coordinates (``x`` right, ``y`` down, as
+    :func:`cnce.images.probes.gabor` and the probes use them), and so are the curves: drawn on
+    axes whose ``y`` points down, a curve lies along the bars of the stimulus it prefers.
     """
     segs, alphas = [], []
     ang = np.concatenate([orientations, orientations + np.pi, orientations[:1] + 2 * np.pi]) + np.pi / 2
@@ -211,9 +214,23 @@ def _polar_segments(resp: list[np.ndarray], positions: list[np.ndarray], freqs, 
             if r.max() <= 0.05:
                 continue
             rr = np.concatenate([r, r, r[:1]]) * radius / fr
-            segs.append(np.stack([x + rr * np.cos(ang), y - rr * np.sin(ang)], 1))
+            segs.append(np.stack([x + rr * np.cos(ang), y + rr * np.sin(ang)], 1))
             alphas.append(float(r.max()))
     return segs, alphas
+
+
+def _so_segments(resp_unit: list[np.ndarray], probe, radius: float = 0.5):
+    """:func:`_polar_segments` of one unit for ``probe``: the largest radius at a frequency is
+    ``probe.sigma(freq)`` where the probe has that method, else ``radius / freq``."""
+    if hasattr(probe, "sigma"):
+        segs, alphas = [], []
+        for r, f in zip(resp_unit, probe.freqs):
+            s, a = _polar_segments([r], [probe.positions(f)], [f], probe.orientations, radius=probe.sigma(f) * f)
+            segs += s
+            alphas += a
+        return segs, alphas
+    return _polar_segments(resp_unit, [probe.positions(f) for f in probe.freqs], probe.freqs, probe.orientations,
+                           radius=radius)
 
 
 def normalise_responses(resp: list[np.ndarray]) -> list[np.ndarray]:
@@ -228,7 +245,7 @@ def normalise_responses(resp: list[np.ndarray]) -> list[np.ndarray]:
 def _draw_so(ax, resp_unit, probe, size):
     from matplotlib.collections import LineCollection
 
-    segs, alphas = _polar_segments(resp_unit, [probe.positions(f) for f in probe.freqs], probe.freqs, probe.orientations)
+    segs, alphas = _so_segments(resp_unit, probe)
     cols = [(0.1, 0.2, 0.6, a) for a in alphas]
     ax.add_collection(LineCollection(segs, colors=cols, linewidths=0.8))
     ax.set_xlim(-0.5, size - 0.5)
@@ -646,9 +663,10 @@ class _Canvas:
 
     def so_icon(self, x: float, y: float, resp_unit: list[np.ndarray], probe, radius: float = 0.5):
         """A space-orientation field (:func:`_polar_segments`) of ``probe.size`` pixels, its top
-        left at ``(x, y)``, in a light frame."""
-        segs, alphas = _polar_segments(resp_unit, [probe.positions(f) for f in probe.freqs], probe.freqs,
-                                       probe.orientations, radius=radius)
+        left at ``(x, y)``, in a light frame. A probe with a ``sigma(freq)`` method (the
+        authors', :class:`cnce.images.probes.AuthorsProbe`) sets each circle's largest radius to
+        its stimulus' envelope width, as their drawing does; otherwise it is ``radius / freq``."""
+        segs, alphas = _so_segments(resp_unit, probe, radius)
         for sg, a in zip(segs, alphas):
             self.segs.append(sg + np.array([x, y]))
             self.seg_cols.append((0.1, 0.2, 0.6, a))
