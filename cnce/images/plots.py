@@ -661,17 +661,15 @@ class _Canvas:
         self.seg_cols.append(colour)
         self.seg_lw.append(0.5)
 
-    def so_icon(self, x: float, y: float, resp_unit: list[np.ndarray], probe, radius: float = 0.5):
-        """A space-orientation field (:func:`_polar_segments`) of ``probe.size`` pixels, its top
-        left at ``(x, y)``, in a light frame. A probe with a ``sigma(freq)`` method (the
-        authors', :class:`cnce.images.probes.AuthorsProbe`) sets each circle's largest radius to
-        its stimulus' envelope width, as their drawing does; otherwise it is ``radius / freq``."""
+    def so_icon(self, x: float, y: float, resp_unit: list[np.ndarray], probe, radius: float = 0.5, scale: float = 1.0):
+        """A space-orientation field (:func:`_so_segments`) of ``probe.size`` pixels drawn
+        ``scale`` times larger, its top left at ``(x, y)``, in a light frame."""
         segs, alphas = _so_segments(resp_unit, probe, radius)
         for sg, a in zip(segs, alphas):
-            self.segs.append(sg + np.array([x, y]))
+            self.segs.append((sg + 0.5) * scale - 0.5 + np.array([x, y]))
             self.seg_cols.append((0.1, 0.2, 0.6, a))
-            self.seg_lw.append(0.7)
-        self.frame(x, y, probe.size, probe.size)
+            self.seg_lw.append(0.8)
+        self.frame(x, y, probe.size * scale, probe.size * scale)
 
     def bar(self, x: float, y: float, w: float, h: float, frac: float):
         """The paper's thin bar: a light track of width ``w`` and a dark part of ``frac * w``."""
@@ -706,64 +704,74 @@ class _Canvas:
 
 
 def plot_layer3_units(resp3: list[np.ndarray], probe, units, patches: np.ndarray, top_idx: np.ndarray,
-                      n_patches: int = 10, radius: float = 0.5, width: float = PAGE_WIDTH):
+                      n_patches: int = 10, per_row: int = 5, icon: float = 2.4, radius: float = 0.5,
+                      width: float = PAGE_WIDTH):
     """Supp. D.3 (Figs 14-17): one row per third-layer unit in ``units``: its index, its
-    space-orientation field (``resp3`` from :func:`cnce.images.probes.probe_layer` or any probe
-    with ``freqs``, ``orientations``, ``positions(freq)`` and ``size``) and the ``n_patches``
-    patches of ``patches (N, size**2)`` that drive it most (``top_idx (K, k)``, strongest first),
-    each patch with its mean removed and scaled to its own range."""
+    space-orientation field (``resp3`` from :func:`cnce.images.probes.probe_layers` or
+    :func:`~cnce.images.probes.probe_layer`; any probe with ``freqs``, ``orientations``,
+    ``positions(freq)`` and ``size``) drawn ``icon`` times a patch's size, and the ``n_patches``
+    patches of ``patches (N, size**2)`` that drive it most (``top_idx (K, k)``, strongest
+    first), ``per_row`` to a row, each with its mean removed and scaled to its own range."""
     norm = normalise_responses(resp3)
     units = list(units)
     n = probe.size
-    gap, label = max(2, n // 8), int(1.7 * n)
-    first = label + n + 3 * gap  # where the patches start
-    cv = _Canvas(first + n_patches * (n + gap), len(units) * (n + gap) + gap)
+    gap, label = max(2, n // 8), int(1.4 * n)
+    rows = int(np.ceil(n_patches / per_row))
+    first = label + int(icon * n) + 3 * gap  # where the patches start
+    unit_h = max(icon * n, rows * (n + gap) - gap) + 2 * gap
+    cv = _Canvas(first + per_row * (n + gap), len(units) * unit_h + gap)
     for r, j in enumerate(units):
-        y = gap + r * (n + gap)
-        cv.text(0, y + n / 2, f"unit {j}", ha="left")
-        cv.so_icon(label, y, [x[j] for x in norm], probe, radius=radius)
+        y = gap + r * unit_h
+        cv.text(0, y + icon * n / 2, f"unit {j}", ha="left")
+        cv.so_icon(label, y, [x[j] for x in norm], probe, radius=radius, scale=icon)
         for c, pi in enumerate(np.asarray(top_idx)[j][:n_patches]):
-            cv.tile(first + c * (n + gap), y, patches[pi].reshape(n, n), centre=True)
+            rr, cc = divmod(c, per_row)
+            cv.tile(first + cc * (n + gap), int(y + rr * (n + gap)), patches[pi].reshape(n, n), centre=True)
     return cv.draw(width)
 
 
 def plot_layer4_units(units, q4: np.ndarray, resp3: list[np.ndarray], probe, patches: np.ndarray, top_idx: np.ndarray,
                       top_val: np.ndarray, *, max_units: int = 10, mass: float = 0.9, per_row: int = 10,
-                      radius: float = 0.5, width: float = PAGE_WIDTH):
+                      icons_per_row: int = 5, icon: float = 2.0, radius: float = 0.5, width: float = PAGE_WIDTH):
     """Supp. D.4 (Figs 18-47): a block per fourth-layer unit in ``units``: the space-orientation
     fields of the third-layer units it pools (at most ``max_units``, or as many as hold ``mass``
-    of its pooling weight ``q4 (K4, K3)``), each with a bar for ``q / max q``; below them the
-    patches that drive it most (``top_idx``, ``top_val (K4, k)`` from
-    :func:`cnce.images.probes.top_patches`), ``per_row`` to a row, each with a bar for its
-    response relative to the largest."""
+    of its pooling weight ``q4 (K4, K3)``; ``icons_per_row`` to a row, ``icon`` times a patch's
+    size), each with a bar for ``q / max q``; below them the patches that drive it most
+    (``top_idx``, ``top_val (K4, k)`` from :func:`cnce.images.probes.top_patches`), ``per_row``
+    to a row, each with a bar for its response relative to the largest."""
     norm = normalise_responses(resp3)
-    sel = pooled_units(q4[list(units)], max_units, mass)
+    units = list(units)
+    sel = pooled_units(q4[units], max_units, mass)
     n = probe.size
-    gap, bar_h, label = max(2, n // 8), max(2, n // 7), int(1.7 * n)
+    gap, bar_h, label = max(2, n // 8), max(2, n // 7), int(1.4 * n)
     k = np.asarray(top_idx).shape[1]
-    cols = max(per_row, max_units)
-    row_h = n + bar_h + 2 * gap
-    n_rows = 1 + int(np.ceil(k / per_row))
-    block = n_rows * row_h + 3 * gap
-    cv = _Canvas(label + cols * (n + gap), len(units) * block)
-    for b, (j, idx) in enumerate(zip(units, sel)):
-        y0 = b * block + gap
-        cv.text(0, y0 + n / 2, f"unit {j}", ha="left")
+    W = label + max(per_row * (n + gap), icons_per_row * (icon * n + 2 * gap))
+    icon_h = icon * n + bar_h + 3 * gap
+    patch_h = n + bar_h + 2 * gap
+    heights = [int(np.ceil(len(idx) / icons_per_row)) * icon_h + int(np.ceil(k / per_row)) * patch_h + 4 * gap
+               for idx in sel]
+    cv = _Canvas(W, sum(heights))
+    y0 = 0.0
+    for b, (j, idx, h) in enumerate(zip(units, sel, heights)):
+        y = y0 + 2 * gap
+        cv.text(0, y + icon * n / 2, f"unit {j}", ha="left")
         w = q4[j, idx] / q4[j].max()
         for c, (kk, wk) in enumerate(zip(idx, w)):
-            x = label + c * (n + gap)
-            cv.so_icon(x, y0, [r[kk] for r in norm], probe, radius=radius)
-            cv.bar(x, y0 + n + gap / 2, n, bar_h, wk)
+            rr, cc = divmod(c, icons_per_row)
+            x, yy = label + cc * (icon * n + 2 * gap), y + rr * icon_h
+            cv.so_icon(x, yy, [r[kk] for r in norm], probe, radius=radius, scale=icon)
+            cv.bar(x, yy + icon * n + gap, icon * n, bar_h, wk)
+        y += int(np.ceil(len(idx) / icons_per_row)) * icon_h + gap
         v = np.asarray(top_val)[j]
         rel = v / v.max() if v.max() > 0 else np.zeros_like(v)
         for c, (pi, rv) in enumerate(zip(np.asarray(top_idx)[j], rel)):
             rr, cc = divmod(c, per_row)
-            x, y = label + cc * (n + gap), y0 + (1 + rr) * row_h + gap
-            cv.tile(x, y, patches[pi].reshape(n, n), centre=True)
-            cv.bar(x, y + n + gap / 2, n, bar_h, rv)
+            x, yy = label + cc * (n + gap), int(y + rr * patch_h)
+            cv.tile(x, yy, patches[pi].reshape(n, n), centre=True)
+            cv.bar(x, yy + n + gap / 2, n, bar_h, rv)
+        y0 += h
         if b < len(units) - 1:  # a rule between blocks
-            yl = (b + 1) * block - gap
-            cv.segs.append(np.array([[0, yl], [cv.W, yl]]))
+            cv.segs.append(np.array([[0, y0 - gap], [cv.W, y0 - gap]]))
             cv.seg_cols.append((0.75, 0.75, 0.75, 1.0))
             cv.seg_lw.append(0.6)
     return cv.draw(width)
