@@ -73,3 +73,12 @@ def test_recipe_row_is_beyond_the_paper_and_table_columns():
     t = C.image_claims([r, C.layer1_row([0.9], chance=0.05, control=0.9, negatives=0.0, data="d")])
     assert list(t.columns) == ["claim", "paper", "measured", "short", "verdict", "page", "stats", "beyond"]
     assert set(t.verdict) <= set(VERDICTS) and t.beyond.tolist() == [True, False]
+
+
+def test_seed_table_gives_the_range_for_two_seeds():
+    recs = [dict(optimiser="cg", schedule="main", seed=s, oriented=v) for s, v in enumerate((0.75, 0.99))]
+    recs += [dict(optimiser="cg", schedule="fresh", seed=s, oriented=v) for s, v in enumerate((0.8, 0.9, 0.85))]
+    t = C.seed_table(recs, columns=("oriented",))
+    main = t.loc[("cg", "main")]
+    assert (main["oriented_lo"], main["oriented_hi"]) == (0.75, 0.99)  # never an interval above 1
+    assert t.loc[("cg", "fresh"), "oriented_kind"].startswith("95 % t interval")

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 __all__ = ["ALPHA", "PAGE", "ClaimRow", "seed_interval", "format_interval", "layer1_row", "layer2_row",
-           "share_row", "d2_faster_row", "d2_similar_row", "recipe_row", "image_claims"]
+           "share_row", "d2_faster_row", "d2_similar_row", "recipe_row", "image_claims", "seed_table"]
 
 #: one-sided significance level of a share against its chance level
 ALPHA = 0.01
@@ -238,3 +238,23 @@ def image_claims(rows) -> "pd.DataFrame":  # noqa: F821
     df = pd.DataFrame([asdict(r) | {"stats": {}} for r in rows])
     cols = ["claim", "paper", "measured", "short", "verdict", "page", "stats", "beyond"]
     return df[cols] if len(df) else pd.DataFrame(columns=cols)
+
+
+def seed_table(records, by=("optimiser", "schedule"), columns=("oriented", "J_train", "J_unseen")):
+    """Per group of ``records`` (dicts with a ``seed``, e.g.
+    :func:`cnce.images.runs.ablation_records`) the number of seeds and, for each of
+    ``columns``, ``mean``, ``_lo`` and ``_hi`` from :func:`seed_interval` (a t interval for
+    three or more seeds, the range for two, none for one) and ``_kind``, which says which."""
+    import pandas as pd
+
+    df = pd.DataFrame(list(records))
+    if df.empty:
+        raise ValueError("records must not be empty")
+    out = []
+    for key, g in df.groupby(list(by), sort=False):
+        rec = dict(zip(by, key if isinstance(key, tuple) else (key,))) | {"seeds": len(g)}
+        for c in columns:
+            m, lo, hi, kind = seed_interval(g[c])
+            rec.update({c: m, f"{c}_lo": lo, f"{c}_hi": hi, f"{c}_kind": kind})
+        out.append(rec)
+    return pd.DataFrame(out).set_index(list(by))
