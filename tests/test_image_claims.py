@@ -1,84 +1,162 @@
-"""The image chapter's claims rows (cnce.images.claims): each verdict rule on inputs whose
-answer is known."""
+"""Known-answer tests of the layer-2 to layer-4 claim measures (cnce.images.layer_claims) and of
+the result type and interval rules (cnce.images.verdicts): hand-built pooling units that pool
+by one property must be found to, random pooling must not, and inputs without the spread a
+frequency claim needs must say "not testable here" with the number."""
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pytest
 
-from cnce.experiments.claims import VERDICTS
-from cnce.images import claims as C
+from cnce.images import layer_claims as LC
+from cnce.images import verdicts as V
+
+TORCH_THREADS = 2
 
 
-def test_seed_interval_kinds():
-    m, lo, hi, kind = C.seed_interval([0.8, 0.9])
-    assert (lo, hi) == (0.8, 0.9) and "range" in kind  # two seeds: the range, not a t interval
-    m, lo, hi, kind = C.seed_interval([0.8, 0.9, 1.0])
-    assert lo < 0.8 and hi > 1.0 and "2 degrees of freedom" in kind
-    assert C.seed_interval([0.5])[1:3] == (0.5, 0.5)
+# -- interval rules -------------------------------------------------------------------------------
+def test_seed_interval_rules():
+    m, ci, rule = V.seed_interval([0.5, 0.6, 0.7])
+    assert m == pytest.approx(0.6) and "2 degrees of freedom" in rule
+    from scipy import stats
+    h = stats.t.ppf(0.975, 2) * 0.1 / math.sqrt(3)
+    assert ci == pytest.approx((0.6 - h, 0.6 + h))
+    m, ci, rule = V.seed_interval([0.9, 0.98, 0.99], share=True)
+    assert ci[1] == 1.0 and ci[0] >= 0  # clipped: a share's interval never passes 1
+    m, ci, rule = V.seed_interval([0.4, 0.7])
+    assert ci == (0.4, 0.7) and rule == "range of 2 seeds"
+    m, ci, rule = V.seed_interval([0.3])
+    assert ci == (0.3, 0.3) and "one seed" in rule
     with pytest.raises(ValueError, match="values"):
-        C.seed_interval([])
-    assert C.format_interval([0.835, 0.92]) == "88 % [84, 92] (range of 2 seeds)"
+        V.seed_interval([])
 
 
-def test_layer1_rule():
-    ok = dict(chance=0.05, control=0.9, negatives=0.0, data="test photographs")
-    assert C.layer1_row([0.84, 0.92], **ok).verdict == "reproduced"
-    assert C.layer1_row([0.84, 0.3], **ok).verdict == "not reproduced"
-    # a measure whose positive control fails (or whose negatives pass) certifies nothing
-    assert C.layer1_row([0.84], **(ok | {"control": 0.2})).verdict == "not testable here"
-    assert C.layer1_row([0.84], **(ok | {"negatives": 0.5})).verdict == "not testable here"
-    assert "84-92 %" in C.layer1_row([0.84, 0.92], **ok).measured
+def test_unit_interval_and_share_interval():
+    v, ci, rule, per = V.unit_interval([np.array([1, 1, 0, 0, 0, 0, 0, 0, 0, 0], bool)], share=True)
+    assert v == pytest.approx(0.2) and 0 <= ci[0] < 0.2 < ci[1] <= 1 and "Wilson" in rule and per == [0.2]
+    v, ci, rule, per = V.unit_interval([np.ones(5), np.zeros(5), np.ones(5)], share=True)
+    assert "2 degrees of freedom" in rule and ci == (0.0, 1.0)
+    assert V.share_interval(0, 10)[0] == 0 and V.share_interval(10, 10)[1] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="k <= n"):
+        V.share_interval(11, 10)
 
 
-def test_layer2_rule():
-    sig, null = (0.4, 1e-9), (0.06, 0.4)
-    assert C.layer2_row({"position": sig, "orientation": sig, "frequency": sig}, 200).verdict == "reproduced"
-    assert C.layer2_row({"position": sig, "orientation": null, "frequency": null}, 200).verdict == "partly reproduced"
-    assert C.layer2_row({"position": null, "orientation": null}, 200).verdict == "not reproduced"
-    row = C.layer2_row({"position": sig, "orientation": sig, "frequency": null}, 200,
-                       untestable={"frequency": "layer-1 features span 0.4 octaves"})
-    assert row.verdict == "partly reproduced" and "0.4 octaves" in row.measured
-    assert C.layer2_row({"frequency": sig}, 200, untestable={"frequency": "x"}).verdict == "not testable here"
+def test_measured_prints_uniformly():
+    r = V.Measured("claim", "share", 0.5, {"chance": 0.05}, (0.4, 0.6), "range of 2 seeds", "supported")
+    assert "0.50 [0.40, 0.60]" in str(r) and r.testable and r.row()["baseline: chance"] == 0.05
+    n = V.not_testable("claim", "share", "spread 0.3 octaves")
+    assert not n.testable and "not testable here" in str(n) and "0.3 octaves" in n.verdict
+    t = V.results_table([r, n])
+    assert list(t["claim"]) == ["claim", "claim"] and t["interval"].iloc[1] is None
 
 
-def test_share_rule():
-    kw = dict(claim="c", paper="p", measure="m", baseline=0.05, baseline_name="random weights")
-    assert C.share_row(learned=[0.7, 0.8, 0.75], p=1e-6, **kw).verdict == "reproduced"
-    assert C.share_row(learned=[0.2, 0.25], p=1e-4, **kw).verdict == "partly reproduced"
-    assert C.share_row(learned=[0.06], p=0.3, **kw).verdict == "not reproduced"
-    row = C.share_row(learned=[0.9], p=None, untestable="all layer-3 units prefer 0.25 cycles/pixel", **kw)
-    assert row.verdict == "not testable here" and "0.25 cycles/pixel" in row.measured
-    with pytest.raises(ValueError, match="p must"):
-        C.share_row(learned=[0.9], p=None, **kw)
+# -- pooling: hand-built units ----------------------------------------------------------------------
+def _layer1(K=120, seed=0, octaves=2.0):
+    """K first-layer units: 12 orientations x 5 frequencies (``octaves`` apart end to end) x 2
+    positions."""
+    rng = np.random.default_rng(seed)
+    ori = np.repeat(np.arange(12) * np.pi / 12, K // 12)
+    freq = np.tile(0.1 * 2 ** np.linspace(0, octaves, 5), K // 5)[:K]
+    x, y = rng.uniform(2, 30, K), rng.uniform(2, 30, K)
+    return {"orientation": ori, "frequency": freq, "x": x, "y": y}
 
 
-def test_d2_rules():
-    end = dict(meta=11, cnce_end=0.7, nce_end=0.9, meta_end=20)
-    assert C.d2_faster_row([0.10, 0.12, 0.11], **end).verdict == "reproduced"
-    r = C.d2_faster_row([-0.20, -0.25, -0.22], **end)
-    assert r.verdict == "not reproduced" and "NCE faster" in r.measured and "2 degrees of freedom" in r.measured
-    assert "no significant difference" in C.d2_faster_row([-0.2, 0.2, 0.01], **end).measured
-    assert C.d2_faster_row([0.1, 0.2], **end).verdict == "not testable here"
-    assert "declines to claim" in r.paper
-    assert C.d2_similar_row([0.8, 0.82, 0.79], random_similarity=0.3, p=1e-5, meta=11).verdict == "reproduced"
-    assert C.d2_similar_row([0.31, 0.3], random_similarity=0.3, p=0.4, meta=11).verdict == "not reproduced"
+def _pool_by(props, key, n_units=40, size=6, seed=0):
+    """Pooling weights whose every unit pools ``size`` units alike in ``key``."""
+    rng = np.random.default_rng(seed)
+    K = len(props["orientation"])
+    q = np.zeros((n_units, K))
+    for j in range(n_units):
+        c = rng.integers(K)
+        if key == "position":
+            d = np.hypot(props["x"] - props["x"][c], props["y"] - props["y"][c])
+        elif key == "orientation":
+            d = np.abs(np.angle(np.exp(2j * (props["orientation"] - props["orientation"][c]))))
+        else:
+            d = np.abs(np.log2(props["frequency"] / props["frequency"][c])) + 1e-3 * rng.random(K)
+        idx = np.argsort(d + 1e-9 * rng.random(K))[:size]
+        q[j, idx] = rng.uniform(0.5, 1.0, size)
+    return q
 
 
-def test_recipe_row_is_beyond_the_paper_and_table_columns():
-    r = C.recipe_row([0.86, 0.87], decides="at demo size the schedule and sizes decide.")
-    assert r.beyond and r.verdict == "beyond the paper"
-    with pytest.raises(ValueError, match="beyond"):
-        C.ClaimRow("c", "p", "m", "s", "reproduced", beyond=True)
-    with pytest.raises(ValueError, match="verdict"):
-        C.ClaimRow("c", "p", "m", "s", "holds")
-    t = C.image_claims([r, C.layer1_row([0.9], chance=0.05, control=0.9, negatives=0.0, data="d")])
-    assert list(t.columns) == ["claim", "paper", "measured", "short", "verdict", "page", "stats", "beyond"]
-    assert set(t.verdict) <= set(VERDICTS) and t.beyond.tolist() == [True, False]
+@pytest.mark.parametrize("key", ["position", "orientation", "frequency"])
+def test_pooling_claim_finds_the_property_pooled_by(key):
+    p = _layer1()
+    q = _pool_by(p, key)
+    r = LC.pooling_claim(q, p, key, n_random=100)
+    assert r.testable and r.value > 0.8 and r.verdict.startswith("supported"), str(r)
+    assert r.baselines["random pooling"] < 0.15 and r.baselines["shuffled properties"] < 0.15
+    assert "Wilson" in r.rule and r.n_seeds == 1
 
 
-def test_seed_table_gives_the_range_for_two_seeds():
-    recs = [dict(optimiser="cg", schedule="main", seed=s, oriented=v) for s, v in enumerate((0.75, 0.99))]
-    recs += [dict(optimiser="cg", schedule="fresh", seed=s, oriented=v) for s, v in enumerate((0.8, 0.9, 0.85))]
-    t = C.seed_table(recs, columns=("oriented",))
-    main = t.loc[("cg", "main")]
-    assert (main["oriented_lo"], main["oriented_hi"]) == (0.75, 0.99)  # never an interval above 1
-    assert t.loc[("cg", "fresh"), "oriented_kind"].startswith("95 % t interval")
+def test_random_pooling_is_not_supported():
+    p = _layer1()
+    q = LC.permute_rows(_pool_by(p, "orientation"), seed=5)
+    for key in ("position", "orientation", "frequency"):
+        r = LC.pooling_claim(q, p, key, n_random=100)
+        assert r.value < 0.2 and r.verdict.startswith("not supported"), str(r)
+
+
+def test_pooling_claim_not_testable_without_an_octave():
+    p = _layer1(octaves=0.5)
+    r = LC.pooling_claim(_pool_by(p, "frequency"), p, "frequency", n_random=50)
+    assert not r.testable and "0.50 octaves" in r.not_testable and math.isnan(r.value)
+    # two seeds: the range
+    p2 = [_layer1(seed=s) for s in (0, 1)]
+    r2 = LC.pooling_claim([_pool_by(x, "orientation", seed=s) for s, x in enumerate(p2)], p2, "orientation", n_random=50)
+    assert r2.rule == "range of 2 seeds" and r2.n_seeds == 2 and r2.interval[1] <= 1
+    with pytest.raises(ValueError, match="prop"):
+        LC.pooling_claim(np.ones((2, 3)), p, "colour")
+    with pytest.raises(ValueError, match="one entry per seed"):
+        LC.pooling_claim([np.ones((2, 3))] * 2, p, "position")
+
+
+def test_orientation_across_frequency_on_hand_built_layer4():
+    rng = np.random.default_rng(0)
+    K3 = 60
+    ori = np.repeat(np.arange(6) * np.pi / 6, 10)
+    freq = np.tile([0.1, 0.15, 0.2, 0.3, 0.45], 12)
+    props = {"orientation": ori, "frequency": freq, "x": rng.uniform(4, 28, K3), "y": rng.uniform(4, 28, K3)}
+    q = np.zeros((30, K3))
+    for j in range(30):
+        same = np.flatnonzero(ori == ori[(j * 10) % K3])
+        q[j, rng.choice(same, 5, replace=False)] = 1.0  # one orientation, several frequencies
+    r = LC.orientation_across_frequency_claim(q, props, n_random=100)
+    assert r.testable and r.value > 0.8 and r.verdict.startswith("supported"), str(r)
+    assert r.baselines["random pooling"] < 0.2
+    # one orientation but one frequency only: not "across frequencies"
+    q1 = np.zeros((30, K3))
+    for j in range(30):
+        q1[j, np.flatnonzero((ori == ori[(j * 10) % K3]) & (freq == 0.2))] = 1.0
+    r1 = LC.orientation_across_frequency_claim(q1, props, n_random=100)
+    assert r1.value < 0.1
+    narrow = dict(props, frequency=np.where(freq > 0.25, 0.25, 0.25))
+    assert not LC.orientation_across_frequency_claim(q, narrow).testable
+
+
+def test_contour_claim_supported_only_with_contours():
+    from cnce.images import probes
+    from cnce.images.contours import arc_points, energy_detector, line_points
+
+    p = probes.AuthorsProbe(freqs=(0.2, 0.25))
+    fns = []
+    for a in np.linspace(0, np.pi, 6, endpoint=False):
+        pts, ang = line_points((15.5, 15.5), a, 16, 2.0)
+        fns.append(energy_detector(32, pts, ang, 0.25))
+    for s in (-2.6, -2.0):
+        pts, ang = arc_points((15.5, 26.0), 12, s, s + 2.0, 2.0)
+        fns.append(energy_detector(32, pts, ang, 0.25))
+    rng = np.random.default_rng(0)
+    import torch
+    Ws = [torch.as_tensor(rng.standard_normal((1024, 4)), dtype=torch.float32) for _ in range(8)]
+    fn = lambda X: np.concatenate([f(X) for f in fns], 1)  # noqa: E731
+    fr = lambda X: np.concatenate([((X - X.mean(1, keepdim=True)) @ W).pow(2).sum(1, keepdim=True).numpy() for W in Ws], 1)  # noqa: E731
+    resp, resp_r = probes.probe_function(fn, p), probes.probe_function(fr, p)
+    r = LC.contour_claim(resp, resp_r, p)
+    assert r.value == 1.0 and r.baselines["random layer-3 weights"] == 0 and r.verdict.startswith("supported"), str(r)
+    assert r.extra["bent share"][0] == pytest.approx(2 / 8)
+    r0 = LC.contour_claim(resp_r, resp_r, p)
+    assert r0.value == 0 and r0.verdict.startswith("not supported")
+    with pytest.raises(ValueError, match="kind"):
+        LC.contour_claim(resp, resp_r, p, kind="blob")

@@ -1,0 +1,258 @@
+"""Measures of exactly what the paper says about layers 2-4 (Sec. 4.2, Figs. 5-6), each beside
+random-weight and shuffled baselines, with an interval over units and seeds, returned as
+:class:`cnce.images.verdicts.Measured`.
+
+The paper's words and the measure of each:
+
+* Layer 2 "tends to pool these features according to frequency, orientation and locality"
+  (:func:`pooling_claim` with ``prop`` = ``"frequency"``, ``"orientation"``, ``"position"``):
+  for every second-layer unit, the units it pools (at most ten, or as many as hold 90 % of its
+  weight, as Fig. 5 selects them) have a mean pairwise spread in that property; it is
+  compared with ``n_random`` random sets of the same size (a permutation test of the pooling:
+  the unit's weights given to random units). A unit is *coherent* when fewer than 5 % of the
+  random sets are as alike. The value is the share of coherent units (5 % by chance).
+  Baselines: the same measure with every row of the pooling weights randomly permuted
+  (*random pooling*, the random-weight network of :func:`cnce.images.measures.random_layer`)
+  and with the pooled units' properties shuffled among them (*shuffled properties*).
+* Layer 3 units "detect longer straight or bended contours" (:func:`contour_claim`): the
+  share of units whose space-orientation field is contour-like
+  (:func:`cnce.images.contours.contour_properties`: one smooth curve holds at least 40 % of
+  the response and spans at least three probe locations), with the straight and bent shares.
+  Baselines: the same network with random layer-3 weights, and the learned fields with their
+  locations shuffled (:func:`cnce.images.contours.shuffle_locations`).
+* Layer 4 pools "3rd layer units that share the same spatial orientation preference but are
+  tuned to different spatial frequencies" (:func:`orientation_across_frequency_claim`): a
+  fourth-layer unit does when its pooled third-layer units are coherent in orientation (as
+  above) and their best probe frequencies span at least half an octave. Baselines: random
+  pooling and shuffled properties.
+* Layer 4 has a "corner detector" (:func:`contour_claim` with ``kind="corner"``): the share of
+  corner-like fourth-layer fields. Baselines: random (permuted) layer-4 weights and shuffled
+  locations.
+
+Not testable here: a frequency claim needs the pooled units' preferred frequencies to spread:
+when their 10th-90th percentile spans less than ``min_octaves`` (one octave), the claim is
+reported as "not testable here" with that number (the same rule for layers 2 and 4).
+
+Verdict rule (every claim): *supported* when the interval's lower end lies above every
+baseline and, for each seed, a one-sided binomial test of the coherent (or contour-like) count
+against the largest baseline share of that seed (and at least 5 %) gives ``p < alpha / n_tests`` (Bonferroni over the
+``n_tests`` claims of that layer); otherwise *not supported*, with the numbers.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from cnce.images import contours
+from cnce.images.measures import SPREADS, octave_spread, pooled_sets, pooling_coherence
+from cnce.images.verdicts import Measured, not_testable, unit_interval
+
+__all__ = ["pooling_claim", "contour_claim", "orientation_across_frequency_claim", "layer3_unit_properties",
+           "permute_rows", "coherent_units", "CHANCE"]
+
+#: A unit counts as coherent when fewer than this share of random sets are as alike: the share
+#: of coherent units that random pooling gives.
+CHANCE = 0.05
+
+
+def permute_rows(q, seed: int = 0) -> np.ndarray:
+    """Each row of the pooling weights ``q (K, K_below)`` randomly permuted: every unit keeps its
+    weight distribution but pools a random set (random pooling)."""
+    q = np.asarray(q, dtype=float)
+    rng = np.random.default_rng(seed)
+    return np.take_along_axis(q, np.argsort(rng.random(q.shape), axis=1), axis=1)
+
+
+def coherent_units(q, props: dict, prop: str, *, n_random: int = 200, seed: int = 0, max_units: int = 10,
+                   mass: float = 0.9) -> np.ndarray:
+    """Per pooling unit with at least two pooled units: whether the pooled units are more alike in
+    ``prop`` than 95 % of random sets of the same size (:func:`cnce.images.measures.pooling_coherence`).
+    ``props`` holds ``orientation`` (radians), ``frequency`` (> 0), ``x``, ``y`` of the pooled
+    layer's units."""
+    if prop not in SPREADS:
+        raise ValueError(f"prop must be one of {SPREADS}; got {prop!r}")
+    df = pooling_coherence(q, props["orientation"], props["frequency"], props["x"], props["y"], n_random=n_random,
+                           seed=seed, max_units=max_units, mass=mass)
+    df = df[df["n_pooled"] >= 2]
+    return (df[f"{prop}_rank"] < CHANCE).to_numpy()
+
+
+def _shuffle_props(props: dict, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(len(props["orientation"]))
+    return {k: np.asarray(props[k])[perm] for k in ("orientation", "frequency", "x", "y")}
+
+
+def _as_list(x):
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _binom_p(units: np.ndarray, p0: float) -> float:
+    from scipy.stats import binomtest
+
+    n = len(units)
+    if n == 0:
+        return 1.0
+    return float(binomtest(int(np.sum(units)), n, min(max(p0, 1e-9), 1 - 1e-9), alternative="greater").pvalue)
+
+
+def _verdict(claim, measure, per_seed_units, baselines_per_seed, *, alpha, n_tests, extra=None, what="units") -> Measured:
+    value, ci, rule, per_seed = unit_interval(per_seed_units, share=True)
+    base = {k: float(np.mean(v)) for k, v in baselines_per_seed.items()}
+    worst = max(base.values()) if base else 0.0
+    ps = [_binom_p(np.asarray(u), max([CHANCE] + [baselines_per_seed[k][s] for k in base]))
+          for s, u in enumerate(per_seed_units)]
+    level = alpha / n_tests
+    ok = ci[0] > worst and all(p < level for p in ps)
+    text = (f"supported: {value:.2f} of {what} [{ci[0]:.2f}, {ci[1]:.2f}] against at most {worst:.2f} for the baselines; "
+            f"binomial p per seed {', '.join(f'{p:.2g}' for p in ps)} (threshold {level:.3g})" if ok else
+            f"not supported: {value:.2f} of {what} [{ci[0]:.2f}, {ci[1]:.2f}] against baselines "
+            + ", ".join(f"{k} {v:.2f}" for k, v in base.items())
+            + f"; binomial p per seed {', '.join(f'{p:.2g}' for p in ps)} (threshold {level:.3g})")
+    ex = {"per_seed": per_seed, "p_per_seed": ps, "alpha": alpha, "n_tests": n_tests,
+          "baselines_per_seed": {k: list(map(float, v)) for k, v in baselines_per_seed.items()}}
+    ex.update(extra or {})
+    return Measured(claim=claim, measure=measure, value=value, baselines=base, interval=ci, rule=rule, verdict=text,
+                    n_units=int(sum(len(u) for u in per_seed_units)), n_seeds=len(per_seed_units), extra=ex)
+
+
+def _frequency_spread_check(props_per_seed, min_octaves, layer_below) -> str | None:
+    spreads = [octave_spread(np.asarray(p["frequency"], dtype=float)) for p in props_per_seed]
+    if min(spreads) < min_octaves:
+        return (f"the layer-{layer_below} units' preferred frequencies span "
+                + ", ".join(f"{s:.2f}" for s in spreads)
+                + f" octaves (10th-90th percentile, per seed), under the {min_octaves:g} octave a frequency claim needs")
+    return None
+
+
+def pooling_claim(q, props, prop: str, *, layer: int = 2, n_random: int = 200, seed: int = 0, max_units: int = 10,
+                  mass: float = 0.9, min_octaves: float = 1.0, alpha: float = 0.05, n_tests: int = 3) -> Measured:
+    """Layer ``layer`` (2 or 4) pools by ``prop`` (``"orientation"``, ``"frequency"``,
+    ``"position"``): see the module's docstring.
+
+    ``q`` is the pooling weights ``W**2 (K, K_below)`` of one seed or a list (one per seed);
+    ``props`` the matching dict (or list of dicts) of the pooled units' ``orientation``
+    (radians), ``frequency`` (cycles/pixel), ``x``, ``y`` (pixels) (for layer 2, a
+    :class:`cnce.images.measures.FilterProperties` of the first-layer units works too)."""
+    if prop not in SPREADS:
+        raise ValueError(f"prop must be one of {SPREADS}; got {prop!r}")
+    if layer not in (2, 4):
+        raise ValueError(f"layer must be 2 or 4; got {layer!r}")
+    qs = [np.asarray(x, dtype=float) for x in _as_list(q)]
+    ps = [_props_dict(p) for p in _as_list(props)]
+    if len(qs) != len(ps):
+        raise ValueError(f"q and props must hold one entry per seed; got {len(qs)} and {len(ps)}")
+    words = {"position": "locality", "orientation": "orientation", "frequency": "frequency"}[prop]
+    claim = f"layer {layer} pools by {words}"
+    measure = f"share of layer-{layer} units whose pooled units are more alike in {prop} than 95 % of random sets"
+    if prop == "frequency":
+        reason = _frequency_spread_check(ps, min_octaves, layer - 1)
+        if reason:
+            return not_testable(claim, measure, reason)
+    learned, rnd, shuf, ratio = [], [], [], []
+    for s, (qq, pp) in enumerate(zip(qs, ps)):
+        kw = dict(n_random=n_random, seed=seed + s, max_units=max_units, mass=mass)
+        df = pooling_coherence(qq, pp["orientation"], pp["frequency"], pp["x"], pp["y"], **kw)
+        df = df[df["n_pooled"] >= 2]
+        learned.append((df[f"{prop}_rank"] < CHANCE).to_numpy())
+        ratio.append(float(np.median(df[prop] / df[f"{prop}_random"])))
+        rnd.append(float(np.mean(coherent_units(permute_rows(qq, seed + 1000 + s), pp, prop, **kw))))
+        shuf.append(float(np.mean(coherent_units(qq, _shuffle_props(pp, seed + 2000 + s), prop, **kw))))
+    return _verdict(claim, measure, learned, {"chance": [CHANCE] * len(qs), "random pooling": rnd, "shuffled properties": shuf},
+                    alpha=alpha, n_tests=n_tests, extra={"median spread / random spread per seed": ratio})
+
+
+def _props_dict(p) -> dict:
+    if isinstance(p, dict):
+        return {k: np.asarray(p[k], dtype=float) for k in ("orientation", "frequency", "x", "y")}
+    return {k: np.asarray(getattr(p, k), dtype=float) for k in ("orientation", "frequency", "x", "y")}
+
+
+def layer3_unit_properties(resp3, probe) -> dict[str, np.ndarray]:
+    """The properties of third-layer units that layer 4 may pool by, from their responses to
+    ``probe``: ``orientation`` (wave-vector angle of the response-weighted orientation,
+    :func:`cnce.images.measures.so_rf_properties`), ``frequency`` (best probe frequency, as the
+    authors pick it, :func:`cnce.images.contours.best_frequency`), ``x``, ``y`` (response-weighted
+    centre), and ``orientation_coherence``."""
+    from cnce.images.measures import so_rf_properties
+
+    so = so_rf_properties(resp3, probe)
+    bf = np.asarray(probe.freqs, dtype=float)[contours.best_frequency(resp3)]
+    return {"orientation": so["orientation"], "frequency": bf, "x": so["x"], "y": so["y"],
+            "orientation_coherence": so["orientation_coherence"]}
+
+
+def orientation_across_frequency_claim(q4, props3, *, n_random: int = 200, seed: int = 0, max_units: int = 10,
+                                       mass: float = 0.9, min_octaves: float = 1.0, span_octaves: float = 0.5,
+                                       alpha: float = 0.05, n_tests: int = 2) -> Measured:
+    """Layer 4 pools third-layer units of one orientation across frequencies: see the module's
+    docstring. ``q4 = W4**2 (K4, K3)`` (or a list per seed); ``props3`` from
+    :func:`layer3_unit_properties` (or a list per seed)."""
+    qs = [np.asarray(x, dtype=float) for x in _as_list(q4)]
+    ps = [_props_dict(p) for p in _as_list(props3)]
+    if len(qs) != len(ps):
+        raise ValueError(f"q4 and props3 must hold one entry per seed; got {len(qs)} and {len(ps)}")
+    claim = "layer 4 pools layer-3 units of one orientation across frequencies"
+    measure = (f"share of layer-4 units whose pooled layer-3 units are coherent in orientation and span at least "
+               f"{span_octaves:g} octave in best frequency")
+    reason = _frequency_spread_check(ps, min_octaves, 3)
+    if reason:
+        return not_testable(claim, measure, reason)
+
+    def units(q, p, s):
+        kw = dict(n_random=n_random, seed=s, max_units=max_units, mass=mass)
+        df = pooling_coherence(q, p["orientation"], p["frequency"], p["x"], p["y"], **kw)
+        sets = pooled_sets(q, max_units, mass)
+        keep = df["n_pooled"].to_numpy() >= 2
+        span = np.array([np.log2(p["frequency"][i].max() / p["frequency"][i].min()) for i in sets])
+        return ((df["orientation_rank"].to_numpy() < CHANCE) & (span >= span_octaves - 1e-9))[keep]
+
+    learned, rnd, shuf = [], [], []
+    for s, (q, p) in enumerate(zip(qs, ps)):
+        learned.append(units(q, p, seed + s))
+        rnd.append(float(np.mean(units(permute_rows(q, seed + 1000 + s), p, seed + s))))
+        shuf.append(float(np.mean(units(q, _shuffle_props(p, seed + 2000 + s), seed + s))))
+    return _verdict(claim, measure, learned, {"chance": [CHANCE] * len(qs), "random pooling": rnd, "shuffled properties": shuf},
+                    alpha=alpha, n_tests=n_tests)
+
+
+def contour_claim(resp, resp_random, probe, *, kind: str = "contour", layer: int | None = None, seed: int = 0,
+                  alpha: float = 0.05, n_tests: int = 1, **contour_kw) -> Measured:
+    """Layer-3 contour-like units (``kind="contour"``) or layer-4 corner-like units
+    (``kind="corner"``): see the module's docstring.
+
+    ``resp`` are the learned layer's responses to ``probe`` (one list per frequency, or a list
+    of those per seed), ``resp_random`` those of the network with that layer's weights random
+    (same shape). ``contour_kw`` go to :func:`cnce.images.contours.contour_properties`."""
+    if kind not in ("contour", "corner"):
+        raise ValueError(f"kind must be 'contour' or 'corner'; got {kind!r}")
+    layer = layer or (3 if kind == "contour" else 4)
+    seeds = resp if isinstance(resp[0], (list, tuple)) else [resp]
+    seeds_r = resp_random if isinstance(resp_random[0], (list, tuple)) else [resp_random]
+    if len(seeds) != len(seeds_r):
+        raise ValueError(f"resp and resp_random must hold one entry per seed; got {len(seeds)} and {len(seeds_r)}")
+    learned, rnd, shuf = [], [], []
+    extra = {"straight share": [], "bent share": [], "median curve share": [], "median curve share, random": [],
+             "median curve share, shuffled": [], "median length (wavelengths)": [], "median length, random": []}
+    for s, (r, rr) in enumerate(zip(seeds, seeds_r)):
+        p = contours.contour_properties(r, probe, **contour_kw)
+        pr = contours.contour_properties(rr, probe, **contour_kw)
+        ps = contours.contour_properties(contours.shuffle_locations(r, seed + s), probe, **contour_kw)
+        learned.append(p[kind])
+        rnd.append(float(np.mean(pr[kind])))
+        shuf.append(float(np.mean(ps[kind])))
+        extra["straight share"].append(float(np.mean(p["straight"])))
+        extra["bent share"].append(float(np.mean(p["bent"])))
+        extra["median curve share"].append(float(np.median(p["share"])))
+        extra["median curve share, random"].append(float(np.median(pr["share"])))
+        extra["median curve share, shuffled"].append(float(np.median(ps["share"])))
+        extra["median length (wavelengths)"].append(float(np.median(p["length_wavelengths"])))
+        extra["median length, random"].append(float(np.median(pr["length_wavelengths"])))
+    if kind == "contour":
+        claim, measure = "layer 3 detects longer straight or bent contours", "share of layer-3 units with a contour-like field"
+    else:
+        claim, measure = f"layer {layer} has corner detectors", f"share of layer-{layer} units with a corner-like field"
+    base_name = "random layer-3 weights" if layer == 3 else f"random layer-{layer} weights"
+    return _verdict(claim, measure, learned, {base_name: rnd, "shuffled locations": shuf}, alpha=alpha, n_tests=n_tests,
+                    extra=extra)
