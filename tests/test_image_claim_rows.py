@@ -1,22 +1,48 @@
-"""The image chapter's claims rows (cnce.images.claims): each verdict rule on inputs whose
-answer is known."""
+"""The image chapter's claims rows (cnce.images.claims): each badge rule on inputs whose answer
+is known, and the committed measures' round trip through JSON."""
 from __future__ import annotations
 
+import math
+
+import pandas as pd
 import pytest
 
 from cnce.experiments.claims import VERDICTS
 from cnce.images import claims as C
+from cnce.images.verdicts import Measured, not_testable
 
 
-def test_seed_interval_kinds():
-    m, lo, hi, kind = C.seed_interval([0.8, 0.9])
-    assert (lo, hi) == (0.8, 0.9) and "range" in kind  # two seeds: the range, not a t interval
-    m, lo, hi, kind = C.seed_interval([0.8, 0.9, 1.0])
-    assert lo < 0.8 and hi > 1.0 and "2 degrees of freedom" in kind
-    assert C.seed_interval([0.5])[1:3] == (0.5, 0.5)
-    with pytest.raises(ValueError, match="values"):
-        C.seed_interval([])
-    assert C.format_interval([0.835, 0.92]) == "88 % [84, 92] (range of 2 seeds)"
+def _m(verdict: str, value=0.4, base=0.05) -> Measured:
+    return Measured(claim="c", measure="share of units", value=value, baselines={"random": base}, interval=(0.3, 0.5),
+                    rule="range of 2 seeds", verdict=verdict, n_seeds=2)
+
+
+@pytest.mark.parametrize("sentence,badge", [("supported: 0.40 of units", "reproduced"),
+                                            ("partly: matched |cos| 0.49", "partly reproduced"),
+                                            ("not supported: 0.07 of units", "not reproduced"),
+                                            ("contradicted: after 11 meta-iterations", "not reproduced")])
+def test_badge_follows_the_verdict_sentence(sentence, badge):
+    assert C.badge(_m(sentence)) == badge
+
+
+def test_badge_of_not_testable_and_of_an_unknown_sentence():
+    nt = not_testable("c", "m", "the units span 0.46 octaves")
+    assert C.badge(nt) == "not testable here"
+    row = C.row_from_measured(nt, claim="x", paper="y")
+    assert row.verdict == "not testable here" and "0.46 octaves" in row.measured
+    with pytest.raises(ValueError, match="starts with none"):
+        C.badge(_m("holds"))
+
+
+def test_parts_rule():
+    sup, no = _m("supported: x"), _m("not supported: x", value=0.06)
+    nt = not_testable("c", "m", "0.46 octaves")
+    kw = dict(claim="layer 2", paper="p")
+    assert C.row_from_parts({"position": sup, "orientation": sup, "frequency": sup}, **kw).verdict == "reproduced"
+    row = C.row_from_parts({"position": sup, "orientation": sup, "frequency": nt}, **kw)
+    assert row.verdict == "partly reproduced" and "frequency not testable" in row.short
+    assert C.row_from_parts({"position": no, "orientation": no}, **kw).verdict == "not reproduced"
+    assert C.row_from_parts({"frequency": nt}, **kw).verdict == "not testable here"
 
 
 def test_layer1_rule():
@@ -29,43 +55,9 @@ def test_layer1_rule():
     assert "84-92 %" in C.layer1_row([0.84, 0.92], **ok).measured
 
 
-def test_layer2_rule():
-    sig, null = (0.4, 1e-9), (0.06, 0.4)
-    assert C.layer2_row({"position": sig, "orientation": sig, "frequency": sig}, 200).verdict == "reproduced"
-    assert C.layer2_row({"position": sig, "orientation": null, "frequency": null}, 200).verdict == "partly reproduced"
-    assert C.layer2_row({"position": null, "orientation": null}, 200).verdict == "not reproduced"
-    row = C.layer2_row({"position": sig, "orientation": sig, "frequency": null}, 200,
-                       untestable={"frequency": "layer-1 features span 0.4 octaves"})
-    assert row.verdict == "partly reproduced" and "0.4 octaves" in row.measured
-    assert C.layer2_row({"frequency": sig}, 200, untestable={"frequency": "x"}).verdict == "not testable here"
-
-
-def test_share_rule():
-    kw = dict(claim="c", paper="p", measure="m", baseline=0.05, baseline_name="random weights")
-    assert C.share_row(learned=[0.7, 0.8, 0.75], p=1e-6, **kw).verdict == "reproduced"
-    assert C.share_row(learned=[0.2, 0.25], p=1e-4, **kw).verdict == "partly reproduced"
-    assert C.share_row(learned=[0.06], p=0.3, **kw).verdict == "not reproduced"
-    row = C.share_row(learned=[0.9], p=None, untestable="all layer-3 units prefer 0.25 cycles/pixel", **kw)
-    assert row.verdict == "not testable here" and "0.25 cycles/pixel" in row.measured
-    with pytest.raises(ValueError, match="p must"):
-        C.share_row(learned=[0.9], p=None, **kw)
-
-
-def test_d2_rules():
-    end = dict(meta=11, cnce_end=0.7, nce_end=0.9, meta_end=20)
-    assert C.d2_faster_row([0.10, 0.12, 0.11], **end).verdict == "reproduced"
-    r = C.d2_faster_row([-0.20, -0.25, -0.22], **end)
-    assert r.verdict == "not reproduced" and "NCE faster" in r.measured and "2 degrees of freedom" in r.measured
-    assert "no significant difference" in C.d2_faster_row([-0.2, 0.2, 0.01], **end).measured
-    assert C.d2_faster_row([0.1, 0.2], **end).verdict == "not testable here"
-    assert "declines to claim" in r.paper
-    assert C.d2_similar_row([0.8, 0.82, 0.79], random_similarity=0.3, p=1e-5, meta=11).verdict == "reproduced"
-    assert C.d2_similar_row([0.31, 0.3], random_similarity=0.3, p=0.4, meta=11).verdict == "not reproduced"
-
-
 def test_recipe_row_is_beyond_the_paper_and_table_columns():
-    r = C.recipe_row([0.86, 0.87], decides="at demo size the schedule and sizes decide.")
-    assert r.beyond and r.verdict == "beyond the paper"
+    r = C.recipe_row([0.86, 0.87], decides="at demo size several settings change together.")
+    assert r.beyond and r.verdict == "beyond the paper" and "range of 2 seeds" in r.measured
     with pytest.raises(ValueError, match="beyond"):
         C.ClaimRow("c", "p", "m", "s", "reproduced", beyond=True)
     with pytest.raises(ValueError, match="verdict"):
@@ -77,8 +69,22 @@ def test_recipe_row_is_beyond_the_paper_and_table_columns():
 
 def test_seed_table_gives_the_range_for_two_seeds():
     recs = [dict(optimiser="cg", schedule="main", seed=s, oriented=v) for s, v in enumerate((0.75, 0.99))]
-    recs += [dict(optimiser="cg", schedule="fresh", seed=s, oriented=v) for s, v in enumerate((0.8, 0.9, 0.85))]
+    recs += [dict(optimiser="cg", schedule="fresh", seed=s, oriented=v) for s, v in enumerate((0.8, 0.9, 0.97))]
     t = C.seed_table(recs, columns=("oriented",))
     main = t.loc[("cg", "main")]
-    assert (main["oriented_lo"], main["oriented_hi"]) == (0.75, 0.99)  # never an interval above 1
-    assert t.loc[("cg", "fresh"), "oriented_kind"].startswith("95 % t interval")
+    assert (main["oriented_lo"], main["oriented_hi"]) == (0.75, 0.99) and main["oriented_rule"] == "range of 2 seeds"
+    assert t.loc[("cg", "fresh"), "oriented_hi"] <= 1.0  # a share's t interval is clipped
+    assert "2 degrees of freedom" in t.loc[("cg", "fresh"), "oriented_rule"]
+    assert C.format_interval([0.835, 0.92]) == "88 % [84, 92] (range of 2 seeds)"
+
+
+def test_measured_round_trip(tmp_path):
+    ms = {"a": _m("supported: x"), "b": not_testable("c", "m", "why")}
+    table = pd.DataFrame({"meta": [0, 1], "similarity": [1.0, 0.5]}).set_index("meta")
+    p = tmp_path / "claims.json"
+    p.write_text(C.save_measured(ms, {"d2": table}, {"git": {"git_commit": "abc"}}))
+    back, tables, meta = C.load_measured(p)
+    assert back["a"] == ms["a"] and math.isnan(back["b"].value) and not back["b"].testable
+    assert tables["d2"].loc[1, "similarity"] == 0.5 and meta["git"]["git_commit"] == "abc"
+    with pytest.raises(ValueError, match="path="):
+        C.load_measured(tmp_path / "missing.json")

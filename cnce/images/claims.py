@@ -1,41 +1,48 @@
 """The image chapter's claims (paper Section 4 and Supp. D.2) as rows of the book's claims table.
 
-Each function takes the numbers a measure gave (computed by :mod:`cnce.images.measures` and
-the image notebook) and returns one row: ``claim``, ``paper`` (what the paper says, in our
-words), ``measured`` (our numbers with their baseline and interval), ``short`` (the deciding
-number in a few words), ``verdict`` (one of :data:`cnce.experiments.claims.VERDICTS`),
-``page`` (the notebook that shows it) and ``beyond`` (``True`` for a question of ours that the
-paper does not ask). :func:`image_claims` gathers rows into a table with the columns of
-:func:`cnce.experiments.claims.claims_table` plus ``beyond``; the image page builds its
-verdict block from the same rows, so the two cannot disagree.
+A row has ``claim``, ``paper`` (what the paper says, in our words), ``measured`` (our numbers
+with their baselines and interval), ``short`` (the deciding number in a few words),
+``verdict`` (a badge: one of :data:`cnce.experiments.claims.VERDICTS`), ``page`` (the notebook
+that shows it) and ``beyond`` (``True`` for a question of ours that the paper does not ask).
+:func:`image_claims` gathers rows into a table with the columns of
+:func:`cnce.experiments.claims.claims_table` plus ``beyond``; the image page builds its verdict
+block from the same rows, so the two cannot disagree.
 
-The verdict rules are fixed here and tested on inputs whose answer is known
-(``tests/test_image_claims.py``):
+The measures and their rules are those of :mod:`cnce.images.layer_claims`,
+:mod:`cnce.images.d2` and :mod:`cnce.images.verdicts` (each a
+:class:`~cnce.images.verdicts.Measured` whose verdict sentence starts with "supported",
+"partly", "not supported", "contradicted" or "not testable here"); :func:`row_from_measured`
+turns one into a row, :func:`row_from_parts` several parts of one sentence of the paper (layer
+2's position, orientation and frequency). Layer 1 and the authors' recipe, measured on the page
+itself, have their own rules (:func:`layer1_row`, :func:`recipe_row`).
 
-* a share of units is *above chance* when its one-sided p-value against the chance share is
-  below :data:`ALPHA`;
-* over seeds, three or more give a Student-t interval (``n - 1`` degrees of freedom), two give
-  their range and one gives no interval (:func:`seed_interval`);
-* a measure whose input cannot show the property (for example first-layer features that span
-  less than an octave, for a claim about frequencies) gives "not testable here" with the
-  number that makes it so.
+The page reads the measures of the committed runs from ``data/checks/image-claims.json``,
+written by ``scripts/image_claims.py`` (:func:`save_measured`, :func:`load_measured`), so that
+its quick execution stays cheap.
 """
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 
-__all__ = ["ALPHA", "PAGE", "ClaimRow", "seed_interval", "format_interval", "layer1_row", "layer2_row",
-           "share_row", "d2_faster_row", "d2_similar_row", "recipe_row", "image_claims", "seed_table"]
+from cnce.images.verdicts import Measured, seed_interval
 
-#: one-sided significance level of a share against its chance level
-ALPHA = 0.01
+__all__ = ["PAGE", "D2_HEDGE", "ClaimRow", "badge", "row_from_measured", "row_from_parts", "layer1_row", "recipe_row",
+           "image_claims", "seed_table", "format_interval", "save_measured", "load_measured"]
+
 #: the page that shows the evidence
 PAGE = "06_image_model"
 #: the supplement's own hedge on D.2, in our words (its Section D.2, last paragraph)
 D2_HEDGE = ("the supplement itself declines to claim better performance, the comparison being qualitative, and "
             "says only that CNCE appears to learn slightly faster")
+
+#: the first words of a :class:`Measured` verdict sentence and the badge they give
+_BADGES = (("not testable here", "not testable here"), ("supported", "reproduced"), ("partly", "partly reproduced"),
+           ("not supported", "not reproduced"), ("contradicted", "not reproduced"))
 
 
 @dataclass(frozen=True)
@@ -63,31 +70,63 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f} %"
 
 
-def seed_interval(values, level: float = 0.95) -> tuple[float, float, float, str]:
-    """``(mean, lo, hi, kind)`` over seeds: a Student-t interval for three or more values
-    (``kind`` says its degrees of freedom), the range for two, none for one (``lo = hi``)."""
-    from cnce.images.runs import interval
-
-    v = np.asarray(values, dtype=float).ravel()
-    if v.size == 0 or not np.all(np.isfinite(v)):
-        raise ValueError(f"values must be a non-empty array of finite numbers; got {values!r}")
-    if v.size >= 3:
-        m, lo, hi = interval(v, level)
-        return m, lo, hi, f"{100 * level:.0f} % t interval, {v.size - 1} degrees of freedom"
-    if v.size == 2:
-        return float(v.mean()), float(v.min()), float(v.max()), "range of 2 seeds"
-    return float(v[0]), float(v[0]), float(v[0]), "1 seed, no interval"
+def badge(m: Measured) -> str:
+    """The badge of a :class:`Measured`: "not testable here" when it is; otherwise from the
+    first words of its verdict sentence (supported: "reproduced"; partly: "partly reproduced";
+    not supported or contradicted: "not reproduced")."""
+    if not m.testable:
+        return "not testable here"
+    text = m.verdict.strip().lower()
+    for words, b in sorted(_BADGES, key=lambda x: -len(x[0])):  # "not supported" before "supported"
+        if text.startswith(words):
+            return b
+    raise ValueError(f"verdict sentence of {m.claim!r} starts with none of {[w for w, _ in _BADGES]}: {m.verdict!r}")
 
 
-def format_interval(values, scale: float = 100.0, unit: str = " %", signed: bool = False, digits: int = 0,
-                    level: float = 0.95) -> str:
-    """:func:`seed_interval` as text, e.g. ``"87 % [80, 93] (95 % t interval, 2 degrees of freedom)"``
-    (values times ``scale``, ``digits`` decimals)."""
-    m, lo, hi, kind = seed_interval(values, level)
-    f = "{:" + ("+" if signed else "") + f".{int(digits)}f" + "}"
-    if lo == hi:
-        return f"{f.format(scale * m)}{unit} ({kind})"
-    return f"{f.format(scale * m)}{unit} [{f.format(scale * lo)}, {f.format(scale * hi)}] ({kind})"
+def _number(m: Measured, percent: bool) -> str:
+    if percent:
+        lo, hi = m.interval
+        return f"{_pct(m.value)} [{100 * lo:.0f}, {100 * hi:.0f}]"
+    return f"{m.value:.2f} [{m.interval[0]:.2f}, {m.interval[1]:.2f}]"
+
+
+def _measured_text(m: Measured, percent: bool) -> str:
+    if not m.testable:
+        return f"{m.measure}: not testable here, {m.not_testable}"
+    base = ", ".join(f"{k} {_pct(v) if percent else f'{v:.2f}'}" for k, v in m.baselines.items())
+    return f"{m.measure}: {_number(m, percent)} ({m.rule}); baselines: {base}"
+
+
+def row_from_measured(m: Measured, *, claim: str, paper: str, percent: bool = True) -> ClaimRow:
+    """A row from one :class:`Measured` (``percent``: its value is a share, printed in %)."""
+    v = badge(m)
+    if not m.testable:
+        short = "not testable here"
+    else:
+        worst = max(m.baselines.values()) if m.baselines else float("nan")
+        short = (f"{_pct(m.value)} against at most {_pct(worst)} for the baselines" if percent
+                 else f"{m.value:+.2f} [{m.interval[0]:+.2f}, {m.interval[1]:+.2f}]")
+    return ClaimRow(claim=claim, paper=paper, measured=_measured_text(m, percent), short=short, verdict=v)
+
+
+def row_from_parts(parts: dict[str, Measured], *, claim: str, paper: str) -> ClaimRow:
+    """One row for a sentence of the paper with several parts (layer 2 pools by position,
+    orientation and frequency): ``parts[name]`` a share :class:`Measured` each. Rule:
+    "reproduced" when every part is reproduced; "partly reproduced" when some is (the others
+    failing or not testable); "not testable here" when none is testable; else "not reproduced"."""
+    badges = {k: badge(m) for k, m in parts.items()}
+    tested = [b for b in badges.values() if b != "not testable here"]
+    if not tested:
+        v = "not testable here"
+    elif all(b == "reproduced" for b in badges.values()):
+        v = "reproduced"
+    elif any(b in ("reproduced", "partly reproduced") for b in tested):
+        v = "partly reproduced"
+    else:
+        v = "not reproduced"
+    measured = "; ".join(f"{k}: {_measured_text(m, True)}" for k, m in parts.items())
+    short = ", ".join(f"{k} {'not testable' if not m.testable else _pct(m.value)}" for k, m in parts.items())
+    return ClaimRow(claim=claim, paper=paper, measured=measured, short=short, verdict=v)
 
 
 def layer1_row(oriented_by_seed, *, chance: float, control: float, negatives: float, data: str) -> ClaimRow:
@@ -103,7 +142,7 @@ def layer1_row(oriented_by_seed, *, chance: float, control: float, negatives: fl
     v = np.asarray(oriented_by_seed, dtype=float)
     certified = control >= 0.5 and negatives <= 0.10
     verdict = ("not testable here" if not certified else "reproduced" if v.min() >= 0.5 else "not reproduced")
-    rng = _pct(v.min()) if v.min() == v.max() else f"{100 * v.min():.0f}-{100 * v.max():.0f} %"
+    rng = _pct(v.min()) if round(100 * v.min()) == round(100 * v.max()) else f"{100 * v.min():.0f}-{100 * v.max():.0f} %"
     return ClaimRow(
         claim="Image model, layer 1",
         paper="greedy CNCE on natural image patches learns Gabor-like first-layer features",
@@ -112,105 +151,6 @@ def layer1_row(oriented_by_seed, *, chance: float, control: float, negatives: fl
                   f"negative controls at most {_pct(negatives)}"),
         short=f"{rng} oriented ({_pct(chance)} by chance)",
         verdict=verdict)
-
-
-def layer2_row(shares: dict, n_units: int, *, untestable: dict | None = None, chance: float = 0.05) -> ClaimRow:
-    """Layer 2: second-layer units pool first-layer units alike in position, orientation and
-    frequency. ``shares[prop] = (share, p)``: the share of units whose pooled units are more
-    alike in ``prop`` than 95 % of random sets, and its one-sided p-value against ``chance``;
-    ``untestable[prop]``: why a property cannot show here (the number that makes it so).
-    Rule: "reproduced" when every property is testable and above chance; "partly reproduced"
-    when some is above chance; "not testable here" when none is testable; else "not
-    reproduced"."""
-    untestable = dict(untestable or {})
-    tested = {k: v for k, v in shares.items() if k not in untestable}
-    sig = {k: p < ALPHA for k, (_, p) in tested.items()}
-    if not tested:
-        verdict = "not testable here"
-    elif all(sig.values()) and not untestable:
-        verdict = "reproduced"
-    elif any(sig.values()):
-        verdict = "partly reproduced"
-    else:
-        verdict = "not reproduced"
-    parts = [f"{k} {_pct(s)} (p = {p:.2g})" for k, (s, p) in tested.items()]
-    parts += [f"{k} not testable here: {why}" for k, why in untestable.items()]
-    return ClaimRow(
-        claim="Image model, layer 2",
-        paper="second-layer units pool first-layer units of similar position, orientation and frequency",
-        measured=(f"share of {n_units} units whose pooled units are more alike than 95 % of random sets of the same "
-                  f"size ({_pct(chance)} by chance): " + "; ".join(parts)),
-        short=", ".join(f"{k} {_pct(s)}" for k, (s, _) in tested.items()) + f" coherent ({_pct(chance)} by chance)",
-        verdict=verdict)
-
-
-def share_row(claim: str, paper: str, measure: str, *, learned, baseline: float, baseline_name: str,
-              p: float | None, untestable: str | None = None, majority: float = 0.5) -> ClaimRow:
-    """A claim that some units have a property (layer 3: contour-like; layer 4: pooling one
-    orientation across frequencies; corner-like), measured as the share of units that
-    ``measure`` scores as having it. ``learned``: that share per seed; ``baseline``: the share
-    for ``baseline_name`` (random or shuffled weights); ``p``: one-sided p-value of the learned
-    share against the baseline (pooled over seeds); ``untestable``: why the input cannot show
-    the property, if so. Rule: "not testable here" when ``untestable``; "reproduced" when the
-    share is above the baseline (``p < ALPHA``) in a majority of units; "partly reproduced"
-    when above the baseline in fewer; else "not reproduced"."""
-    if untestable:
-        return ClaimRow(claim=claim, paper=paper, measured=f"{measure}: not testable here, {untestable}",
-                        short="not testable here", verdict="not testable here")
-    v = np.asarray(learned, dtype=float)
-    if p is None:
-        raise ValueError("p must be given when the claim is testable")
-    above = p < ALPHA
-    verdict = ("reproduced" if above and v.mean() >= majority else "partly reproduced" if above else "not reproduced")
-    return ClaimRow(
-        claim=claim, paper=paper,
-        measured=(f"{measure}: {format_interval(v)} of the units, against {_pct(baseline)} for {baseline_name} "
-                  f"(p = {p:.2g})"),
-        short=f"{_pct(v.mean())} of units against {_pct(baseline)} for {baseline_name}",
-        verdict=verdict)
-
-
-def d2_faster_row(diff_by_seed, *, meta: int, cnce_end: float, nce_end: float, meta_end: int) -> ClaimRow:
-    """Supp. D.2: CNCE learns first-layer features slightly faster than NCE. ``diff_by_seed``:
-    CNCE's oriented share minus NCE's (as the authors' code runs it) after ``meta``
-    meta-iterations, per seed. Rule (with three or more seeds, the t interval): "reproduced"
-    when the interval lies above 0; otherwise "not reproduced" (below 0: NCE is faster; across
-    0: no significant difference). With fewer than three seeds no interval can decide:
-    "not testable here"."""
-    v = np.asarray(diff_by_seed, dtype=float)
-    m, lo, hi, kind = seed_interval(v)
-    if v.size < 3:
-        verdict, words = "not testable here", f"only {v.size} seed{'s' * (v.size > 1)}"
-    elif lo > 0:
-        verdict, words = "reproduced", "CNCE faster"
-    else:
-        verdict, words = "not reproduced", "NCE faster" if hi < 0 else "no significant difference"
-    return ClaimRow(
-        claim="Image model, Supp. D.2",
-        paper=f"CNCE appears to learn first-layer features slightly faster than NCE ({D2_HEDGE})",
-        measured=(f"CNCE minus NCE in the oriented share after {meta} meta-iterations: "
-                  f"{format_interval(v, unit=' points', signed=True)}: {words}; after {meta_end} meta-iterations "
-                  f"CNCE {_pct(cnce_end)}, NCE {_pct(nce_end)}"),
-        short=f"CNCE - NCE {100 * m:+.0f} points after {meta}: {words}",
-        verdict=verdict)
-
-
-def d2_similar_row(similarity_by_seed, *, random_similarity: float, p: float | None, meta: int,
-                   what: str = "mean best-match correlation of the two feature sets") -> ClaimRow:
-    """Supp. D.2: the two methods learn similar features. ``similarity_by_seed``: ``what`` per
-    seed after ``meta`` meta-iterations; ``random_similarity``: the same for two random feature
-    sets; ``p``: one-sided p-value against it. Rule: "reproduced" when above the random
-    matching (``p < ALPHA``), else "not reproduced"."""
-    v = np.asarray(similarity_by_seed, dtype=float)
-    if p is None:
-        raise ValueError("p must be given")
-    return ClaimRow(
-        claim="Image model, Supp. D.2 (similar features)",
-        paper="CNCE and NCE seem to learn first-layer features of the same kind",
-        measured=(f"{what} after {meta} meta-iterations: {format_interval(v, scale=1, unit='', digits=2)}, "
-                  f"against {random_similarity:.2f} for random sets (p = {p:.2g})"),
-        short=f"similarity {v.mean():.2f} against {random_similarity:.2f} for random sets",
-        verdict="reproduced" if p < ALPHA else "not reproduced")
 
 
 def recipe_row(oriented_by_seed, *, decides: str) -> ClaimRow:
@@ -235,16 +175,29 @@ def image_claims(rows) -> "pd.DataFrame":  # noqa: F821
     rows = list(rows)
     if not all(isinstance(r, ClaimRow) for r in rows):
         raise ValueError("rows must be ClaimRow objects")
-    df = pd.DataFrame([asdict(r) | {"stats": {}} for r in rows])
     cols = ["claim", "paper", "measured", "short", "verdict", "page", "stats", "beyond"]
+    df = pd.DataFrame([asdict(r) | {"stats": {}} for r in rows])
     return df[cols] if len(df) else pd.DataFrame(columns=cols)
 
 
-def seed_table(records, by=("optimiser", "schedule"), columns=("oriented", "J_train", "J_unseen")):
+def format_interval(values, scale: float = 100.0, unit: str = " %", signed: bool = False, digits: int = 0,
+                    share: bool = False) -> str:
+    """:func:`cnce.images.verdicts.seed_interval` as text, e.g. ``"88 % [84, 92] (range of 2
+    seeds)"`` (values times ``scale``, ``digits`` decimals)."""
+    m, (lo, hi), rule = seed_interval(values, share=share)
+    f = "{:" + ("+" if signed else "") + f".{int(digits)}f" + "}"
+    if lo == hi:
+        return f"{f.format(scale * m)}{unit} ({rule})"
+    return f"{f.format(scale * m)}{unit} [{f.format(scale * lo)}, {f.format(scale * hi)}] ({rule})"
+
+
+def seed_table(records, by=("optimiser", "schedule"), columns=("oriented", "J_train", "J_unseen"),
+               shares=("oriented",)):
     """Per group of ``records`` (dicts with a ``seed``, e.g.
     :func:`cnce.images.runs.ablation_records`) the number of seeds and, for each of
-    ``columns``, ``mean``, ``_lo`` and ``_hi`` from :func:`seed_interval` (a t interval for
-    three or more seeds, the range for two, none for one) and ``_kind``, which says which."""
+    ``columns``, the mean, ``_lo`` and ``_hi`` by :func:`cnce.images.verdicts.seed_interval`
+    (a t interval for three or more seeds, the range for two, none for one; the columns in
+    ``shares`` clipped to [0, 1]) and ``_rule``, which says which."""
     import pandas as pd
 
     df = pd.DataFrame(list(records))
@@ -254,7 +207,59 @@ def seed_table(records, by=("optimiser", "schedule"), columns=("oriented", "J_tr
     for key, g in df.groupby(list(by), sort=False):
         rec = dict(zip(by, key if isinstance(key, tuple) else (key,))) | {"seeds": len(g)}
         for c in columns:
-            m, lo, hi, kind = seed_interval(g[c])
-            rec.update({c: m, f"{c}_lo": lo, f"{c}_hi": hi, f"{c}_kind": kind})
+            m, (lo, hi), rule = seed_interval(g[c], share=c in shares)
+            rec.update({c: m, f"{c}_lo": lo, f"{c}_hi": hi, f"{c}_rule": rule})
         out.append(rec)
     return pd.DataFrame(out).set_index(list(by))
+
+
+# -- the committed measures ---------------------------------------------------------------------
+
+
+def _plain(x):
+    """JSON-ready: numpy scalars and arrays to Python numbers and lists, NaN to None."""
+    if isinstance(x, dict):
+        return {str(k): _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return _plain(x.tolist())
+    if isinstance(x, (np.bool_, bool)):
+        return bool(x)
+    if isinstance(x, (np.integer, int)):
+        return int(x)
+    if isinstance(x, (np.floating, float)):
+        return None if not math.isfinite(float(x)) else float(x)
+    return x
+
+
+def save_measured(measured: dict[str, Measured], tables: dict, meta: dict) -> str:
+    """The JSON text of ``measured`` (``{key: Measured}``), ``tables`` (``{name: DataFrame}``,
+    stored as ``to_dict(orient="split")``) and ``meta`` (provenance, arguments)."""
+    out = {"meta": _plain(meta), "measured": {k: _plain(asdict(m)) for k, m in measured.items()},
+           "tables": {k: _plain(t.reset_index().to_dict(orient="split")) for k, t in tables.items()}}
+    return json.dumps(out, indent=1, sort_keys=False) + "\n"
+
+
+def load_measured(path) -> tuple[dict[str, Measured], dict, dict]:
+    """``(measured, tables, meta)`` from a file written with :func:`save_measured`: the
+    :class:`Measured` objects (NaN restored), the tables as pandas DataFrames, the meta dict."""
+    import pandas as pd
+
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"path={str(path)!r} is not a file; write it with scripts/image_claims.py")
+    d = json.loads(p.read_text())
+    nan = lambda v: math.nan if v is None else v  # noqa: E731
+    measured = {}
+    for k, m in d["measured"].items():
+        m = dict(m)
+        m["value"] = nan(m["value"])
+        m["interval"] = tuple(nan(v) for v in m["interval"])
+        m["baselines"] = {b: nan(v) for b, v in m["baselines"].items()}
+        measured[k] = Measured(**m)
+    tables = {}
+    for k, t in d["tables"].items():
+        df = pd.DataFrame(t["data"], columns=t["columns"]).astype(float, errors="ignore")
+        tables[k] = df.set_index(t["columns"][0])
+    return measured, tables, d["meta"]

@@ -1,0 +1,125 @@
+"""The Section 4 claim measures of the committed image runs, for notebook 06 (CPU, a few minutes).
+
+    .venv/bin/python scripts/image_claims.py [--out data/checks/image-claims.json] [--runs paper paper-seed1]
+
+For every four-layer run named (folders under ``data/weights``; each a seed of one
+configuration) the measures of :mod:`cnce.images.layer_claims` (layer 2 pools by position,
+orientation and frequency; layer 3 contour-like units; layer 4 pools one orientation across
+frequencies, and corner-like units), probed with the authors' Gabor probe
+(:class:`cnce.images.probes.AuthorsProbe`) and, for the frequency claim of layer 4, also with
+its extended range (0.05-0.45 cycles/pixel); and for the Supp. D.2 runs (``d2/paper.pt``) the
+measures of :mod:`cnce.images.d2`. Layer 2's pooled units are described by their receptive
+fields (the pixel filters they apply; their frequency is the unit's tuning), layer 4's by
+:func:`cnce.images.layer_claims.layer3_unit_properties`.
+
+The results are written to ``--out`` with :func:`cnce.images.claims.save_measured`, after each
+measure (atomically), with the commit they were computed at; a rerun at the same commit
+skips the measures already there (resume). It refuses to run on a working tree whose
+``cnce/`` or ``scripts/`` differ from the commit, unless ``--allow-dirty`` (then the file says
+so and the page shows it).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from cnce import provenance
+from cnce.images import claims, d2, layer_claims, measures, probes, runs
+from cnce.images import data as imdata
+
+
+def _dirty() -> bool:
+    out = provenance.git("status", "--porcelain", "--", "cnce", "scripts")
+    return bool(out) if out is not None else True
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="data/checks/image-claims.json")
+    ap.add_argument("--runs", nargs="+", default=["paper", "paper-seed1"])
+    ap.add_argument("--d2", default="d2/paper.pt", help="the Supp. D.2 runs under data/weights ('' to skip)")
+    ap.add_argument("--n-random", type=int, default=200, help="random sets per pooling unit")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--allow-dirty", action="store_true")
+    a = ap.parse_args(argv)
+    if a.n_random < 20:
+        ap.error(f"--n-random must be at least 20; got {a.n_random}")
+    dirty = _dirty()
+    if dirty and not a.allow_dirty:
+        ap.error("cnce/ or scripts/ have uncommitted changes: commit first (or pass --allow-dirty for a trial)")
+    torch.set_num_threads(2)
+    out = Path(a.out)
+    meta = dict(git=provenance.git_state(), dirty_cnce_or_scripts=dirty, source_hash=provenance.package_source_hash(()),
+                args=vars(a), seconds={})
+    measured, tables = {}, {}
+    if out.is_file():  # resume: keep what the same commit and arguments computed
+        old_m, old_t, old_meta = claims.load_measured(out)
+        if old_meta.get("git") == meta["git"] and old_meta.get("args") == json.loads(json.dumps(vars(a))):
+            measured, tables, meta["seconds"] = old_m, old_t, old_meta.get("seconds", {})
+
+    def save(key, value, t0):
+        (tables if hasattr(value, "to_dict") else measured)[key] = value
+        meta["seconds"][key] = round(time.time() - t0, 1)
+        provenance.atomic_write_text(out, claims.save_measured(measured, tables, meta))
+        print(f"{key}: {time.time() - t0:.0f} s", flush=True)
+
+    def todo(*keys):
+        return any(k not in measured and k not in tables for k in keys)
+
+    kw = dict(n_random=a.n_random, seed=a.seed)
+    if todo("layer2_position", "layer2_orientation", "layer2_frequency", "layer3_contours", "layer4_orientation_across_frequency",
+            "layer4_orientation_across_frequency_extended", "layer4_corners"):
+        t0 = time.time()
+        nets = [runs.network_from_state(runs.load_state(runs.weights_dir() / r)) for r in a.runs]
+        side = int(round(np.sqrt(nets[0][1].V.shape[0])))
+        probe, wide = probes.AuthorsProbe(size=side), probes.AuthorsProbe.extended(size=side)
+        resp, resp_wide, rnd3, rnd4 = [], [], [], []
+        for s, (net, wh) in enumerate(nets):
+            resp.append(probes.probe_layers(net, wh, probe, layers=(3, 4)))
+            resp_wide.append(probes.probe_layers(net, wh, wide, layers=(3,))[3])
+            rnd3.append(probes.probe_layers(measures.random_layer(net, 3, seed=a.seed + s), wh, probe, layers=(3,))[3])
+            rnd4.append(probes.probe_layers(measures.random_layer(net, 4, seed=a.seed + s), wh, probe, layers=(4,))[4])
+        print(f"probed {len(nets)} runs: {time.time() - t0:.0f} s", flush=True)
+        p1 = [measures.filter_properties(measures.unit_images(net.W1.detach(), wh)["receptive fields"]) for net, wh in nets]
+        q2 = [(net.W2.detach() ** 2).numpy() for net, _ in nets]
+        for prop in ("position", "orientation", "frequency"):
+            if todo(f"layer2_{prop}"):
+                t0 = time.time()
+                save(f"layer2_{prop}", layer_claims.pooling_claim(q2, p1, prop, layer=2, **kw), t0)
+        if todo("layer3_contours"):
+            t0 = time.time()
+            save("layer3_contours", layer_claims.contour_claim([r[3] for r in resp], rnd3, probe, seed=a.seed), t0)
+        q4 = [(net.W4.detach() ** 2).numpy() for net, _ in nets]
+        for key, pr, rs in (("layer4_orientation_across_frequency", probe, [r[3] for r in resp]),
+                            ("layer4_orientation_across_frequency_extended", wide, resp_wide)):
+            if todo(key):
+                t0 = time.time()
+                p3 = [layer_claims.layer3_unit_properties(r, pr) for r in rs]
+                save(key, layer_claims.orientation_across_frequency_claim(q4, p3, **kw), t0)
+        if todo("layer4_corners"):
+            t0 = time.time()
+            save("layer4_corners", layer_claims.contour_claim([r[4] for r in resp], rnd4, probe, kind="corner", seed=a.seed), t0)
+    if a.d2 and todo("d2_faster", "d2_similar", "d2_table", "d2_seed_table"):
+        t0 = time.time()
+        runs_d2 = runs.load_pt(a.d2)
+        snap = next(r for r in runs_d2.values() if "snapshots" in r)
+        ica = runs.load_pt("ica/paper.pt")  # the whitening of seed 0, which the D.2 runs of seed 0 share
+        wh = imdata.Whitener.from_state_dict(ica["whitener"])
+        save("d2_seed_table", d2.d2_seed_table(runs_d2), t0)
+        save("d2_faster", d2.faster_claim(runs_d2), t0)
+        t0 = time.time()
+        table = d2.d2_table(snap["snapshots"], wh, seed=a.seed)
+        save("d2_table", table, t0)
+        t0 = time.time()
+        save("d2_similar", d2.similar_claim(table), t0)
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
