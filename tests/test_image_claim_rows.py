@@ -88,3 +88,15 @@ def test_measured_round_trip(tmp_path):
     assert tables["d2"].loc[1, "similarity"] == 0.5 and meta["git"]["git_commit"] == "abc"
     with pytest.raises(ValueError, match="path="):
         C.load_measured(tmp_path / "missing.json")
+
+
+def test_short_texts_by_kind_of_value():
+    share = C.row_from_measured(_m("supported: x", value=0.65, base=0.06), claim="c", paper="p")
+    assert share.short == "65 % of units against at most 6 % for the baselines"
+    diff = Measured(claim="c", measure="CNCE minus NCE", value=-0.44, baselines={"no difference": 0.0},
+                    interval=(-0.64, -0.24), rule="t", verdict="contradicted: x", n_seeds=3)
+    row = C.row_from_measured(diff, claim="c", paper="p", percent="points")
+    assert row.short == "-44 points [-64, -24]" and row.verdict == "not reproduced"
+    sim = Measured(claim="c", measure="matched |cos|", value=0.49, baselines={"random sets": 0.34},
+                   interval=(0.45, 0.53), rule="t", verdict="partly: x", n_seeds=1)
+    assert C.row_from_measured(sim, claim="c", paper="p", percent=False).short == "0.49 [0.45, 0.53] against random sets 0.34"

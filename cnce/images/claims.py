@@ -83,29 +83,35 @@ def badge(m: Measured) -> str:
     raise ValueError(f"verdict sentence of {m.claim!r} starts with none of {[w for w, _ in _BADGES]}: {m.verdict!r}")
 
 
-def _number(m: Measured, percent: bool) -> str:
+def _number(m: Measured, percent: bool | str) -> str:
+    lo, hi = m.interval
+    if percent == "points":
+        return f"{100 * m.value:+.0f} points [{100 * lo:+.0f}, {100 * hi:+.0f}]"
     if percent:
-        lo, hi = m.interval
         return f"{_pct(m.value)} [{100 * lo:.0f}, {100 * hi:.0f}]"
-    return f"{m.value:.2f} [{m.interval[0]:.2f}, {m.interval[1]:.2f}]"
+    return f"{m.value:.2f} [{lo:.2f}, {hi:.2f}]"
 
 
 def _measured_text(m: Measured, percent: bool) -> str:
     if not m.testable:
         return f"{m.measure}: not testable here, {m.not_testable}"
-    base = ", ".join(f"{k} {_pct(v) if percent else f'{v:.2f}'}" for k, v in m.baselines.items())
+    base = ", ".join(f"{k} {_pct(v) if percent is True else f'{100 * v:+.0f} points' if percent == 'points' else f'{v:.2f}'}"
+                     for k, v in m.baselines.items())
     return f"{m.measure}: {_number(m, percent)} ({m.rule}); baselines: {base}"
 
 
-def row_from_measured(m: Measured, *, claim: str, paper: str, percent: bool = True) -> ClaimRow:
-    """A row from one :class:`Measured` (``percent``: its value is a share, printed in %)."""
+def row_from_measured(m: Measured, *, claim: str, paper: str, percent: bool | str = True) -> ClaimRow:
+    """A row from one :class:`Measured`. ``percent``: ``True`` when its value is a share (printed
+    in %), ``"points"`` when a difference of shares (in percentage points), ``False`` otherwise."""
     v = badge(m)
     if not m.testable:
         short = "not testable here"
-    else:
+    elif percent is True:
         worst = max(m.baselines.values()) if m.baselines else float("nan")
-        short = (f"{_pct(m.value)} against at most {_pct(worst)} for the baselines" if percent
-                 else f"{m.value:+.2f} [{m.interval[0]:+.2f}, {m.interval[1]:+.2f}]")
+        short = f"{_pct(m.value)} of units against at most {_pct(worst)} for the baselines"
+    else:
+        short = _number(m, percent) + (f" against {', '.join(f'{k} {b:.2f}' for k, b in m.baselines.items())}"
+                                       if percent is False else "")
     return ClaimRow(claim=claim, paper=paper, measured=_measured_text(m, percent), short=short, verdict=v)
 
 

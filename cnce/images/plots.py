@@ -33,6 +33,7 @@ __all__ = [
     "plot_layer3_units",
     "plot_layer4_units",
     "glue_figure",
+    "plot_d2_measures",
 ]
 
 
@@ -190,11 +191,11 @@ def _weight_bar(ax, w: float):
     ax.axis("off")
 
 
-def _integer_ticks(ax):
-    """Whole numbers only on the x axis (meta-iterations)."""
+def _integer_ticks(ax, nbins: int | str = "auto"):
+    """Whole numbers only on the x axis (meta-iterations), at most ``nbins`` intervals."""
     from matplotlib.ticker import MaxNLocator
 
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=nbins))
 
 
 def _polar_segments(resp: list[np.ndarray], positions: list[np.ndarray], freqs, orientations, radius: float = 0.5):
@@ -544,7 +545,7 @@ def plot_pooling_coherence(tables: dict, units: str = "first-layer"):
 
     from cnce.images.measures import SPREADS
 
-    unit = {"orientation": "degrees", "frequency": "octaves", "position": "pixels"}
+    unit = {"orientation": "deg", "frequency": "oct", "position": "px"}
     shown = {label: [n for n in SPREADS if n not in degenerate_spreads(df)] for label, df in tables.items()}
     ncol = max(len(v) for v in shown.values()) + 1
     fig, axes = plt.subplots(len(tables), ncol, figsize=(PAGE_WIDTH, 2.6 * len(tables) + 0.2), squeeze=False)
@@ -562,17 +563,16 @@ def plot_pooling_coherence(tables: dict, units: str = "first-layer"):
             ax.plot(lim, lim, color="gray", lw=0.8, ls=":")
             ax.set_xlim(lim)
             ax.set_ylim(lim)
-            ax.set_aspect("equal")
-            ax.set_xlabel(f"random sets ({unit[name]})")
-            ax.set_ylabel(f"pooled ({unit[name]})")
+            ax.set_xlabel(f"random ({unit[name]})")
+            ax.set_ylabel(f"pooled ({unit[name]})", labelpad=1)
             ax.set_title(f"{label}: {name}", fontsize=10.5)
         ax = axes[r, len(shown[label])]
         ax.axis("on")
         ax.hist(df["top_share"], bins=np.linspace(0, 1, 21))
-        ax.set_xlabel("largest weight's share")
-        ax.set_ylabel("units")
-        ax.set_title(f"{label}: top {units} unit", fontsize=10.5)
-    fig.tight_layout(w_pad=0.6)
+        ax.set_xlabel("share of largest")
+        ax.set_ylabel("units", labelpad=1)
+        ax.set_title(f"{label}: largest weight", fontsize=10.5)
+    fig.tight_layout(w_pad=0.4)
     return fig
 
 
@@ -775,3 +775,38 @@ def plot_layer4_units(units, q4: np.ndarray, resp3: list[np.ndarray], probe, pat
             cv.seg_cols.append((0.75, 0.75, 0.75, 1.0))
             cv.seg_lw.append(0.6)
     return cv.draw(width)
+
+
+def plot_d2_measures(table, names: dict[str, str] | None = None):
+    """Supp. D.2 measured on one run's snapshots (:func:`cnce.images.d2.d2_table`, indexed by
+    meta-iteration, 0 the common initialisation): the oriented share (left), the median RMS
+    radius of the receptive fields (middle) per method, and the matched similarity of the two
+    methods' features with its interval, against each method's similarity to the common start
+    and the random sets' 95th percentile (right)."""
+    plt = _pyplot()
+
+    cols = [c[len("oriented_"):] for c in table.columns if c.startswith("oriented_")]
+    names = names or {}
+    x = np.asarray(table.index, dtype=int)
+    fig, axes = plt.subplots(1, 3, figsize=(PAGE_WIDTH, 3.4))
+    for c, v in enumerate(cols):
+        style = dict(color=f"C{c}", lw=1.5, label=names.get(v, v))
+        axes[0].plot(x, table[f"oriented_{v}"], "-o", ms=2.5, **style)
+        axes[1].plot(x, table[f"rms_{v}"], "-o", ms=2.5, **style)
+        axes[2].plot(x, table[f"vs_init_{v}"], ":", color=f"C{c}", lw=1.2, label=f"{names.get(v, v)} vs start")
+    axes[2].plot(x, table["similarity"], "-", color="k", lw=1.5, label="the two methods")
+    axes[2].fill_between(x, table["similarity_lo"], table["similarity_hi"], color="k", alpha=0.15)
+    axes[2].plot(x, table["random_p95"], "--", color="0.5", lw=1, label="random sets (95th pct.)")
+    axes[0].set_ylabel("oriented share")
+    axes[0].set_ylim(0, 1)
+    axes[1].set_ylabel("median RMS radius (px)")
+    axes[2].set_ylabel("matched |cos|")
+    axes[2].set_ylim(0, 1.02)
+    for ax in axes:
+        ax.set_xlabel("meta-iteration")
+        _integer_ticks(ax, nbins=4)
+    axes[0].legend(frameon=False, fontsize=9)
+    fig.tight_layout(rect=(0, 0.13, 1, 1))
+    h, lab = axes[2].get_legend_handles_labels()
+    fig.legend(h, lab, loc="lower center", ncol=len(lab), frameon=False, fontsize=9)
+    return fig
