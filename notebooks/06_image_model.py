@@ -475,13 +475,14 @@ plots.glue_figure("fig_l2_coherence", plots.plot_pooling_coherence({"layer 2": p
 
 # %% [markdown]
 # ```{glue:figure} fig_l2_coherence
-# :alt: Four panels for layer 2. Three scatter plots of the spread of each unit's pooled features in orientation, frequency and position against the spread of random sets of the same size, with a dotted diagonal; the position points lie far below the diagonal, the orientation and frequency points near it. The fourth panel is a histogram of the share of each unit's largest pooling weight.
+# :alt: Four panels for layer 2. Three scatter plots of the spread of each unit's pooled first-layer units in orientation, frequency and position against the spread of random sets of the same size, with a dotted diagonal: the position points lie far below the diagonal, most orientation points below it, and the frequency points scatter around it within a narrow range of about 0.1 to 0.3 octaves. The fourth panel is a histogram of the share of each unit's largest pooling weight, mostly near 10 percent.
 # :name: fig-image-l2-coherence
 #
 # Pooling coherence of layer 2: for each second-layer unit (a point) the mean pairwise spread
 # of the features it pools against that of random sets of the same size (dotted: equal), in
-# orientation, frequency and position, and the share of its largest weight. See: points far
-# below the diagonal pool alike features; compare the three properties.
+# orientation, frequency and position, and the share of its largest weight. See: units pool
+# first-layer units at one place and mostly of similar orientation; in frequency the learned
+# units hardly differ at all, so neither can pooled sets.
 # ```
 
 # %% tags=["hide-input"]
@@ -691,7 +692,7 @@ glue_text("l4_left_out", (" The " + " and ".join(left_out) + " spread is left ou
 
 # %% [markdown]
 # ```{glue:figure} fig_l4_coherence
-# :alt: Scatter plots for layer 4 of the spread of each unit's pooled third-layer units against random sets of the same size, with a dotted diagonal, and a histogram of the share of each unit's largest pooling weight.
+# :alt: Two scatter plots for layer 4 of the spread of each unit's pooled third-layer units in orientation and in position against random sets of the same size, with a dotted diagonal; most orientation points lie below the diagonal, the position points somewhat below it. A histogram of the share of each unit's largest pooling weight, spread between 25 and 100 percent.
 # :name: fig-image-l4-coherence
 #
 # Pooling coherence of layer 4, as for layer 2: per fourth-layer unit the spread of the

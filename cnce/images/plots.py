@@ -565,13 +565,13 @@ def plot_pooling_coherence(tables: dict, units: str = "first-layer"):
             ax.set_ylim(lim)
             ax.set_xlabel(f"random ({unit[name]})")
             ax.set_ylabel(f"pooled ({unit[name]})", labelpad=1)
-            ax.set_title(f"{label}: {name}", fontsize=10.5)
+            ax.set_title(f"{label}: {name}" if len(tables) > 1 else f"{name} spread", fontsize=10.5)
         ax = axes[r, len(shown[label])]
         ax.axis("on")
         ax.hist(df["top_share"], bins=np.linspace(0, 1, 21))
         ax.set_xlabel("share of largest")
         ax.set_ylabel("units", labelpad=1)
-        ax.set_title(f"{label}: largest weight", fontsize=10.5)
+        ax.set_title(f"{label}: largest weight" if len(tables) > 1 else "largest weight", fontsize=10.5)
     fig.tight_layout(w_pad=0.4)
     return fig
 
