@@ -49,7 +49,7 @@ from cnce.images.measures import SPREADS, octave_spread, pooled_sets, pooling_co
 from cnce.images.verdicts import Measured, not_testable, unit_interval
 
 __all__ = ["pooling_claim", "contour_claim", "orientation_across_frequency_claim", "layer3_unit_properties",
-           "permute_rows", "coherent_units", "CHANCE"]
+           "permute_rows", "coherent_units", "claims_from_networks", "pooling_claims", "CHANCE"]
 
 #: A unit counts as coherent when fewer than this share of random sets are as alike: the share
 #: of coherent units that random pooling gives.
@@ -134,33 +134,51 @@ def pooling_claim(q, props, prop: str, *, layer: int = 2, n_random: int = 200, s
     ``q`` is the pooling weights ``W**2 (K, K_below)`` of one seed or a list (one per seed);
     ``props`` the matching dict (or list of dicts) of the pooled units' ``orientation``
     (radians), ``frequency`` (cycles/pixel), ``x``, ``y`` (pixels) (for layer 2, a
-    :class:`cnce.images.measures.FilterProperties` of the first-layer units works too)."""
+    :class:`cnce.images.measures.FilterProperties` of the first-layer units works too).
+    :func:`pooling_claims` measures several properties at the cost of one."""
     if prop not in SPREADS:
         raise ValueError(f"prop must be one of {SPREADS}; got {prop!r}")
+    return pooling_claims(q, props, (prop,), layer=layer, n_random=n_random, seed=seed, max_units=max_units, mass=mass,
+                          min_octaves=min_octaves, alpha=alpha, n_tests=n_tests)[prop]
+
+
+def pooling_claims(q, props, prop=SPREADS, *, layer: int = 2, n_random: int = 200, seed: int = 0, max_units: int = 10,
+                   mass: float = 0.9, min_octaves: float = 1.0, alpha: float = 0.05, n_tests: int = 3) -> dict[str, Measured]:
+    """:func:`pooling_claim` for each property in ``prop``, sharing the random sets:
+    ``{prop: Measured}``."""
+    props_to_test = tuple(prop)
+    if not props_to_test or any(p not in SPREADS for p in props_to_test):
+        raise ValueError(f"prop must be drawn from {SPREADS}; got {prop!r}")
     if layer not in (2, 4):
         raise ValueError(f"layer must be 2 or 4; got {layer!r}")
     qs = [np.asarray(x, dtype=float) for x in _as_list(q)]
     ps = [_props_dict(p) for p in _as_list(props)]
     if len(qs) != len(ps):
         raise ValueError(f"q and props must hold one entry per seed; got {len(qs)} and {len(ps)}")
-    words = {"position": "locality", "orientation": "orientation", "frequency": "frequency"}[prop]
-    claim = f"layer {layer} pools by {words}"
-    measure = f"share of layer-{layer} units whose pooled units are more alike in {prop} than 95 % of random sets"
-    if prop == "frequency":
-        reason = _frequency_spread_check(ps, min_octaves, layer - 1)
-        if reason:
-            return not_testable(claim, measure, reason)
-    learned, rnd, shuf, ratio = [], [], [], []
+    dfs = []
     for s, (qq, pp) in enumerate(zip(qs, ps)):
         kw = dict(n_random=n_random, seed=seed + s, max_units=max_units, mass=mass)
-        df = pooling_coherence(qq, pp["orientation"], pp["frequency"], pp["x"], pp["y"], **kw)
-        df = df[df["n_pooled"] >= 2]
-        learned.append((df[f"{prop}_rank"] < CHANCE).to_numpy())
-        ratio.append(float(np.median(df[prop] / df[f"{prop}_random"])))
-        rnd.append(float(np.mean(coherent_units(permute_rows(qq, seed + 1000 + s), pp, prop, **kw))))
-        shuf.append(float(np.mean(coherent_units(qq, _shuffle_props(pp, seed + 2000 + s), prop, **kw))))
-    return _verdict(claim, measure, learned, {"chance": [CHANCE] * len(qs), "random pooling": rnd, "shuffled properties": shuf},
-                    alpha=alpha, n_tests=n_tests, extra={"median spread / random spread per seed": ratio})
+        one = lambda q_, p_: (lambda d: d[d["n_pooled"] >= 2])(  # noqa: E731
+            pooling_coherence(q_, p_["orientation"], p_["frequency"], p_["x"], p_["y"], **kw))
+        dfs.append((one(qq, pp), one(permute_rows(qq, seed + 1000 + s), pp), one(qq, _shuffle_props(pp, seed + 2000 + s))))
+    out = {}
+    for pr in props_to_test:
+        words = {"position": "locality", "orientation": "orientation", "frequency": "frequency"}[pr]
+        claim = f"layer {layer} pools by {words}"
+        measure = f"share of layer-{layer} units whose pooled units are more alike in {pr} than 95 % of random sets"
+        reason = _frequency_spread_check(ps, min_octaves, layer - 1) if pr == "frequency" else None
+        if reason:
+            out[pr] = not_testable(claim, measure, reason)
+            continue
+        coh = lambda d: (d[f"{pr}_rank"] < CHANCE).to_numpy()  # noqa: E731
+        learned = [coh(d[0]) for d in dfs]
+        rnd = [float(np.mean(coh(d[1]))) for d in dfs]
+        shuf = [float(np.mean(coh(d[2]))) for d in dfs]
+        ratio = [float(np.median(d[0][pr] / d[0][f"{pr}_random"])) for d in dfs]
+        out[pr] = _verdict(claim, measure, learned,
+                           {"chance": [CHANCE] * len(qs), "random pooling": rnd, "shuffled properties": shuf},
+                           alpha=alpha, n_tests=n_tests, extra={"median spread / random spread per seed": ratio})
+    return out
 
 
 def _props_dict(p) -> dict:
@@ -225,6 +243,8 @@ def contour_claim(resp, resp_random, probe, *, kind: str = "contour", layer: int
     ``resp`` are the learned layer's responses to ``probe`` (one list per frequency, or a list
     of those per seed), ``resp_random`` those of the network with that layer's weights random
     (same shape). ``contour_kw`` go to :func:`cnce.images.contours.contour_properties`."""
+    from scipy.stats import mannwhitneyu
+
     if kind not in ("contour", "corner"):
         raise ValueError(f"kind must be 'contour' or 'corner'; got {kind!r}")
     layer = layer or (3 if kind == "contour" else 4)
@@ -234,7 +254,8 @@ def contour_claim(resp, resp_random, probe, *, kind: str = "contour", layer: int
         raise ValueError(f"resp and resp_random must hold one entry per seed; got {len(seeds)} and {len(seeds_r)}")
     learned, rnd, shuf = [], [], []
     extra = {"straight share": [], "bent share": [], "median curve share": [], "median curve share, random": [],
-             "median curve share, shuffled": [], "median length (wavelengths)": [], "median length, random": []}
+             "median curve share, shuffled": [], "median length (wavelengths)": [], "median length, random": [],
+             "curve share above random, rank-sum p": []}
     for s, (r, rr) in enumerate(zip(seeds, seeds_r)):
         p = contours.contour_properties(r, probe, **contour_kw)
         pr = contours.contour_properties(rr, probe, **contour_kw)
@@ -249,6 +270,7 @@ def contour_claim(resp, resp_random, probe, *, kind: str = "contour", layer: int
         extra["median curve share, shuffled"].append(float(np.median(ps["share"])))
         extra["median length (wavelengths)"].append(float(np.median(p["length_wavelengths"])))
         extra["median length, random"].append(float(np.median(pr["length_wavelengths"])))
+        extra["curve share above random, rank-sum p"].append(float(mannwhitneyu(p["share"], pr["share"], alternative="greater").pvalue))
     if kind == "contour":
         claim, measure = "layer 3 detects longer straight or bent contours", "share of layer-3 units with a contour-like field"
     else:
@@ -256,3 +278,46 @@ def contour_claim(resp, resp_random, probe, *, kind: str = "contour", layer: int
     base_name = "random layer-3 weights" if layer == 3 else f"random layer-{layer} weights"
     return _verdict(claim, measure, learned, {base_name: rnd, "shuffled locations": shuf}, alpha=alpha, n_tests=n_tests,
                     extra=extra)
+
+
+def claims_from_networks(networks, probe=None, *, picture: str = "receptive fields", n_random: int = 200, seed: int = 0,
+                         chunk: int = 4096) -> dict:
+    """Every layer claim for trained networks, one per seed: ``networks`` is a list of
+    ``(ImageNetwork, Whitener)`` (e.g. from :func:`cnce.images.runs.network_from_state` of
+    ``data/weights/paper`` and ``paper-seed1``).
+
+    Probes each network, its copy with random layer-3 weights and its copy with permuted
+    layer-4 weights (:func:`cnce.images.measures.random_layer`, seeded by ``seed``) with
+    ``probe`` (default :class:`cnce.images.probes.AuthorsProbe`; pass
+    ``AuthorsProbe.extended()`` for 0.05-0.45 cycles/pixel), and describes the first-layer units
+    by :func:`cnce.images.measures.filter_properties` of their ``picture``.
+
+    Returns ``{"results": {name: Measured}, "responses": {"layer 3": [...], "layer 3 random":
+    [...], "layer 4": [...], "layer 4 random": [...]} (one entry per seed), "probe": probe}``;
+    names: ``"layer 2 position"``, ``"layer 2 orientation"``, ``"layer 2 frequency"``,
+    ``"layer 3 contours"``, ``"layer 4 orientation across frequencies"``, ``"layer 4 corners"``.
+    """
+    from cnce.images.measures import filter_properties, random_layer, unit_images
+    from cnce.images.probes import AuthorsProbe, probe_layers
+
+    if not networks:
+        raise ValueError("networks must hold at least one (network, whitener) pair")
+    q2, p1, q4, p3 = [], [], [], []
+    resp = {"layer 3": [], "layer 3 random": [], "layer 4": [], "layer 4 random": []}
+    for net, wh in networks:
+        size = int(round(math.sqrt(wh.V.shape[0])))
+        probe = probe or AuthorsProbe(size=size)
+        p1.append(filter_properties(unit_images(net.W1.detach().float().cpu(), wh)[picture]))
+        q2.append((net.W2.detach().double() ** 2).cpu().numpy())
+        q4.append((net.W4.detach().double() ** 2).cpu().numpy())
+        r = probe_layers(net, wh, probe, layers=(3, 4), chunk=chunk)
+        resp["layer 3"].append(r[3])
+        resp["layer 4"].append(r[4])
+        resp["layer 3 random"].append(probe_layers(random_layer(net, 3, seed=seed), wh, probe, layers=(3,), chunk=chunk)[3])
+        resp["layer 4 random"].append(probe_layers(random_layer(net, 4, seed=seed), wh, probe, layers=(4,), chunk=chunk)[4])
+        p3.append(layer3_unit_properties(r[3], probe))
+    results = {f"layer 2 {k}": v for k, v in pooling_claims(q2, p1, n_random=n_random, seed=seed).items()}
+    results["layer 3 contours"] = contour_claim(resp["layer 3"], resp["layer 3 random"], probe, seed=seed)
+    results["layer 4 orientation across frequencies"] = orientation_across_frequency_claim(q4, p3, n_random=n_random, seed=seed)
+    results["layer 4 corners"] = contour_claim(resp["layer 4"], resp["layer 4 random"], probe, kind="corner", seed=seed, n_tests=2)
+    return {"results": results, "responses": resp, "probe": probe}
