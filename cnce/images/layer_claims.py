@@ -118,11 +118,15 @@ def _verdict(claim, measure, per_seed_units, baselines_per_seed, *, alpha, n_tes
 
 
 def _frequency_spread_check(props_per_seed, min_octaves, layer_below) -> str | None:
-    spreads = [octave_spread(np.asarray(p["frequency"], dtype=float)) for p in props_per_seed]
+    freqs = [np.asarray(p["frequency"], dtype=float) for p in props_per_seed]
+    spreads = [octave_spread(f) for f in freqs]
     if min(spreads) < min_octaves:
+        top = "; ".join(f"{int(np.sum(np.isclose(f, f.max())))} of {f.size} at the highest, {f.max():.2f} cycles/pixel"
+                        for f in freqs)
         return (f"the layer-{layer_below} units' preferred frequencies span "
                 + ", ".join(f"{s:.2f}" for s in spreads)
-                + f" octaves (10th-90th percentile, per seed), under the {min_octaves:g} octave a frequency claim needs")
+                + f" octaves (10th-90th percentile, per seed; {top}), under the {min_octaves:g} octave a frequency "
+                  f"claim needs")
     return None
 
 
