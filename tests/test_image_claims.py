@@ -177,3 +177,23 @@ def test_claims_from_networks_smoke():
     assert len(out["responses"]["layer 3"]) == 2 and out["responses"]["layer 4"][0][1].shape[0] == 4
     with pytest.raises(ValueError, match="networks"):
         LC.claims_from_networks([])
+
+
+@pytest.mark.slow
+def test_contour_controls_in_the_committed_network_pass():
+    """The positive control: layer-3 units fitted to ideal contour fields inside the committed
+    paper-size network score as contours (most of them), before the measure may judge the
+    learned units."""
+    import torch
+
+    from cnce.images import probes, runs
+    from cnce.images.contours import contour_properties
+
+    state = runs.load_state(runs.weights_dir() / "paper")
+    net, wh = runs.network_from_state(state)
+    p = probes.AuthorsProbe()
+    with torch.no_grad():
+        resp, r2 = LC.contour_controls(net, wh, p, n_lines=4, n_arcs=1)
+    props = contour_properties(resp, p)
+    assert len(r2) == 5 and min(r2) > 0.6
+    assert props["contour"].mean() >= 0.6 and props["steps"].min() >= 2
