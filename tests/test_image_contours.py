@@ -74,8 +74,13 @@ def test_probe_layers_chunks_agree_and_match_layer_outputs():
         for x, y in zip(a[L], b[L]):
             np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-5)
     assert a[3][1].shape == (5, len(p.positions(0.25)), 60) and (a[3][0] >= 0).all()
-    old = probes.probe_layer(net, wh, probes.GaborProbe(size=16, freqs=(0.25,), n_phase=1), layer=4)
-    assert old[0].shape[0] == a[4][0].shape[0]
+    # the same as the network's own layer outputs on those stimuli
+    S = torch.as_tensor(p.stimuli(0.25).reshape(-1, 256), dtype=torch.float32)
+    u = wh.transform(S - S.mean(1, keepdim=True))
+    with torch.no_grad():
+        for L in (2, 3, 4):
+            z = net.layer_output(net.layer_input(u, L), L).numpy()
+            np.testing.assert_allclose(a[L][1], z.reshape(-1, 60, z.shape[1]).transpose(2, 0, 1), rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match="layers"):
         probes.probe_layers(net, wh, p, layers=(1,))
     with pytest.raises(ValueError, match="size"):
