@@ -3,14 +3,14 @@
     .venv/bin/python scripts/image_claims.py [--out data/checks/image-claims.json] [--runs paper paper-seed1]
 
 For every four-layer run named (folders under ``data/weights``; each a seed of one
-configuration) the measures of :mod:`cnce.images.layer_claims` (layer 2 pools by position,
-orientation and frequency; layer 3 contour-like units; layer 4 pools one orientation across
-frequencies, and corner-like units), probed with the authors' Gabor probe
-(:class:`cnce.images.probes.AuthorsProbe`) and, for the frequency claim of layer 4, also with
-its extended range (0.05-0.45 cycles/pixel); and for the Supp. D.2 runs (``d2/paper.pt``) the
-measures of :mod:`cnce.images.d2`. Layer 2's pooled units are described by their receptive
-fields (the pixel filters they apply; their frequency is the unit's tuning), layer 4's by
-:func:`cnce.images.layer_claims.layer3_unit_properties`.
+configuration) the measures of :func:`cnce.images.layer_claims.claims_from_networks` (layer 2
+pools by position, orientation and frequency; layer 3 contour-like units, after their positive
+control inside the network; layer 4 pools one orientation across frequencies, and corner-like
+units), probed with the authors' Gabor probe (:class:`cnce.images.probes.AuthorsProbe`; keys
+without a suffix) and with its extended range, 0.05-0.45 cycles/pixel (keys ending in
+``_extended``); and for the Supp. D.2 runs (``d2/paper.pt``) the measures of
+:mod:`cnce.images.d2`. The first-layer units are described by their receptive fields (the
+pixel filters they apply; their frequency is the unit's tuning).
 
 The results are written to ``--out`` with :func:`cnce.images.claims.save_measured`, after each
 measure (atomically), with the commit they were computed at; a rerun at the same commit
@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from cnce import provenance
-from cnce.images import claims, d2, layer_claims, measures, probes, runs
+from cnce.images import claims, d2, layer_claims, probes, runs
 from cnce.images import data as imdata
 
 
@@ -71,39 +71,21 @@ def main(argv=None) -> int:
     def todo(*keys):
         return any(k not in measured and k not in tables for k in keys)
 
-    kw = dict(n_random=a.n_random, seed=a.seed)
-    if todo("layer2_position", "layer2_orientation", "layer2_frequency", "layer3_contours", "layer4_orientation_across_frequency",
-            "layer4_orientation_across_frequency_extended", "layer4_corners"):
+    keys = {"layer 2 position": "layer2_position", "layer 2 orientation": "layer2_orientation",
+            "layer 2 frequency": "layer2_frequency", "layer 3 contours": "layer3_contours",
+            "layer 4 orientation across frequencies": "layer4_orientation_across_frequency",
+            "layer 4 corners": "layer4_corners"}
+    nets = None
+    for suffix, make in (("", probes.AuthorsProbe), ("_extended", probes.AuthorsProbe.extended)):
+        if not todo(*(k + suffix for k in keys.values())):
+            continue
         t0 = time.time()
-        nets = [runs.network_from_state(runs.load_state(runs.weights_dir() / r)) for r in a.runs]
+        nets = nets or [runs.network_from_state(runs.load_state(runs.weights_dir() / r)) for r in a.runs]
         side = int(round(np.sqrt(nets[0][1].V.shape[0])))
-        probe, wide = probes.AuthorsProbe(size=side), probes.AuthorsProbe.extended(size=side)
-        resp, resp_wide, rnd3, rnd4 = [], [], [], []
-        for s, (net, wh) in enumerate(nets):
-            resp.append(probes.probe_layers(net, wh, probe, layers=(3, 4)))
-            resp_wide.append(probes.probe_layers(net, wh, wide, layers=(3,))[3])
-            rnd3.append(probes.probe_layers(measures.random_layer(net, 3, seed=a.seed + s), wh, probe, layers=(3,))[3])
-            rnd4.append(probes.probe_layers(measures.random_layer(net, 4, seed=a.seed + s), wh, probe, layers=(4,))[4])
-        print(f"probed {len(nets)} runs: {time.time() - t0:.0f} s", flush=True)
-        p1 = [measures.filter_properties(measures.unit_images(net.W1.detach(), wh)["receptive fields"]) for net, wh in nets]
-        q2 = [(net.W2.detach() ** 2).numpy() for net, _ in nets]
-        for prop in ("position", "orientation", "frequency"):
-            if todo(f"layer2_{prop}"):
-                t0 = time.time()
-                save(f"layer2_{prop}", layer_claims.pooling_claim(q2, p1, prop, layer=2, **kw), t0)
-        if todo("layer3_contours"):
-            t0 = time.time()
-            save("layer3_contours", layer_claims.contour_claim([r[3] for r in resp], rnd3, probe, seed=a.seed), t0)
-        q4 = [(net.W4.detach() ** 2).numpy() for net, _ in nets]
-        for key, pr, rs in (("layer4_orientation_across_frequency", probe, [r[3] for r in resp]),
-                            ("layer4_orientation_across_frequency_extended", wide, resp_wide)):
-            if todo(key):
-                t0 = time.time()
-                p3 = [layer_claims.layer3_unit_properties(r, pr) for r in rs]
-                save(key, layer_claims.orientation_across_frequency_claim(q4, p3, **kw), t0)
-        if todo("layer4_corners"):
-            t0 = time.time()
-            save("layer4_corners", layer_claims.contour_claim([r[4] for r in resp], rnd4, probe, kind="corner", seed=a.seed), t0)
+        got = layer_claims.claims_from_networks(nets, make(size=side), picture="receptive fields",
+                                                n_random=a.n_random, seed=a.seed)["results"]
+        for name, key in keys.items():
+            save(key + suffix, got[name], t0)
     if a.d2 and todo("d2_faster", "d2_similar", "d2_table", "d2_seed_table"):
         t0 = time.time()
         runs_d2 = runs.load_pt(a.d2)
