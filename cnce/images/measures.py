@@ -25,6 +25,12 @@ Layers 3 and 4 (:func:`so_rf_properties`):
     the field, how concentrated it is on one probe frequency and in space. The baseline is
     the same network with that layer's weights random (:func:`random_layer`).
 
+The measures that match the paper's own sentences about layers 2-4, each beside its baselines
+with an interval and a verdict, are in :mod:`cnce.images.layer_claims` (pooling, contours,
+corners; the contour tracing itself in :mod:`cnce.images.contours`), those of Supp. D.2 in
+:mod:`cnce.images.d2`; they return :class:`cnce.images.verdicts.Measured`. The authors' probe is
+:class:`cnce.images.probes.AuthorsProbe`.
+
 The share of oriented units after every meta-iteration of a training run comes from
 :class:`Layer1Monitor`. Every function returns numbers; the sentences are the notebook's.
 The committed runs themselves are found and loaded by :mod:`cnce.images.runs`.

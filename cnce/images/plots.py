@@ -28,6 +28,12 @@ __all__ = [
     "plot_so_coherence",
     "plot_top_patches",
     "pooled_units",
+    "degenerate_spreads",
+    "plot_d2_snapshots",
+    "plot_layer3_units",
+    "plot_layer4_units",
+    "glue_figure",
+    "plot_d2_measures",
 ]
 
 
@@ -83,6 +89,20 @@ def caption(fig, text: str, fontsize: float | None = None):
     return fig
 
 
+def glue_figure(name: str, fig):
+    """Keep ``fig`` under ``name`` for the book's ``{glue:figure}`` directive, which gives it its
+    caption and alt text in the page's markdown, and close it so that it is not drawn twice.
+
+    The figure is glued with ``display=True``, so a reader of the notebook still sees it below
+    its cell; the book hides that copy through the cell's ``remove-output`` tag and shows the
+    figure where the directive stands."""
+    import matplotlib.pyplot as plt
+    from myst_nb import glue
+
+    glue(name, fig, display=True)
+    plt.close(fig)
+
+
 def _show(ax, img, title=None, fontsize: float | None = None):
     plt = _pyplot()
 
@@ -113,13 +133,18 @@ def plot_photos(images: list[np.ndarray], names: list[str], ncol: int = 4):
 
 
 def plot_mosaic(panels: dict[str, np.ndarray], ncol: int | None = None, size: float = 4.0):
-    """Side-by-side mosaics, one per entry of ``panels`` (title -> tiles ``(K, n, n)``)."""
+    """Side-by-side mosaics, one per entry of ``panels`` (title -> tiles ``(K, n, n)``), ``size``
+    inches wide each; the figure's height follows the mosaics' aspect ratio (no blank bands)."""
     plt = _pyplot()
 
-    fig, axes = plt.subplots(1, len(panels), figsize=(size * len(panels), size), squeeze=False)
-    for ax, (title, tiles) in zip(axes[0], panels.items()):
-        _show(ax, mosaic(tiles, ncol), title)
-    fig.tight_layout()
+    imgs = {title: mosaic(tiles, ncol) for title, tiles in panels.items()}
+    aspect = max(img.shape[0] / img.shape[1] for img in imgs.values())
+    title_h = 0.35 if any(imgs) else 0.0
+    fig, axes = plt.subplots(1, len(panels), figsize=(size * len(panels), size * aspect + title_h), squeeze=False)
+    for ax, (title, img) in zip(axes[0], imgs.items()):
+        _show(ax, img, title or None)
+    fig.subplots_adjust(left=0.005, right=0.995, bottom=0.005, top=1 - title_h / (size * aspect + title_h),
+                        wspace=0.04)
     return fig
 
 
@@ -140,7 +165,7 @@ def plot_pooling(units: list[int], q: np.ndarray, features: np.ndarray, max_unit
     sel = pooled_units(q[units], max_units, mass)
     width = max_units * 0.8 + 1.2
     fig = plt.figure(figsize=(width, len(units) * 1.15))
-    gs = fig.add_gridspec(2 * len(units), max_units + 1, height_ratios=[1, 0.35] * len(units),
+    gs = fig.add_gridspec(2 * len(units), max_units + 1, height_ratios=[1, 0.22] * len(units),
                           width_ratios=[1.5] + [1] * max_units, hspace=0.05, wspace=0.08,
                           left=0.01, right=0.99, bottom=0.01, top=0.99)
     for r, (j, idx) in enumerate(zip(units, sel)):
@@ -152,19 +177,36 @@ def plot_pooling(units: list[int], q: np.ndarray, features: np.ndarray, max_unit
             ax = fig.add_subplot(gs[2 * r, c + 1])
             _show(ax, features[k] / np.abs(features[k]).max())
             bx = fig.add_subplot(gs[2 * r + 1, c + 1])
-            bx.bar([0], [wk], width=0.6, color="C0")
-            bx.set_ylim(0, 1)
-            bx.set_xlim(-0.5, 0.5)
-            bx.axis("off")
+            _weight_bar(bx, wk)
     return fig
 
 
-def _polar_segments(resp: list[np.ndarray], positions: list[np.ndarray], freqs, orientations):
+def _weight_bar(ax, w: float):
+    """A thin horizontal bar of length ``w`` (in [0, 1]) on a light track of length 1, as the
+    paper's bars beneath each icon."""
+    ax.barh([0], [1.0], height=0.5, color="0.88")
+    ax.barh([0], [w], height=0.5, color="C0")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(-0.5, 0.5)
+    ax.axis("off")
+
+
+def _integer_ticks(ax, nbins: int | str = "auto"):
+    """Whole numbers only on the x axis (meta-iterations), at most ``nbins`` intervals."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=nbins))
+
+
+def _polar_segments(resp: list[np.ndarray], positions: list[np.ndarray], freqs, orientations, radius: float = 0.5):
     """Closed polar curves (one per probe position and frequency) for one unit.
 
     ``resp[f] (n_pos, n_orient)`` are normalised responses in [0, 1]; the curve at a position
-    has radius ``resp * 0.5 / freq`` in the direction of the stimulus' bars (perpendicular
-    to its wave vector), mirrored, so lower frequencies draw larger circles.
+    has radius ``resp * radius / freq`` in the direction of the stimulus' bars (perpendicular
+    to its wave vector), mirrored, so lower frequencies draw larger circles. ``orientations``
+    are wave-vector angles in image coordinates (``x`` right, ``y`` down, as
+    :func:`cnce.images.probes.gabor` and the probes use them), and so are the curves: drawn on
+    axes whose ``y`` points down, a curve lies along the bars of the stimulus it prefers.
     """
     segs, alphas = [], []
     ang = np.concatenate([orientations, orientations + np.pi, orientations[:1] + 2 * np.pi]) + np.pi / 2
@@ -172,10 +214,24 @@ def _polar_segments(resp: list[np.ndarray], positions: list[np.ndarray], freqs, 
         for (x, y), r in zip(pos, R):
             if r.max() <= 0.05:
                 continue
-            rr = np.concatenate([r, r, r[:1]]) * 0.5 / fr
-            segs.append(np.stack([x + rr * np.cos(ang), y - rr * np.sin(ang)], 1))
+            rr = np.concatenate([r, r, r[:1]]) * radius / fr
+            segs.append(np.stack([x + rr * np.cos(ang), y + rr * np.sin(ang)], 1))
             alphas.append(float(r.max()))
     return segs, alphas
+
+
+def _so_segments(resp_unit: list[np.ndarray], probe, radius: float = 0.5):
+    """:func:`_polar_segments` of one unit for ``probe``: the largest radius at a frequency is
+    ``probe.sigma(freq)`` where the probe has that method, else ``radius / freq``."""
+    if hasattr(probe, "sigma"):
+        segs, alphas = [], []
+        for r, f in zip(resp_unit, probe.freqs):
+            s, a = _polar_segments([r], [probe.positions(f)], [f], probe.orientations, radius=probe.sigma(f) * f)
+            segs += s
+            alphas += a
+        return segs, alphas
+    return _polar_segments(resp_unit, [probe.positions(f) for f in probe.freqs], probe.freqs, probe.orientations,
+                           radius=radius)
 
 
 def normalise_responses(resp: list[np.ndarray]) -> list[np.ndarray]:
@@ -190,7 +246,7 @@ def normalise_responses(resp: list[np.ndarray]) -> list[np.ndarray]:
 def _draw_so(ax, resp_unit, probe, size):
     from matplotlib.collections import LineCollection
 
-    segs, alphas = _polar_segments(resp_unit, [probe.positions(f) for f in probe.freqs], probe.freqs, probe.orientations)
+    segs, alphas = _so_segments(resp_unit, probe)
     cols = [(0.1, 0.2, 0.6, a) for a in alphas]
     ax.add_collection(LineCollection(segs, colors=cols, linewidths=0.8))
     ax.set_xlim(-0.5, size - 0.5)
@@ -248,11 +304,7 @@ def plot_layer4(units: list[int], q4: np.ndarray, resp3: list[np.ndarray], probe
         for c, (k, wk) in enumerate(zip(idx, w)):
             ax = fig.add_subplot(gs[3 * r, 1 + c])
             _draw_so(ax, [x[k] for x in norm], probe, n)
-            bx = fig.add_subplot(gs[3 * r + 1, 1 + c])
-            bx.barh([0], [wk], height=0.6, color="C0")
-            bx.set_xlim(0, 1)
-            bx.set_ylim(-0.5, 0.5)
-            bx.axis("off")
+            _weight_bar(fig.add_subplot(gs[3 * r + 1, 1 + c]), wk)
         for c, pi in enumerate(top_idx[j][:n_patches]):
             ax = fig.add_subplot(gs[3 * r + 2, 1 + c])
             _show(ax, patches[pi].reshape(n, n))
@@ -293,21 +345,23 @@ def plot_memorisation(histories: dict[str, list[dict]], title: str = ""):
 
     from cnce.losses import LOG4
 
-    fig, axes = plt.subplots(1, len(histories), figsize=(PAGE_WIDTH, 3.3), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(1, len(histories), figsize=(PAGE_WIDTH, 3.9), squeeze=False, sharey=True)
     for ax, (label, h) in zip(axes[0], histories.items()):
+        _integer_ticks(ax)
         m = [r["meta"] + 1 for r in h]
         ax.plot(m, [r["train_loss"] for r in h], "--", color="C1", lw=1.3, label="own patches and noise")
         ax.plot(m, [r["loss_fresh_noise"] for r in h], ":", color="C2", lw=1.6, label="own patches, fresh noise")
         ax.plot(m, [r["loss_unseen"] for r in h], "-", color="C0", lw=1.5, label="unseen patches, fresh noise")
         ax.axhline(LOG4, color="gray", ls=":", lw=1)
-        ax.set_title(label, fontsize=10.5)
+        ax.set_title(label.replace(": ", ":\n", 1), fontsize=10.5)
         ax.set_xlabel("meta-iteration")
     axes[0, 0].set_ylabel("CNCE loss J after the update")
     axes[0, 0].set_ylim(0, max(2.0, LOG4 + 0.1))
-    axes[0, -1].legend(frameon=False, fontsize=9, loc="upper right")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False, fontsize=9.5)
     return fig
 
 
@@ -326,6 +380,7 @@ def plot_d2_curves(records, column: str = "oriented"):
         ax.plot(x, s.mean().values, "-o", ms=3, color=f"C{c}", label=f"{names.get(v, v)} ({g['seed'].nunique()} seeds)")
         ax.fill_between(x, s.min().values, s.max().values, color=f"C{c}", alpha=0.2)
     ax.set_xlabel("meta-iteration")
+    _integer_ticks(ax)
     ax.set_ylabel("oriented share of layer 1" if column == "oriented" else column)
     ax.legend(frameon=False)
     fig.tight_layout()
@@ -350,6 +405,7 @@ def plot_training(history: dict, title: str = ""):
     axes[1].set_ylabel("eps")
     for ax in axes:
         ax.set_xlabel("meta-iteration")
+        _integer_ticks(ax)
     axes[1].legend(frameon=False)
     if title:
         fig.suptitle(title)
@@ -357,17 +413,56 @@ def plot_training(history: dict, title: str = ""):
     return fig
 
 
-def plot_comparison(snaps: dict[str, dict[int, np.ndarray]], iters: list[int], ncol: int | None = None, size: float = 2.2):
-    """Supp. D.2: first-layer features (image space) of each method (rows) after each meta-iteration
-    in ``iters`` (columns); ``snaps[method][m] (K, n, n)``, ``m = 0`` the common initialisation."""
+def plot_comparison(snaps: dict[str, dict[int, np.ndarray]], iters: list[int], ncol: int | None = None,
+                    size: float | None = None, names: dict[str, str] | None = None):
+    """Supp. D.2: first-layer features (image space) of each method (rows, labelled at the left
+    with ``names[method]``) after each meta-iteration in ``iters`` (columns, titled once at the
+    top); ``snaps[method][m] (K, n, n)``, ``m = 0`` the common initialisation. The figure fills
+    the page's width unless ``size`` (inches per mosaic) is given."""
     plt = _pyplot()
 
     methods = list(snaps)
-    fig, axes = plt.subplots(len(methods), len(iters), figsize=(size * len(iters), size * len(methods) + 0.3), squeeze=False)
+    names = names or {}
+    label_w = 0.35
+    size = size or (PAGE_WIDTH - label_w) / len(iters)
+    fig, axes = plt.subplots(len(methods), len(iters), figsize=(label_w + size * len(iters), size * len(methods) * 1.04 + 0.35),
+                             squeeze=False)
     for r, meth in enumerate(methods):
         for c, m in enumerate(iters):
-            _show(axes[r, c], mosaic(snaps[meth][m], ncol), f"{meth.upper()}, {'init' if m == 0 else f'meta-it {m}'}")
-    fig.tight_layout()
+            _show(axes[r, c], mosaic(snaps[meth][m], ncol))
+            if r == 0:
+                axes[r, c].set_title("initial" if m == 0 else f"meta-it. {m}", fontsize=10.5)
+        axes[r, 0].set_ylabel(names.get(meth, meth.upper()), fontsize=10.5)
+    W, H = fig.get_size_inches()
+    fig.subplots_adjust(left=label_w / W, right=0.995, bottom=0.005, top=1 - 0.35 / H, wspace=0.05, hspace=0.05)
+    return fig
+
+
+def plot_d2_snapshots(snaps: dict[str, dict[int, np.ndarray]], metas: list[int], names: dict[str, str] | None = None,
+                      ncol: int = 10, size: float | None = None):
+    """Supp. Figs 2-13 of D.2: for each meta-iteration in ``metas`` (a row; 0 is the common
+    initialisation) the features of each method side by side (``snaps[method][m] (K, n, n)``,
+    ``ncol`` to a row: 100 features in a 10 x 10 mosaic). Each mosaic is ``size`` inches wide
+    (default: the methods share the page's width), so a feature of 32 pixels spans about
+    30 screen pixels at the default."""
+    plt = _pyplot()
+
+    methods = list(snaps)
+    names = names or {}
+    label_w = 0.6
+    size = size or (PAGE_WIDTH - label_w) / len(methods)
+    imgs = {(meth, m): mosaic(snaps[meth][m], ncol) for meth in methods for m in metas}
+    aspect = max(im.shape[0] / im.shape[1] for im in imgs.values())
+    title_h = 0.3
+    W, H = label_w + size * len(methods), len(metas) * size * aspect * 1.02 + title_h
+    fig, axes = plt.subplots(len(metas), len(methods), figsize=(W, H), squeeze=False)
+    for r, m in enumerate(metas):
+        for c, meth in enumerate(methods):
+            _show(axes[r, c], imgs[meth, m])
+            if r == 0:
+                axes[r, c].set_title(names.get(meth, meth.upper()), fontsize=10.5)
+        axes[r, 0].set_ylabel("init." if m == 0 else f"{m}", fontsize=10.5, rotation=0, ha="right", va="center")
+    fig.subplots_adjust(left=label_w / W, right=0.998, bottom=0.002, top=1 - title_h / H, wspace=0.03, hspace=0.04)
     return fig
 
 
@@ -441,35 +536,54 @@ def plot_pooling_coherence(tables: dict, units: str = "first-layer"):
     """:func:`cnce.images.measures.pooling_coherence` drawn per pooling unit: the spread of its
     pooled units in orientation, frequency and position (y) against the mean spread of random
     sets of the same size (x); points below the diagonal pool units more alike than chance.
-    ``tables``: ``{label: DataFrame}`` (e.g. layer 2 and layer 4), one row of panels each."""
+    ``tables``: ``{label: DataFrame}`` (e.g. layer 2 and layer 4), one row of panels each.
+
+    A spread that is zero for every unit and every random set (all pooled units share one
+    value, e.g. one probe frequency) has nothing to show: its panel is left out, and
+    :func:`degenerate_spreads` names it for the caption."""
     plt = _pyplot()
 
     from cnce.images.measures import SPREADS
 
-    unit = {"orientation": "degrees", "frequency": "octaves", "position": "pixels"}
-    fig, grid = plt.subplots(2 * len(tables), 2, figsize=(PAGE_WIDTH, 5.6 * len(tables)), squeeze=False)
-    axes = grid.reshape(len(tables), 4)
+    unit = {"orientation": "deg", "frequency": "oct", "position": "px"}
+    shown = {label: [n for n in SPREADS if n not in degenerate_spreads(df)] for label, df in tables.items()}
+    ncol = max(len(v) for v in shown.values()) + 1
+    fig, axes = plt.subplots(len(tables), ncol, figsize=(PAGE_WIDTH, 2.6 * len(tables) + 0.2), squeeze=False)
     for r, (label, df) in enumerate(tables.items()):
         multi = df[df["n_pooled"] >= 2]
-        for c, name in enumerate(SPREADS):
+        for ax in axes[r]:
+            ax.axis("off")
+        for c, name in enumerate(shown[label]):
             ax = axes[r, c]
+            ax.axis("on")
             x, y = multi[f"{name}_random"], multi[name]
             ax.plot(x, y, "o", ms=3, alpha=0.6)
             top = max(float(np.nanmax(x)), float(np.nanmax(y))) * 1.05 if len(multi) else 1.0
-            lim = [0, top if top > 0 else 1.0]  # all spreads zero (one frequency): a unit axis
+            lim = [0, top if top > 0 else 1.0]
             ax.plot(lim, lim, color="gray", lw=0.8, ls=":")
             ax.set_xlim(lim)
             ax.set_ylim(lim)
-            ax.set_xlabel(f"random sets ({unit[name]})")
-            ax.set_ylabel(f"pooled units ({unit[name]})")
-            ax.set_title(f"{label}: {name} spread")
-        ax = axes[r, 3]
+            ax.set_xlabel(f"random ({unit[name]})")
+            ax.set_ylabel(f"pooled ({unit[name]})", labelpad=1)
+            ax.set_title(f"{label}: {name}" if len(tables) > 1 else f"{name} spread", fontsize=10.5)
+        ax = axes[r, len(shown[label])]
+        ax.axis("on")
         ax.hist(df["top_share"], bins=np.linspace(0, 1, 21))
-        ax.set_xlabel("share of the largest pooling weight")
-        ax.set_ylabel("units")
-        ax.set_title(f"{label}: top {units} unit")
-    fig.tight_layout()
+        ax.set_xlabel("share of largest")
+        ax.set_ylabel("units", labelpad=1)
+        ax.set_title(f"{label}: largest weight" if len(tables) > 1 else "largest weight", fontsize=10.5)
+    fig.tight_layout(w_pad=0.4)
     return fig
+
+
+def degenerate_spreads(df) -> list[str]:
+    """The spreads of a :func:`cnce.images.measures.pooling_coherence` table that are zero for
+    every unit and every random set: nothing to compare (e.g. all units at one probe frequency)."""
+    from cnce.images.measures import SPREADS
+
+    multi = df[df["n_pooled"] >= 2]
+    return [n for n in SPREADS if len(multi) and np.nanmax(np.abs(multi[n])) == 0
+            and np.nanmax(np.abs(multi[f"{n}_random"])) == 0]
 
 
 def plot_so_coherence(named: dict, measures=("orientation_coherence", "frequency_share")):
@@ -515,4 +629,184 @@ def plot_top_patches(patches: np.ndarray, top_idx: np.ndarray, units=None, per_r
     if title:
         fig.suptitle(title)
     fig.tight_layout(pad=0.2, h_pad=0.1, w_pad=0.6)
+    return fig
+
+
+# -- the appendix's drawings: many icons on one canvas ----------------------------------------------
+
+
+class _Canvas:
+    """Tiles (image patches or features), space-orientation icons, bars and labels placed in
+    pixel coordinates on one axes: a figure with hundreds of icons draws in one image, one line
+    collection and one polygon collection instead of hundreds of axes."""
+
+    def __init__(self, width: float, height: float):
+        self.W, self.H = int(np.ceil(width)), int(np.ceil(height))
+        self.img = np.full((self.H, self.W), np.nan)
+        self.segs, self.seg_cols, self.seg_lw = [], [], []
+        self.rects, self.rect_cols = [], []
+        self.texts = []
+
+    def tile(self, x: int, y: int, tile: np.ndarray, centre: bool = False):
+        """``tile (n, n)`` scaled to [-1, 1] by its largest |value| (after removing its mean when
+        ``centre``), its top left at ``(x, y)``."""
+        t = np.asarray(tile, dtype=float)
+        t = t - t.mean() if centre else t
+        t = t / max(float(np.abs(t).max()), 1e-12)
+        self.img[y:y + t.shape[0], x:x + t.shape[1]] = t
+
+    def frame(self, x: float, y: float, w: float, h: float, colour=(0.6, 0.6, 0.6, 1.0)):
+        self.segs.append(np.array([[x - 0.5, y - 0.5], [x + w - 0.5, y - 0.5], [x + w - 0.5, y + h - 0.5],
+                                   [x - 0.5, y + h - 0.5], [x - 0.5, y - 0.5]]))
+        self.seg_cols.append(colour)
+        self.seg_lw.append(0.5)
+
+    def so_icon(self, x: float, y: float, resp_unit: list[np.ndarray], probe, radius: float = 0.5, scale: float = 1.0):
+        """A space-orientation field (:func:`_so_segments`) of ``probe.size`` pixels drawn
+        ``scale`` times larger, its top left at ``(x, y)``, in a light frame."""
+        segs, alphas = _so_segments(resp_unit, probe, radius)
+        for sg, a in zip(segs, alphas):
+            self.segs.append((sg + 0.5) * scale - 0.5 + np.array([x, y]))
+            self.seg_cols.append((0.1, 0.2, 0.6, a))
+            self.seg_lw.append(0.8)
+        self.frame(x, y, probe.size * scale, probe.size * scale)
+
+    def bar(self, x: float, y: float, w: float, h: float, frac: float):
+        """The paper's thin bar: a light track of width ``w`` and a dark part of ``frac * w``."""
+        frac = float(np.clip(frac, 0.0, 1.0))
+        for ww, col in ((w, (0.86, 0.86, 0.86, 1.0)), (w * frac, (0.27, 0.45, 0.7, 1.0))):
+            self.rects.append(np.array([[x - 0.5, y], [x + ww - 0.5, y], [x + ww - 0.5, y + h], [x - 0.5, y + h]]))
+            self.rect_cols.append(col)
+
+    def text(self, x: float, y: float, s: str, **kw):
+        self.texts.append((x, y, s, kw))
+
+    def draw(self, width: float = PAGE_WIDTH):
+        """The figure, ``width`` inches wide, its height following the canvas' aspect."""
+        plt = _pyplot()
+        from matplotlib.collections import LineCollection, PolyCollection
+
+        fig = plt.figure(figsize=(width, width * self.H / self.W))
+        ax = fig.add_axes((0, 0, 1, 1))
+        cmap = plt.get_cmap("gray").with_extremes(bad="white")
+        ax.imshow(self.img, cmap=cmap, vmin=-1, vmax=1, interpolation="nearest",
+                  extent=(-0.5, self.W - 0.5, self.H - 0.5, -0.5))
+        if self.segs:
+            ax.add_collection(LineCollection(self.segs, colors=self.seg_cols, linewidths=self.seg_lw))
+        if self.rects:
+            ax.add_collection(PolyCollection(self.rects, facecolors=self.rect_cols, edgecolors="none"))
+        for x, y, s, kw in self.texts:
+            ax.text(x, y, s, **({"fontsize": 10.5, "ha": "center", "va": "center"} | kw))
+        ax.set_xlim(-0.5, self.W - 0.5)
+        ax.set_ylim(self.H - 0.5, -0.5)
+        ax.axis("off")
+        return fig
+
+
+def plot_layer3_units(resp3: list[np.ndarray], probe, units, patches: np.ndarray, top_idx: np.ndarray,
+                      n_patches: int = 10, per_row: int = 5, icon: float = 2.4, radius: float = 0.5,
+                      width: float = PAGE_WIDTH):
+    """Supp. D.3 (Figs 14-17): one row per third-layer unit in ``units``: its index, its
+    space-orientation field (``resp3`` from :func:`cnce.images.probes.probe_layers` or
+    :func:`~cnce.images.probes.probe_layer`; any probe with ``freqs``, ``orientations``,
+    ``positions(freq)`` and ``size``) drawn ``icon`` times a patch's size, and the ``n_patches``
+    patches of ``patches (N, size**2)`` that drive it most (``top_idx (K, k)``, strongest
+    first), ``per_row`` to a row, each with its mean removed and scaled to its own range."""
+    norm = normalise_responses(resp3)
+    units = list(units)
+    n = probe.size
+    gap, label = max(2, n // 8), int(1.4 * n)
+    rows = int(np.ceil(n_patches / per_row))
+    first = label + int(icon * n) + 3 * gap  # where the patches start
+    unit_h = max(icon * n, rows * (n + gap) - gap) + 2 * gap
+    cv = _Canvas(first + per_row * (n + gap), len(units) * unit_h + gap)
+    for r, j in enumerate(units):
+        y = gap + r * unit_h
+        cv.text(0, y + icon * n / 2, f"unit {j}", ha="left")
+        cv.so_icon(label, y, [x[j] for x in norm], probe, radius=radius, scale=icon)
+        for c, pi in enumerate(np.asarray(top_idx)[j][:n_patches]):
+            rr, cc = divmod(c, per_row)
+            cv.tile(first + cc * (n + gap), int(y + rr * (n + gap)), patches[pi].reshape(n, n), centre=True)
+    return cv.draw(width)
+
+
+def plot_layer4_units(units, q4: np.ndarray, resp3: list[np.ndarray], probe, patches: np.ndarray, top_idx: np.ndarray,
+                      top_val: np.ndarray, *, max_units: int = 10, mass: float = 0.9, per_row: int = 10,
+                      icons_per_row: int = 5, icon: float = 2.0, radius: float = 0.5, width: float = PAGE_WIDTH):
+    """Supp. D.4 (Figs 18-47): a block per fourth-layer unit in ``units``: the space-orientation
+    fields of the third-layer units it pools (at most ``max_units``, or as many as hold ``mass``
+    of its pooling weight ``q4 (K4, K3)``; ``icons_per_row`` to a row, ``icon`` times a patch's
+    size), each with a bar for ``q / max q``; below them the patches that drive it most
+    (``top_idx``, ``top_val (K4, k)`` from :func:`cnce.images.probes.top_patches`), ``per_row``
+    to a row, each with a bar for its response relative to the largest."""
+    norm = normalise_responses(resp3)
+    units = list(units)
+    sel = pooled_units(q4[units], max_units, mass)
+    n = probe.size
+    gap, bar_h, label = max(2, n // 8), max(2, n // 7), int(1.4 * n)
+    k = np.asarray(top_idx).shape[1]
+    W = label + max(per_row * (n + gap), icons_per_row * (icon * n + 2 * gap))
+    icon_h = icon * n + bar_h + 3 * gap
+    patch_h = n + bar_h + 2 * gap
+    heights = [int(np.ceil(len(idx) / icons_per_row)) * icon_h + int(np.ceil(k / per_row)) * patch_h + 4 * gap
+               for idx in sel]
+    cv = _Canvas(W, sum(heights))
+    y0 = 0.0
+    for b, (j, idx, h) in enumerate(zip(units, sel, heights)):
+        y = y0 + 2 * gap
+        cv.text(0, y + icon * n / 2, f"unit {j}", ha="left")
+        w = q4[j, idx] / q4[j].max()
+        for c, (kk, wk) in enumerate(zip(idx, w)):
+            rr, cc = divmod(c, icons_per_row)
+            x, yy = label + cc * (icon * n + 2 * gap), y + rr * icon_h
+            cv.so_icon(x, yy, [r[kk] for r in norm], probe, radius=radius, scale=icon)
+            cv.bar(x, yy + icon * n + gap, icon * n, bar_h, wk)
+        y += int(np.ceil(len(idx) / icons_per_row)) * icon_h + gap
+        v = np.asarray(top_val)[j]
+        rel = v / v.max() if v.max() > 0 else np.zeros_like(v)
+        for c, (pi, rv) in enumerate(zip(np.asarray(top_idx)[j], rel)):
+            rr, cc = divmod(c, per_row)
+            x, yy = label + cc * (n + gap), int(y + rr * patch_h)
+            cv.tile(x, yy, patches[pi].reshape(n, n), centre=True)
+            cv.bar(x, yy + n + gap / 2, n, bar_h, rv)
+        y0 += h
+        if b < len(units) - 1:  # a rule between blocks
+            cv.segs.append(np.array([[0, y0 - gap], [cv.W, y0 - gap]]))
+            cv.seg_cols.append((0.75, 0.75, 0.75, 1.0))
+            cv.seg_lw.append(0.6)
+    return cv.draw(width)
+
+
+def plot_d2_measures(table, names: dict[str, str] | None = None):
+    """Supp. D.2 measured on one run's snapshots (:func:`cnce.images.d2.d2_table`, indexed by
+    meta-iteration, 0 the common initialisation): the oriented share (left), the median RMS
+    radius of the receptive fields (middle) per method, and the matched similarity of the two
+    methods' features with its interval, against each method's similarity to the common start
+    and the random sets' 95th percentile (right)."""
+    plt = _pyplot()
+
+    cols = [c[len("oriented_"):] for c in table.columns if c.startswith("oriented_")]
+    names = names or {}
+    x = np.asarray(table.index, dtype=int)
+    fig, axes = plt.subplots(1, 3, figsize=(PAGE_WIDTH, 3.4))
+    for c, v in enumerate(cols):
+        style = dict(color=f"C{c}", lw=1.5, label=names.get(v, v))
+        axes[0].plot(x, table[f"oriented_{v}"], "-o", ms=2.5, **style)
+        axes[1].plot(x, table[f"rms_{v}"], "-o", ms=2.5, **style)
+        axes[2].plot(x, table[f"vs_init_{v}"], ":", color=f"C{c}", lw=1.2, label=f"{names.get(v, v)} vs start")
+    axes[2].plot(x, table["similarity"], "-", color="k", lw=1.5, label="the two methods")
+    axes[2].fill_between(x, table["similarity_lo"], table["similarity_hi"], color="k", alpha=0.15)
+    axes[2].plot(x, table["random_p95"], "--", color="0.5", lw=1, label="random sets (95th pct.)")
+    axes[0].set_ylabel("oriented share")
+    axes[0].set_ylim(0, 1)
+    axes[1].set_ylabel("median RMS radius (px)")
+    axes[2].set_ylabel("matched |cos|")
+    axes[2].set_ylim(0, 1.02)
+    for ax in axes:
+        ax.set_xlabel("meta-iteration")
+        _integer_ticks(ax, nbins=4)
+    axes[0].legend(frameon=False, fontsize=9)
+    fig.tight_layout(rect=(0, 0.13, 1, 1))
+    h, lab = axes[2].get_legend_handles_labels()
+    fig.legend(h, lab, loc="lower center", ncol=len(lab), frameon=False, fontsize=9)
     return fig

@@ -1,6 +1,11 @@
 """Probing the trained network: Gabor fits of first-layer features, Gabor-stimulus responses of
 third-layer units (space-orientation receptive fields, Sec. 4.2 and Supp. D.3), and the image
 patches that drive a unit most (Fig. 6, Supp. D.4).
+
+Two probes: :class:`AuthorsProbe` is the authors' (one phase, 121 orientations, 0.10-0.25
+cycles/pixel; :meth:`AuthorsProbe.extended` 0.05-0.45), probed for layers 2-4 at once by
+:func:`probe_layers`. :class:`GaborProbe` is the project's earlier probe (phase-averaged, 12
+orientations, three octave-spaced frequencies), kept for the page's earlier figures.
 """
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ from cnce.images.data import Whitener
 from cnce.images.network import ImageNetwork
 
 __all__ = ["gabor", "gabor_jacobian", "fit_gabor", "fit_gabors", "gabor_like", "gabor_summary", "fastica", "GaborProbe",
-           "probe_layer", "top_patches"]
+           "probe_layer", "top_patches", "AUTHORS_FREQS", "EXTENDED_FREQS", "AuthorsProbe", "probe_function", "probe_layers"]
 
 
 def gabor(size: int, x0, y0, theta, freq, phase, sigma, gamma=1.0, amp=1.0) -> np.ndarray:
@@ -265,3 +270,209 @@ def top_patches(net: ImageNetwork, patches: np.ndarray, whitener: Whitener, *, l
     z = torch.cat([_layer_z(net, _as_u(patches[i:i + chunk], whitener), layer) for i in range(0, len(patches), chunk)])
     val, idx = z.topk(k, dim=0)
     return idx.T.numpy(), val.T.numpy()
+
+
+# -- the authors' probe (space-orientation receptive fields as their code draws them) ----------
+
+#: Frequencies (cycles/pixel) of the authors' probe: 0.10 to 0.25 in steps of 0.05.
+AUTHORS_FREQS = (0.10, 0.15, 0.20, 0.25)
+#: The extended range, 0.05 to 0.45 in steps of 0.05: one octave below and almost one above the
+#: authors' range, so that multi-scale tuning can show (0.45 lies below the 0.5 Nyquist limit).
+EXTENDED_FREQS = (0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40, 0.45)
+
+
+def _bandwidth_sigma(freq, b: float):
+    """Envelope width (pixels) of a Gabor of half-response spatial-frequency bandwidth ``b``
+    octaves: ``sigma = sqrt(ln 2 / 2) (2^b + 1) / (pi freq (2^b - 1))``; ``b = 1.4`` gives
+    ``0.416`` wavelengths."""
+    return np.sqrt(np.log(2) / 2) * (2**b + 1) / (np.pi * np.asarray(freq, dtype=float) * (2**b - 1))
+
+
+@dataclass(frozen=True)
+class AuthorsProbe:
+    """The Gabor probe of the authors' space-orientation receptive fields.
+
+    Values from the authors' public MATLAB code, repository ``ciwanceylan/CNCE-matlab`` (commit
+    ``3bd1eecfdc13a6577456726e116d8306df63836e``), folder
+    ``matlab/natural_images/bin/visualisation/space_orientation_receptive_fields/``: files
+    ``responseSetup.m`` (frequencies 0.1:0.05:0.25, bandwidth ``b = 1.4``, phase ``pi/2``,
+    ``M = 120`` steps giving 121 orientations ``(0:M)/M * 2 pi``), ``getRadiusAndDelta.m`` (the
+    envelope width ``sigma`` from the bandwidth, and per frequency an ``N x N`` grid of
+    locations from ``sigma`` to ``size - sigma`` with ``N = max(2, ceil(size / (2 sigma)))``),
+    ``createSmoothLocalGrating.m`` (the stimulus) and ``spaceOrRF.m`` (the loop over
+    frequencies, locations and orientations). Re-implemented here from their description; no
+    code is copied.
+
+    A stimulus at location ``(x0, y0)``, orientation ``theta`` and frequency ``f`` is, in the
+    authors' 1-based pixel coordinates ``X, Y = 1..size``,
+    ``sin(2 pi f (sin(theta) X + cos(theta) Y) + pi/2) exp(-|(X, Y) - (x0, y0)|^2 / (2 sigma^2))``
+    with ``sigma = 0.416 / f`` (``b = 1.4`` octaves; "about 0.42 wavelength"): the grating's
+    phase is fixed to the patch, not to the location. ``theta = 0`` gives horizontal stripes.
+    Their code also scales each stimulus affinely to ``[-100, 100]``; the network's input
+    preprocessing (per-patch mean removal, as for data patches, then the gain control of Eq. 21)
+    makes layers 2-4 blind to that scale and to the sign, so it is left out.
+
+    Because the phase is ``pi/2`` (an even cosine) the stimuli at ``theta`` and ``theta + pi``
+    are the same image: of the 121 orientations only ``n_orient = 60`` are distinct, and the
+    responses are computed once for each (:func:`probe_layers`). In this class ``orientations``
+    are those distinct stimuli's *wave-vector angles* in the project's convention (image
+    coordinates, ``y`` down, as in :func:`gabor` and :mod:`cnce.images.measures`): for the
+    authors' ``theta`` the wave vector ``(sin theta, cos theta)`` has angle ``pi/2 - theta``.
+    :meth:`full_turn` expands responses to the authors' 121 orientations for their drawing.
+
+    ``positions(freq)`` are in 0-based pixel coordinates (the authors' location minus one),
+    ordered as their arrays ``resp(x, y, ...)`` flatten in C order: ``x`` slow, ``y`` fast.
+    """
+
+    size: int = 32
+    freqs: tuple[float, ...] = AUTHORS_FREQS
+    bandwidth: float = 1.4  # b, octaves
+    steps: int = 120  # M: the orientations (0..M)/M * 2 pi over a full turn
+    phase: float = np.pi / 2
+
+    def __post_init__(self):
+        if isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 4:
+            raise ValueError(f"size must be an int >= 4; got {self.size!r}")
+        if not self.freqs or any(not (0 < f < 0.5) for f in self.freqs):
+            raise ValueError(f"freqs must be a non-empty tuple of frequencies in (0, 0.5) cycles/pixel; got {self.freqs!r}")
+        if isinstance(self.steps, bool) or not isinstance(self.steps, int) or self.steps < 2 or self.steps % 2:
+            raise ValueError(f"steps must be an even int >= 2 (theta and theta + pi give the same stimulus); got {self.steps!r}")
+        if not self.bandwidth > 0:
+            raise ValueError(f"bandwidth must be > 0 octaves; got {self.bandwidth!r}")
+
+    @classmethod
+    def extended(cls, size: int = 32) -> "AuthorsProbe":
+        """The authors' probe over :data:`EXTENDED_FREQS` (0.05-0.45 cycles/pixel)."""
+        return cls(size=size, freqs=EXTENDED_FREQS)
+
+    def sigma(self, freq: float) -> float:
+        """Envelope width in pixels (the radius of the circles in the authors' drawing)."""
+        return float(_bandwidth_sigma(freq, self.bandwidth))
+
+    def grid(self, freq: float) -> tuple[int, float]:
+        """``(N, delta)``: the grid is ``N x N`` locations ``delta`` pixels apart."""
+        r = self.sigma(freq)
+        n = max(2, math.ceil(self.size / (2 * r)))
+        return n, (self.size - 2 * r) / (n - 1)
+
+    def positions(self, freq: float) -> np.ndarray:
+        """``(N * N, 2)`` locations ``(x, y)`` in 0-based pixels, ``x`` varying slowest."""
+        n, delta = self.grid(freq)
+        c = self.sigma(freq) + delta * np.arange(n) - 1.0
+        X, Y = np.meshgrid(c, c, indexing="ij")
+        return np.stack([X.ravel(), Y.ravel()], 1)
+
+    @property
+    def n_orient(self) -> int:
+        """Number of distinct stimuli per location and frequency (half of ``steps``)."""
+        return self.steps // 2
+
+    @property
+    def theta(self) -> np.ndarray:
+        """The authors' ``steps + 1`` orientations ``(0..steps) / steps * 2 pi`` (full turn)."""
+        return np.arange(self.steps + 1) * 2 * np.pi / self.steps
+
+    @property
+    def orientations(self) -> np.ndarray:
+        """Wave-vector angles in ``[0, pi)`` (project convention) of the ``n_orient`` distinct
+        stimuli, which are the authors' ``theta[:n_orient]``."""
+        return np.mod(np.pi / 2 - self.theta[: self.n_orient], np.pi)
+
+    @property
+    def edge_angles(self) -> np.ndarray:
+        """Direction of the stripes (the edge a stimulus stands for) in ``[0, pi)``, image
+        coordinates: the wave-vector angle plus ``pi/2``."""
+        return np.mod(self.orientations + np.pi / 2, np.pi)
+
+    def full_turn(self, resp: np.ndarray) -> np.ndarray:
+        """Responses over the ``n_orient`` distinct stimuli (last axis) expanded to the authors'
+        ``steps + 1`` orientations over a full turn (``theta`` and ``theta + pi`` equal)."""
+        resp = np.asarray(resp)
+        if resp.shape[-1] != self.n_orient:
+            raise ValueError(f"resp's last axis must hold the {self.n_orient} distinct orientations; got shape {resp.shape}")
+        return resp[..., np.arange(self.steps + 1) % self.n_orient]
+
+    def n_stimuli(self) -> int:
+        return sum(len(self.positions(f)) for f in self.freqs) * self.n_orient
+
+    def stimuli(self, freq: float, index: np.ndarray | None = None) -> np.ndarray:
+        """The stimuli at ``freq``: ``(n_pos * n_orient, size, size)`` (position slow,
+        orientation fast), or only the flat indices ``index`` of that order."""
+        pos = self.positions(freq)
+        n_or = self.n_orient
+        idx = np.arange(len(pos) * n_or) if index is None else np.asarray(index)
+        p, k = idx // n_or, idx % n_or
+        th = self.theta[k][:, None, None]
+        yy, xx = np.mgrid[1:self.size + 1, 1:self.size + 1].astype(float)  # the authors' 1-based X, Y
+        x0, y0 = pos[p, 0, None, None] + 1.0, pos[p, 1, None, None] + 1.0
+        s = self.sigma(freq)
+        grating = np.sin(2 * np.pi * freq * (np.sin(th) * xx + np.cos(th) * yy) + self.phase)
+        return grating * np.exp(-0.5 * ((xx - x0) ** 2 + (yy - y0) ** 2) / s**2)
+
+
+def probe_function(fn, probe, *, chunk: int = 4096) -> list:
+    """Responses of a function of pixel patches to every stimulus of ``probe``.
+
+    ``fn(X)`` maps a batch of patches ``X (n, size * size)`` (float32 tensor) to responses
+    ``(n, K)`` or to a dict of such arrays (one per layer). Stimuli are made and evaluated
+    ``chunk`` at a time, so memory stays bounded on a CPU. Returns one array per probe
+    frequency of shape ``(K, n_pos, n_orient)`` (or a dict of such lists)."""
+    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+        raise ValueError(f"chunk must be an int >= 1; got {chunk!r}")
+    per_freq = []
+    for fr in probe.freqs:
+        n_pos = len(probe.positions(fr))
+        n = n_pos * probe.n_orient
+        parts = []
+        for i in range(0, n, chunk):
+            S = probe.stimuli(fr, np.arange(i, min(n, i + chunk)))
+            X = torch.as_tensor(S.reshape(len(S), -1), dtype=torch.float32)
+            parts.append(fn(X))
+        if isinstance(parts[0], dict):
+            per_freq.append({k: _assemble([p[k] for p in parts], n_pos, probe.n_orient) for k in parts[0]})
+        else:
+            per_freq.append(_assemble(parts, n_pos, probe.n_orient))
+    if isinstance(per_freq[0], dict):
+        return {k: [f[k] for f in per_freq] for k in per_freq[0]}
+    return per_freq
+
+
+def _assemble(parts, n_pos: int, n_orient: int) -> np.ndarray:
+    z = np.concatenate([np.asarray(p, dtype=np.float32) for p in parts], 0)
+    return np.ascontiguousarray(z.reshape(n_pos, n_orient, -1).transpose(2, 0, 1))
+
+
+@torch.no_grad()
+def probe_layers(net: ImageNetwork, whitener: Whitener, probe: AuthorsProbe | None = None, *,
+                 layers=(2, 3, 4), chunk: int = 4096) -> dict[int, list[np.ndarray]]:
+    """Responses of layers 2-4 (pre-threshold outputs, :meth:`ImageNetwork.layer_output`) to
+    every stimulus of ``probe`` (default: :class:`AuthorsProbe` at the whitener's patch size),
+    in one pass through the network per chunk of stimuli (on the CPU, float32).
+
+    Returns ``{layer: [array (K_layer, n_pos, n_orient) per probe frequency]}``. The stimuli
+    are preprocessed as data patches are (per-patch mean removed, then whitened); layer 3 is
+    ``max(z3, 0)`` with the authors' "Max" unit, as their ``response.m`` computes it."""
+    if not layers or any(L not in (2, 3, 4) for L in layers):
+        raise ValueError(f"layers must be drawn from (2, 3, 4); got {layers!r}")
+    size = int(round(math.sqrt(whitener.V.shape[0])))
+    probe = probe or AuthorsProbe(size=size)
+    if probe.size != size:
+        raise ValueError(f"probe.size must equal the whitener's patch size {size}; got {probe.size}")
+    net = net.cpu()
+    wh = whitener.to("cpu")
+
+    def fn(X):
+        u = _as_u(X.numpy(), wh)
+        out, z1 = {}, net.z1(u)
+        z2 = net.z2(z1)
+        if 2 in layers:
+            out[2] = z2.numpy()
+        if 3 in layers or 4 in layers:
+            z3 = net.z3(net.u3(z2))
+            if 3 in layers:
+                out[3] = (torch.relu(z3) if net.l3_nonlinearity == "max" else z3).numpy()
+            if 4 in layers:
+                out[4] = net.z4(z3).numpy()
+        return out
+
+    return probe_function(fn, probe, chunk=chunk)

@@ -1,0 +1,271 @@
+"""The image chapter's claims (paper Section 4 and Supp. D.2) as rows of the book's claims table.
+
+A row has ``claim``, ``paper`` (what the paper says, in our words), ``measured`` (our numbers
+with their baselines and interval), ``short`` (the deciding number in a few words),
+``verdict`` (a badge: one of :data:`cnce.experiments.claims.VERDICTS`), ``page`` (the notebook
+that shows it) and ``beyond`` (``True`` for a question of ours that the paper does not ask).
+:func:`image_claims` gathers rows into a table with the columns of
+:func:`cnce.experiments.claims.claims_table` plus ``beyond``; the image page builds its verdict
+block from the same rows, so the two cannot disagree.
+
+The measures and their rules are those of :mod:`cnce.images.layer_claims`,
+:mod:`cnce.images.d2` and :mod:`cnce.images.verdicts` (each a
+:class:`~cnce.images.verdicts.Measured` whose verdict sentence starts with "supported",
+"partly", "not supported", "contradicted" or "not testable here"); :func:`row_from_measured`
+turns one into a row, :func:`row_from_parts` several parts of one sentence of the paper (layer
+2's position, orientation and frequency). Layer 1 and the authors' recipe, measured on the page
+itself, have their own rules (:func:`layer1_row`, :func:`recipe_row`).
+
+The page reads the measures of the committed runs from ``data/checks/image-claims.json``,
+written by ``scripts/image_claims.py`` (:func:`save_measured`, :func:`load_measured`), so that
+its quick execution stays cheap.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from cnce.images.verdicts import Measured, seed_interval
+
+__all__ = ["PAGE", "D2_HEDGE", "ClaimRow", "badge", "row_from_measured", "row_from_parts", "layer1_row", "recipe_row",
+           "image_claims", "seed_table", "format_interval", "save_measured", "load_measured"]
+
+#: the page that shows the evidence
+PAGE = "06_image_model"
+#: the supplement's own hedge on D.2, in our words (its Section D.2, last paragraph)
+D2_HEDGE = ("the supplement itself declines to claim better performance, the comparison being qualitative, and "
+            "says only that CNCE appears to learn slightly faster")
+
+#: the first words of a :class:`Measured` verdict sentence and the badge they give
+_BADGES = (("not testable here", "not testable here"), ("supported", "reproduced"), ("partly", "partly reproduced"),
+           ("not supported", "not reproduced"), ("contradicted", "not reproduced"))
+
+
+@dataclass(frozen=True)
+class ClaimRow:
+    """One row of the claims table (see the module's docstring)."""
+
+    claim: str
+    paper: str
+    measured: str
+    short: str
+    verdict: str
+    page: str = PAGE
+    beyond: bool = False
+
+    def __post_init__(self):
+        from cnce.experiments.claims import VERDICTS
+
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}; got {self.verdict!r}")
+        if self.beyond != (self.verdict == "beyond the paper"):
+            raise ValueError(f"beyond={self.beyond!r} does not match verdict={self.verdict!r}")
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f} %"
+
+
+def badge(m: Measured) -> str:
+    """The badge of a :class:`Measured`: "not testable here" when it is; otherwise from the
+    first words of its verdict sentence (supported: "reproduced"; partly: "partly reproduced";
+    not supported or contradicted: "not reproduced")."""
+    if not m.testable:
+        return "not testable here"
+    text = m.verdict.strip().lower()
+    for words, b in sorted(_BADGES, key=lambda x: -len(x[0])):  # "not supported" before "supported"
+        if text.startswith(words):
+            return b
+    raise ValueError(f"verdict sentence of {m.claim!r} starts with none of {[w for w, _ in _BADGES]}: {m.verdict!r}")
+
+
+def _number(m: Measured, percent: bool | str) -> str:
+    lo, hi = m.interval
+    if percent == "points":
+        return f"{100 * m.value:+.0f} points [{100 * lo:+.0f}, {100 * hi:+.0f}]"
+    if percent:
+        return f"{_pct(m.value)} [{100 * lo:.0f}, {100 * hi:.0f}]"
+    return f"{m.value:.2f} [{lo:.2f}, {hi:.2f}]"
+
+
+def _measured_text(m: Measured, percent: bool) -> str:
+    if not m.testable:
+        return f"{m.measure}: not testable here, {m.not_testable}"
+    base = ", ".join(f"{k} {_pct(v) if percent is True else f'{100 * v:+.0f} points' if percent == 'points' else f'{v:.2f}'}"
+                     for k, v in m.baselines.items())
+    return f"{m.measure}: {_number(m, percent)} ({m.rule}); baselines: {base}"
+
+
+def row_from_measured(m: Measured, *, claim: str, paper: str, percent: bool | str = True) -> ClaimRow:
+    """A row from one :class:`Measured`. ``percent``: ``True`` when its value is a share (printed
+    in %), ``"points"`` when a difference of shares (in percentage points), ``False`` otherwise."""
+    v = badge(m)
+    if not m.testable:
+        short = "not testable here"
+    elif percent is True:
+        worst = max(m.baselines.values()) if m.baselines else float("nan")
+        short = f"{_pct(m.value)} of units against at most {_pct(worst)} for the baselines"
+    else:
+        short = _number(m, percent) + (f" against {', '.join(f'{k} {b:.2f}' for k, b in m.baselines.items())}"
+                                       if percent is False else "")
+    return ClaimRow(claim=claim, paper=paper, measured=_measured_text(m, percent), short=short, verdict=v)
+
+
+def row_from_parts(parts: dict[str, Measured], *, claim: str, paper: str) -> ClaimRow:
+    """One row for a sentence of the paper with several parts (layer 2 pools by position,
+    orientation and frequency): ``parts[name]`` a share :class:`Measured` each. Rule:
+    "reproduced" when every part is reproduced; "partly reproduced" when some is (the others
+    failing or not testable); "not testable here" when none is testable; else "not reproduced"."""
+    badges = {k: badge(m) for k, m in parts.items()}
+    tested = [b for b in badges.values() if b != "not testable here"]
+    if not tested:
+        v = "not testable here"
+    elif all(b == "reproduced" for b in badges.values()):
+        v = "reproduced"
+    elif any(b in ("reproduced", "partly reproduced") for b in tested):
+        v = "partly reproduced"
+    else:
+        v = "not reproduced"
+    measured = "; ".join(f"{k}: {_measured_text(m, True)}" for k, m in parts.items())
+    short = ", ".join(f"{k} {'not testable' if not m.testable else _pct(m.value)}" for k, m in parts.items())
+    return ClaimRow(claim=claim, paper=paper, measured=measured, short=short, verdict=v)
+
+
+def layer1_row(oriented_by_seed, *, chance: float, control: float, negatives: float, data: str) -> ClaimRow:
+    """Layer 1: Gabor-like (localised, oriented) first-layer features.
+
+    ``oriented_by_seed``: the share of oriented receptive fields per seed; ``chance``: the share
+    of the localised-noise baseline counted as oriented (5 % by construction); ``control``: the
+    share for the positive control (FastICA); ``negatives``: the largest share among the
+    negative controls (random initialisation, isotropic differences of Gaussians). Rule: the
+    measure certifies nothing unless the control passes (at least half oriented) and the
+    negatives fail (at most 10 %): otherwise "not testable here". Then "reproduced" when every
+    seed has at least half its units oriented, else "not reproduced"."""
+    v = np.asarray(oriented_by_seed, dtype=float)
+    certified = control >= 0.5 and negatives <= 0.10
+    verdict = ("not testable here" if not certified else "reproduced" if v.min() >= 0.5 else "not reproduced")
+    rng = _pct(v.min()) if round(100 * v.min()) == round(100 * v.max()) else f"{100 * v.min():.0f}-{100 * v.max():.0f} %"
+    return ClaimRow(
+        claim="Image model, layer 1",
+        paper="greedy CNCE on natural image patches learns Gabor-like first-layer features",
+        measured=(f"{rng} of the receptive fields oriented over {v.size} seed{'s' * (v.size > 1)} ({data}), against "
+                  f"{_pct(chance)} for localised noise by construction; positive control FastICA {_pct(control)}, "
+                  f"negative controls at most {_pct(negatives)}"),
+        short=f"{rng} oriented ({_pct(chance)} by chance)",
+        verdict=verdict)
+
+
+def recipe_row(oriented_by_seed, *, decides: str) -> ClaimRow:
+    """The authors' recipe (their minimiser, main sets and eps rule, from their code) at the
+    paper's sizes: a question of ours that the paper does not ask, so its row is marked
+    "beyond the paper". ``decides``: the sentence on what decides at smaller sizes."""
+    v = np.asarray(oriented_by_seed, dtype=float)
+    return ClaimRow(
+        claim="Image model, the authors' recipe",
+        paper="(not a claim of the paper) the recipe of the authors' code learns the first layer at the paper's sizes",
+        measured=(f"their minimiser and main sets orient {format_interval(v)} of layer 1 at the paper's sizes; "
+                  + decides),
+        short=f"{_pct(v.mean())} of layer 1 oriented ({v.size} seed{'s' * (v.size > 1)})",
+        verdict="beyond the paper", beyond=True)
+
+
+def image_claims(rows) -> "pd.DataFrame":  # noqa: F821
+    """The rows as a table with the columns of :func:`cnce.experiments.claims.claims_table`
+    (``stats`` empty) plus ``beyond``."""
+    import pandas as pd
+
+    rows = list(rows)
+    if not all(isinstance(r, ClaimRow) for r in rows):
+        raise ValueError("rows must be ClaimRow objects")
+    cols = ["claim", "paper", "measured", "short", "verdict", "page", "stats", "beyond"]
+    df = pd.DataFrame([asdict(r) | {"stats": {}} for r in rows])
+    return df[cols] if len(df) else pd.DataFrame(columns=cols)
+
+
+def format_interval(values, scale: float = 100.0, unit: str = " %", signed: bool = False, digits: int = 0,
+                    share: bool = False) -> str:
+    """:func:`cnce.images.verdicts.seed_interval` as text, e.g. ``"88 % [84, 92] (range of 2
+    seeds)"`` (values times ``scale``, ``digits`` decimals)."""
+    m, (lo, hi), rule = seed_interval(values, share=share)
+    f = "{:" + ("+" if signed else "") + f".{int(digits)}f" + "}"
+    if lo == hi:
+        return f"{f.format(scale * m)}{unit} ({rule})"
+    return f"{f.format(scale * m)}{unit} [{f.format(scale * lo)}, {f.format(scale * hi)}] ({rule})"
+
+
+def seed_table(records, by=("optimiser", "schedule"), columns=("oriented", "J_train", "J_unseen"),
+               shares=("oriented",)):
+    """Per group of ``records`` (dicts with a ``seed``, e.g.
+    :func:`cnce.images.runs.ablation_records`) the number of seeds and, for each of
+    ``columns``, the mean, ``_lo`` and ``_hi`` by :func:`cnce.images.verdicts.seed_interval`
+    (a t interval for three or more seeds, the range for two, none for one; the columns in
+    ``shares`` clipped to [0, 1]) and ``_rule``, which says which."""
+    import pandas as pd
+
+    df = pd.DataFrame(list(records))
+    if df.empty:
+        raise ValueError("records must not be empty")
+    out = []
+    for key, g in df.groupby(list(by), sort=False):
+        rec = dict(zip(by, key if isinstance(key, tuple) else (key,))) | {"seeds": len(g)}
+        for c in columns:
+            m, (lo, hi), rule = seed_interval(g[c], share=c in shares)
+            rec.update({c: m, f"{c}_lo": lo, f"{c}_hi": hi, f"{c}_rule": rule})
+        out.append(rec)
+    return pd.DataFrame(out).set_index(list(by))
+
+
+# -- the committed measures ---------------------------------------------------------------------
+
+
+def _plain(x):
+    """JSON-ready: numpy scalars and arrays to Python numbers and lists, NaN to None."""
+    if isinstance(x, dict):
+        return {str(k): _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return _plain(x.tolist())
+    if isinstance(x, (np.bool_, bool)):
+        return bool(x)
+    if isinstance(x, (np.integer, int)):
+        return int(x)
+    if isinstance(x, (np.floating, float)):
+        return None if not math.isfinite(float(x)) else float(x)
+    return x
+
+
+def save_measured(measured: dict[str, Measured], tables: dict, meta: dict) -> str:
+    """The JSON text of ``measured`` (``{key: Measured}``), ``tables`` (``{name: DataFrame}``,
+    stored as ``to_dict(orient="split")``) and ``meta`` (provenance, arguments)."""
+    out = {"meta": _plain(meta), "measured": {k: _plain(asdict(m)) for k, m in measured.items()},
+           "tables": {k: _plain(t.reset_index().to_dict(orient="split")) for k, t in tables.items()}}
+    return json.dumps(out, indent=1, sort_keys=False) + "\n"
+
+
+def load_measured(path) -> tuple[dict[str, Measured], dict, dict]:
+    """``(measured, tables, meta)`` from a file written with :func:`save_measured`: the
+    :class:`Measured` objects (NaN restored), the tables as pandas DataFrames, the meta dict."""
+    import pandas as pd
+
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"path={str(path)!r} is not a file; write it with scripts/image_claims.py")
+    d = json.loads(p.read_text())
+    nan = lambda v: math.nan if v is None else v  # noqa: E731
+    measured = {}
+    for k, m in d["measured"].items():
+        m = dict(m)
+        m["value"] = nan(m["value"])
+        m["interval"] = tuple(nan(v) for v in m["interval"])
+        m["baselines"] = {b: nan(v) for b, v in m["baselines"].items()}
+        measured[k] = Measured(**m)
+    tables = {}
+    for k, t in d["tables"].items():
+        df = pd.DataFrame(t["data"], columns=t["columns"]).astype(float, errors="ignore")
+        tables[k] = df.set_index(t["columns"][0])
+    return measured, tables, d["meta"]

@@ -1,0 +1,78 @@
+"""The committed claim measures of the image page (data/checks/image-claims.json) match what the
+committed runs give when measured again, and came from a clean commit of this repository."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from cnce import provenance
+from cnce.images import claims, d2, layer_claims, measures, runs
+
+FILE = provenance.REPO_ROOT / "data" / "checks" / "image-claims.json"
+
+
+@pytest.fixture(scope="module")
+def committed():
+    return claims.load_measured(FILE)
+
+
+def test_provenance_is_a_clean_commit_of_this_repository(committed):
+    _, _, meta = committed
+    commit = meta["git"]["git_commit"]
+    assert commit and not meta["dirty_cnce_or_scripts"] and not meta["args"]["allow_dirty"]
+    if provenance.git("rev-parse", "HEAD") is None:
+        pytest.skip("not a git checkout")
+    assert provenance.git("merge-base", "--is-ancestor", commit, "HEAD") is not None, f"{commit} is not in this history"
+
+
+def test_d2_faster_remeasured(committed):
+    measured, _, _ = committed
+    again = d2.faster_claim(runs.load_pt(measured_args(committed)["d2"]))
+    old = measured["d2_faster"]
+    assert again.value == pytest.approx(old.value, abs=1e-9) and again.verdict == old.verdict
+
+
+def test_layer2_frequency_remeasured(committed):
+    """The cheapest layer claim: whether layer 2's frequency claim is testable, and the spread
+    that decides it, from the committed first layers alone."""
+    measured, _, _ = committed
+    props = []
+    for r in measured_args(committed)["runs"]:
+        net, wh = runs.network_from_state(runs.load_state(runs.weights_dir() / r))
+        props.append(measures.filter_properties(measures.unit_images(net.W1.detach(), wh)["receptive fields"]))
+    q = [np.zeros((2, len(p))) for p in props]  # not used when the claim is not testable
+    again = layer_claims.pooling_claim(q, props, "frequency", layer=2, n_random=20)
+    old = measured["layer2_frequency"]
+    assert again.testable == old.testable
+    if not old.testable:
+        assert again.not_testable == old.not_testable
+
+
+def measured_args(committed) -> dict:
+    return committed[2]["args"]
+
+
+@pytest.mark.slow
+def test_script_remeasures_every_claim(tmp_path, committed):
+    """All measures again with the committed arguments: the same verdict words, and values
+    within 0.02 (the random sets of the permutation tests are seeded, so they agree exactly on
+    one machine; another CPU may move a unit at a threshold)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("image_claims", provenance.REPO_ROOT / "scripts" / "image_claims.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    args = measured_args(committed)
+    out = tmp_path / "claims.json"
+    assert mod.main(["--out", str(out), "--runs", *args["runs"], "--d2", args["d2"], "--n-random", str(args["n_random"]),
+                     "--seed", str(args["seed"]), "--allow-dirty"]) == 0
+    again, _, _ = claims.load_measured(out)
+    for k, old in committed[0].items():
+        new = again[k]
+        assert claims.badge(new) == claims.badge(old), k
+        if old.testable:
+            assert math.isclose(new.value, old.value, abs_tol=0.02), (k, new.value, old.value)
+    json.loads(out.read_text())  # valid JSON
