@@ -539,10 +539,11 @@ def score_matching_limit(N: int = 1000, seed: int = 0, kappa: int = 10, noise: s
     ``"antithetic"`` pairs or ``"moment-matched"`` antithetic pairs
     (:func:`cnce.theory.moment_matched`). Returns the grid ``eps`` (1e-3 to 1), the ratio
     ``(J_N - 2 log 2) / eps^2`` for each kind of noise (``ratio``), its small-eps limit ``B_N``
-    (``limit``), half the sample score-matching objective (``half_sm``), and for ``noise``:
+    (``limit``), half the sample score-matching objective (``half_sm``), and for ``noise`` (its
+    key in ``ratio`` is ``noise``, ``"antithetic, moment-matched"`` for the default):
     the relative difference of the ratio at the smallest eps from ``half_sm`` (``rel_dev``)
     and the log-log slope of ``|ratio - B_N|`` for eps <= 0.01 (``slope``). Also the data
-    (``model``, ``x``, ``theta0``, ``xi``: the plain directions). Deterministic in
+    (``model``, ``x``, ``theta0``, ``theta_true``, ``xi``: the independent directions, ``noises``). Deterministic in
     ``(N, seed)``."""
     import torch
 
@@ -561,7 +562,8 @@ def score_matching_limit(N: int = 1000, seed: int = 0, kappa: int = 10, noise: s
     theta0 = gauss.init_params(1, generator=g)
     xi = torch.randn(1, N, kappa, gauss.dim, generator=g, dtype=torch.float64)
     noises = {"independent": xi, "antithetic": theory.antithetic(xi[:, :, :kappa // 2]),
-              "moment-matched": theory.moment_matched(xi[:, :, :kappa // 2])}
+              "antithetic, moment-matched": theory.moment_matched(xi[:, :, :kappa // 2])}
+    key = {"moment-matched": "antithetic, moment-matched"}.get(noise, noise)
     eps = torch.logspace(-3, 0, 31, dtype=torch.float64)
     half_sm = 0.5 * float(theory.sm_objective(gauss, x, theta0))
     ratio, limit = {}, {}
@@ -572,9 +574,9 @@ def score_matching_limit(N: int = 1000, seed: int = 0, kappa: int = 10, noise: s
     small = (eps <= 1e-2).numpy()
     slopes = {name: float(np.polyfit(np.log10(eps.numpy()[small]), np.log10(np.abs(ratio[name] - limit[name])[small]), 1)[0])
               for name in noises}
-    return dict(eps=eps.numpy(), ratio=ratio, limit=limit, half_sm=half_sm, slopes=slopes, noise=noise, N=N,
-                rel_dev=abs(ratio[noise][0] - half_sm) / half_sm, slope=slopes[noise],
-                model=gauss, x=x, theta0=theta0, xi=xi, noises=noises)
+    return dict(eps=eps.numpy(), ratio=ratio, limit=limit, half_sm=half_sm, slopes=slopes, noise=key, N=N,
+                rel_dev=abs(ratio[key][0] - half_sm) / half_sm, slope=slopes[key],
+                model=gauss, x=x, theta0=theta0, theta_true=theta_true, xi=xi, noises=noises)
 
 
 #: The score-matching row's rule: the ratio at the smallest eps within this relative distance
@@ -616,7 +618,7 @@ def tally(table: pd.DataFrame) -> dict:
 
 
 def tally_html(table: pd.DataFrame, href: str = "") -> str:
-    """One line: how many rows have each verdict, each count followed by links to its rows
+    """One line (an inline ``<span>``): how many rows have each verdict, each count followed by links to its rows
     (``{href}#claim-{n}``; ``href`` is the claims page's address from the page that shows it,
     empty on the claims page itself)."""
     import html as _html
@@ -627,7 +629,7 @@ def tally_html(table: pd.DataFrame, href: str = "") -> str:
     for v, ns in tally(table).items():
         links = ", ".join(f'<a href="{_html.escape(href)}#claim-{n}">{n}</a>' for n in ns)
         parts.append(f"{badge_html(v)} <b>{len(ns)}</b>" + (f" (rows {links})" if ns else ""))
-    return (f'<p class="cnce-tally"><b>{len(table)} claims:</b> ' + " &middot; ".join(parts) + "</p>")
+    return (f'<span class="cnce-tally"><b>{len(table)} claims:</b> ' + " &middot; ".join(parts) + "</span>")
 
 
 def committed_results(seed: int = 0, studies=None, scale: str = "paper") -> tuple[dict, list[str]]:
