@@ -18,7 +18,9 @@
 # ```
 #
 # This page restates the construction of conditional noise-contrastive estimation (CNCE,
-# Section 2 of the paper) in our own words and then checks its main statements numerically
+# Section 2 of [the paper](https://proceedings.mlr.press/v80/ceylan18a/ceylan18a.pdf); the
+# proofs are in its supplementary material, on
+# [the paper's page](https://proceedings.mlr.press/v80/ceylan18a.html)) in our own words and then checks its main statements numerically
 # with the package:
 #
 # 1. the loss equals $2\log 2$ at $\varepsilon = 0$, for every model and every parameter value;
@@ -203,7 +205,7 @@ for model in (Gaussian(), ICA()):
     print(f"  largest J_N on the curve at the initial parameters: "
           f"{float(curve0.max()):.4f}")
 
-# %%
+# %% mystnb={"image": {"alt": "Two panels, Gaussian and ICA data: the CNCE loss against eps at the initial and at the true parameters, with shaded bands where the heuristic grows or shrinks eps and the eps values it visits."}}
 plotting.theory.eps_path_figure(paths, eps_grid);
 
 # %% [markdown]
@@ -320,7 +322,7 @@ glue_verdict("verdict", "Is the CNCE loss 2 log 2 at \u03b5 = 0 for every model,
     note="The ICA model, whose log-density has kinks, reaches a different small-\u03b5 limit in "
          "a finite sample: see below.")
 
-# %%
+# %% mystnb={"image": {"alt": "Two log-log panels for the Gaussian model: left, (J_N - 2 log 2) / eps^2 against eps for independent, antithetic and moment-matched noise, with half the score-matching objective dotted; right, the distance of that ratio from its small-eps limit against eps."}}
 plotting.theory.sm_limit_figure(eps_sm, ratio, limit, half_sm);
 
 # %% [markdown]
@@ -391,7 +393,7 @@ for i in range(0, len(eps_ica), 4):
 i2 = int(np.argmin(np.abs(np.log10(eps_ica.numpy()) + 2)))
 glue("kinks_at_1e-2", f"{int(kinks[i2])} of {n_pairs}");
 
-# %%
+# %% mystnb={"image": {"alt": "Two panels for the ICA model: left, (J_N - 2 log 2) / eps^2 against eps with two versions of half the score-matching objective; right, the number of data-noise pairs that straddle a kink against eps, on log axes."}}
 plotting.theory.ica_kinks_figure(eps_ica, ratio_ica, kinks, 0.5 * sm_ae,
                                  0.5 * sm_kinks, sizes["N_ica"], n_pairs);
 

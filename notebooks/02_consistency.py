@@ -76,7 +76,7 @@ provenance_table(df)
 # paper. The dotted grey segment has slope $-1$, the rate $1/N$ of the squared error of
 # an efficient estimator.
 
-# %%
+# %% mystnb={"image": {"alt": "Two log-log panels, Gaussian and ICA models: median squared error against the sample size N for CNCE at four values of kappa and for MLE, with the 0.1 and 0.9 quantiles dashed."}}
 titles = {"gaussian": "(a) Gaussian model", "ica": "(b) ICA model"}
 plotting.consistency_figure(df, titles);
 
@@ -148,7 +148,7 @@ for study in studies:
 # $N$, with the threshold as a dotted line: stuck runs would form a group of their own to
 # its right.
 
-# %%
+# %% mystnb={"image": {"alt": "Strip plot: one dot per simulation's squared error at the largest N, one row per method and kappa, with a dotted threshold line above which a fit counts as stuck."}}
 THRESHOLD = 1.0
 if "ica" in studies:
     ica = df[df.study == "ica"]

@@ -100,12 +100,13 @@ nce_noise = NCEGaussianNoise.fit(x2)  # NCE's noise: a Gaussian with the data's 
 y_nce = nce_noise.apply(torch.randn(1, 50000, 2, generator=g, dtype=torch.float64)).reshape(-1, 2)
 print(f"eps chosen by the heuristic: {eps2:.2f}; CNCE estimate of gamma: {float(res2.theta[0, 0]):.2f} (true 4.0)")
 
-# %%
+# %% mystnb={"image": {"alt": "Three square panels of the two-dimensional ring: the model density, a histogram of NCE's Gaussian noise, and a histogram of CNCE's noise, each with a colour bar."}}
 plotting.experiments.ring_noise_figure(ring2, theta2, y_nce, y_cnce, eps2);
 
 # %% [markdown]
-# *Figure: our version of the paper's Fig. 1, the ring data in two dimensions with NCE's
-# and CNCE's noise.*
+# *Figure: our version of the paper's Fig. 1, the ring in two dimensions: (a) the model's
+# density, (b) NCE's noise and (c) CNCE's noise as histograms (colour bars: density; noise
+# points per bin). NCE's noise fills the inside of the ring; CNCE's stays near the data.*
 
 # %%
 r_nce = torch.linalg.vector_norm(y_nce, dim=-1)
@@ -136,7 +137,7 @@ print(f"5-D: share of NCE noise within 2 sigma of the ring "
 # model. The authors' radii follow $\mathcal{N}(\mu, \sigma^2)$; the model's radial law is
 # pushed outwards by $r^{4}$.
 
-# %%
+# %% mystnb={"image": {"alt": "Histograms of the radii of five-dimensional ring data from the exact sampler and from the authors' generator, with the model's radial density as a black curve; the legend is below the axes."}}
 ring5 = cnce.models.Ring(dim=5, mu=5.0)
 theta5 = torch.tensor([[1 / 1.5**2]], dtype=torch.float64)
 radii = {}
@@ -153,7 +154,7 @@ plotting.experiments.radii_figure(radii, mu=5.0, gamma=theta5.item(),
 # %% [markdown]
 # ## Fig. 3: CNCE, NCE and MLE at κ = 10, under both generators
 
-# %%
+# %% mystnb={"image": {"alt": "Two log-log panels, the authors' generator and the exact sampler: median squared error against N for CNCE, NCE and MLE at kappa = 10, with the 0.1 and 0.9 quantiles dashed."}}
 titles = {"ring-authors": "authors' generator (as in the paper)",
           "ring-exact": "exact sampler of the model"}
 plotting.experiments.ring_figure(df, titles);

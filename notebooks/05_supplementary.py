@@ -74,7 +74,7 @@ provenance_table(df)
 # %% [markdown]
 # ## The figure
 
-# %%
+# %% mystnb={"image": {"alt": "Three log-log panels, the log-normal model, the Bernoulli model and the Bernoulli model at a fixed flip probability: median squared error against N for CNCE at four values of kappa and for MLE, with the 0.1 and 0.9 quantiles dashed."}}
 titles = {"lognormal": "(a) log-normal model",
           "bernoulli": "(b) Bernoulli model",
           "bernoulli-eps0.2": "(c) Bernoulli, fixed ε = 0.2"}

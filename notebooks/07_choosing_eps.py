@@ -107,7 +107,7 @@ provenance_table(df)
 # maximum-likelihood estimate, so the two lines coincide). Open markers: the two other rules, at their
 # median $\varepsilon / \varepsilon_h$.
 
-# %%
+# %% mystnb={"image": {"alt": "One panel per model: CNCE's median squared error against eps relative to the heuristic's choice, on log axes, for two sample sizes, with the heuristic's choice marked by a star on a grey vertical line and MLE's and score matching's medians as horizontal lines."}}
 labels = {s: STUDIES[s].label for s in studies}
 plotting.experiments.eps_sweep_figure(df, labels);
 
