@@ -55,8 +55,8 @@ HTML(f"<p>{tally}</p>"
 # Every row but the last is computed above from the committed paper-scale results in
 # `data/results/paper/` (100 simulations per point), by `cnce.experiments.claims`; the last
 # row, the score-matching limit, is the theory page's check, recomputed by the same function.
-# Errors are compared through $\log_{10}$ of median squared errors (a difference of 1 is a
-# factor of 10). The interval after each number is a 95 % bootstrap interval: the simulations
+# Errors are compared through $\log_{10}$ of median squared errors (a difference of 1, one
+# {term}`decade`, is a factor of 10). The interval after each number is a 95 % bootstrap interval: the simulations
 # are resampled with replacement, 2000 times, and since the methods, sample sizes and
 # $\kappa$ of a study share each simulation's data and noise, one draw is applied to all of
 # them (paired comparisons). Verdicts follow fixed rules, stated in the docstring of
