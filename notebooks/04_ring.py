@@ -183,10 +183,11 @@ for study in ["ring-authors", "ring-exact"]:
 # ## Does our NCE converge?
 #
 # The authors' NCE loss has saturated branches whose value disagrees with its gradient
-# ({doc}`../book/authors-code`); reading their code, a line search on such a loss can fail and
-# leave a fit at its initial value, with its initial error at every $N$. How often that
-# happened in their runs is not recorded, and the paper does not say how its NCE fits ended,
-# so whether its Fig. 3 shows such fits is an inference, not a fact we can check. Our NCE must move: below, for each method, the fraction of fits that met the
+# ({doc}`../book/authors-code`): an optimiser on such a loss can fail and leave a fit at its
+# initial value, with its initial error at every $N$. Run under GNU Octave on their ring
+# model, most of their NCE fits did not move (the counts, and how they were made, are on that
+# page). The paper does not say how its NCE fits ended, so whether its Fig. 3 shows such fits
+# is an inference, not a fact we can check. Our NCE must move: below, for each method, the fraction of fits that met the
 # convergence test, the largest final gradient norm, the median loss at the start and at the
 # end, and the smallest decrease of the loss (positive: every fit lowered its loss).
 

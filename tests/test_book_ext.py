@@ -21,6 +21,7 @@ def test_every_substitution_in_the_book_pages_comes_from_the_results():
     config = SimpleNamespace(myst_substitutions={}, html_theme_options={"repository_url": "https://example.org/r"})
     ext._e2e_substitutions(None, config)
     ext._cost_substitutions(None, config)
+    ext._authors_code_substitutions(None, config)
     ext._repo_substitutions(None, config)
     repo_keys = {"repo_url", "link_bench_notes", "link_bench_summary"}
     used = set()
@@ -190,3 +191,19 @@ def test_cost_table_rows_come_from_records_and_estimates_say_so():
     assert ext.NOTEBOOK_TIMES_SLOT in source[0]
     html = ext.notebook_times_html({"notebooks/02_consistency": 41.0})
     assert "02_consistency" in html and "41 s" in html
+
+
+def test_authors_code_numbers_come_from_the_recorded_octave_runs():
+    """The authors'-code page's counts are computed from data/checks/authors-code (written by
+    scripts/authors_code/run.sh from a clean commit), not typed."""
+    import json
+
+    ext = _ext()
+    a = ext.authors_code_summary()
+    assert a is not None and a["provenance"]["drivers_dirty"] is False
+    fits = json.loads((ext.AUTHORS_CHECKS / "ring-nce-fminunc.json").read_text())["fits"]
+    at_max = [r for r in fits if r["N"] == max(r["N"] for r in fits)]
+    unchanged = sum(abs(r["error_end"] - r["error_start"]) <= 1e-6 * max(1.0, r["error_start"]) for r in at_max)
+    assert a["fminunc"]["stuck_lo"] <= unchanged <= a["fminunc"]["stuck_hi"]
+    page = (ROOT / "book" / "authors-code.md").read_text()
+    assert "{{ authors_ring_fminunc_stuck_lo }}" in page

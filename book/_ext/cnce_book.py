@@ -246,6 +246,52 @@ def _cost_substitutions(app, config):
     config.myst_substitutions = subs
 
 
+AUTHORS_CHECKS = ROOT / "data" / "checks" / "authors-code"
+
+
+def authors_code_summary(folder: Path = AUTHORS_CHECKS) -> dict | None:
+    """What ``scripts/authors_code/run.sh`` recorded (their NCE on their ring model, under
+    Octave): per optimiser, the fits per N, the fewest and most fits over N whose error did not
+    change (the fit did not move from its start), and the median share of noise terms in the
+    saturated branch of their NCE loss at the start; ``None`` without the record."""
+    prov = _load_json(folder / "provenance.json")
+    if not prov:
+        return None
+    out = {"provenance": prov}
+    for alg in ("fminunc", "minimize"):
+        d = _load_json(folder / f"ring-nce-{alg}.json")
+        if not d:
+            continue
+        byN = {}
+        for r in d["fits"]:
+            same = abs(r["error_end"] - r["error_start"]) <= 1e-6 * max(1.0, abs(r["error_start"]))
+            byN.setdefault(int(r["N"]), []).append(bool(same))
+        sat = sorted(float(r["saturated_noise_share"]) for r in d["fits"])
+        out[alg] = dict(per_N=len(next(iter(byN.values()))), Ns=sorted(byN),
+                        stuck_lo=min(sum(v) for v in byN.values()), stuck_hi=max(sum(v) for v in byN.values()),
+                        saturated_median=sat[len(sat) // 2], kappa=int(d["kappa"]))
+    return out
+
+
+def _authors_code_substitutions(app, config):
+    """``authors_ring_*`` numbers of the authors'-code page from :func:`authors_code_summary`."""
+    a = authors_code_summary()
+    if not a:
+        return
+    subs = dict(getattr(config, "myst_substitutions", None) or {})
+    for alg in ("fminunc", "minimize"):
+        if alg in a:
+            r = a[alg]
+            subs[f"authors_ring_{alg}_stuck_lo"] = str(r["stuck_lo"])
+            subs[f"authors_ring_{alg}_stuck_hi"] = str(r["stuck_hi"])
+            subs[f"authors_ring_{alg}_saturated_pct"] = f"{100 * r['saturated_median']:.0f}"
+            subs["authors_ring_fits"] = str(r["per_N"])
+            subs["authors_ring_kappa"] = str(r["kappa"])
+            subs["authors_ring_N_lo"], subs["authors_ring_N_hi"] = str(r["Ns"][0]), str(r["Ns"][-1])
+    subs["authors_ring_commit"] = str(a["provenance"].get("project_commit", ""))[:7]
+    config.myst_substitutions = subs
+
+
 def _insert_costs(app, docname, source):
     if COSTS_MARK not in source[0]:
         return
@@ -614,4 +660,5 @@ def setup(app):
     app.connect("source-read", _insert_costs)
     app.connect("config-inited", _e2e_substitutions)
     app.connect("config-inited", _cost_substitutions)
+    app.connect("config-inited", _authors_code_substitutions)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
