@@ -41,6 +41,10 @@ function ica_mle(checkout, out_json, S, Ns)
       nll = @(t) ica_nll(t, X, D);
       [f_theirs, g_theirs] = nll(th);
       [th_ref, f_ref] = fminunc(nll, th, tight);
+      if ~(f_ref <= f_theirs)  % the refinement keeps their estimate where it finds nothing lower
+        th_ref = th;
+        f_ref = f_theirs;
+      end
       [~, g_ref] = nll(th_ref);
       rows{end + 1} = struct('sim', k, 'N', N, 'their_optimiser', aux.optFun, 'nll_theirs', f_theirs, ...
                              'nll_refined', f_ref, 'gap', f_theirs - f_ref, 'grad_norm_theirs', norm(g_theirs), ...
