@@ -239,7 +239,7 @@ from cnce.report import glue_verdict
 rows = claims.page_claims("02_consistency", seed=seed)
 items = [(r.verdict, r.short, r.claim) for r in rows.itertuples()] or [
     ("not testable here", f"no committed paper-scale run for seed {seed}")]
-glue_verdict("verdict", "Does CNCE's error fall as N grows, along a line in log-log coordinates (the paper's evidence for consistency; the lines are compared with the 1/N rate, slope −1, too), does it approach MLE's as κ grows, and do some ICA fits end in a local minimum, as the paper reports?", items,
+glue_verdict("verdict", "Does CNCE's error fall as N grows (the paper's evidence for consistency; each slope is also compared with the 1/N rate, −1), does it approach MLE's as κ grows, and do some ICA fits end in a local minimum, as the paper reports?", items,
              note="From the committed paper-scale results, as on the "
                   '<a href="../book/claims.html">claims page</a>; '
                   "intervals and details there.")

@@ -195,15 +195,18 @@ def test_cost_table_rows_come_from_records_and_estimates_say_so():
 
 def test_authors_code_numbers_come_from_the_recorded_octave_runs():
     """The authors'-code page's counts are computed from data/checks/authors-code (written by
-    scripts/authors_code/run.sh from a clean commit), not typed."""
+    scripts/authors_code/run.sh from committed drivers), not typed."""
     import json
 
     ext = _ext()
     a = ext.authors_code_summary()
-    assert a is not None and a["provenance"]["drivers_dirty"] is False
-    fits = json.loads((ext.AUTHORS_CHECKS / "ring-nce-fminunc.json").read_text())["fits"]
+    assert a is not None and set(a) == {"ring", "ica"}
+    assert all(a[k]["provenance"]["drivers_dirty"] is False for k in a)
+    fits = json.loads((ext.AUTHORS_CHECKS / "ring" / "ring-nce-fminunc.json").read_text())["fits"]
     at_max = [r for r in fits if r["N"] == max(r["N"] for r in fits)]
     unchanged = sum(abs(r["error_end"] - r["error_start"]) <= 1e-6 * max(1.0, r["error_start"]) for r in at_max)
-    assert a["fminunc"]["stuck_lo"] <= unchanged <= a["fminunc"]["stuck_hi"]
+    assert a["ring"]["fminunc"]["stuck_lo"] <= unchanged <= a["ring"]["fminunc"]["stuck_hi"]
+    ica = json.loads((ext.AUTHORS_CHECKS / "ica" / "ica-mle.json").read_text())["fits"]
+    assert all(r["nll_refined"] <= r["nll_theirs"] + 1e-9 for r in ica), "the refinement must not raise the loss"
     page = (ROOT / "book" / "authors-code.md").read_text()
-    assert "{{ authors_ring_fminunc_stuck_lo }}" in page
+    assert "{{ authors_ring_fminunc_stuck_lo }}" in page and "{{ authors_ica_short_hi }}" in page

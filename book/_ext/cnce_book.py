@@ -250,45 +250,79 @@ AUTHORS_CHECKS = ROOT / "data" / "checks" / "authors-code"
 
 
 def authors_code_summary(folder: Path = AUTHORS_CHECKS) -> dict | None:
-    """What ``scripts/authors_code/run.sh`` recorded (their NCE on their ring model, under
-    Octave): per optimiser, the fits per N, the fewest and most fits over N whose error did not
-    change (the fit did not move from its start), and the median share of noise terms in the
-    saturated branch of their NCE loss at the start; ``None`` without the record."""
-    prov = _load_json(folder / "provenance.json")
-    if not prov:
-        return None
-    out = {"provenance": prov}
-    for alg in ("fminunc", "minimize"):
-        d = _load_json(folder / f"ring-nce-{alg}.json")
-        if not d:
-            continue
+    """What ``scripts/authors_code/run.sh`` recorded under GNU Octave: ``ring`` (their NCE on
+    their ring model; per optimiser, the fits per N, the fewest and most fits over N whose
+    error did not change, i.e. the fit did not move, and the median share of noise terms in the
+    saturated branch of their NCE loss at the start) and ``ica`` (their ICA maximum
+    likelihood; per N, the fits whose likelihood the refinement with the true gradient raised
+    by more than :data:`ICA_GAP` nats per data point, and the fits in a wrong basin, squared
+    error above 1, before and after the refinement), each with its provenance; ``None``
+    without any record."""
+    out = {}
+    ring = folder / "ring"
+    prov = _load_json(ring / "provenance.json")
+    if prov:
+        out["ring"] = {"provenance": prov}
+        for alg in ("fminunc", "minimize"):
+            d = _load_json(ring / f"ring-nce-{alg}.json")
+            if not d:
+                continue
+            byN = {}
+            for r in d["fits"]:
+                same = abs(r["error_end"] - r["error_start"]) <= 1e-6 * max(1.0, abs(r["error_start"]))
+                byN.setdefault(int(r["N"]), []).append(bool(same))
+            sat = sorted(float(r["saturated_noise_share"]) for r in d["fits"])
+            out["ring"][alg] = dict(per_N=len(next(iter(byN.values()))), Ns=sorted(byN),
+                                    stuck_lo=min(sum(v) for v in byN.values()),
+                                    stuck_hi=max(sum(v) for v in byN.values()),
+                                    saturated_median=sat[len(sat) // 2], kappa=int(d["kappa"]))
+    ica = folder / "ica"
+    prov = _load_json(ica / "provenance.json")
+    d = _load_json(ica / "ica-mle.json")
+    if prov and d:
         byN = {}
         for r in d["fits"]:
-            same = abs(r["error_end"] - r["error_start"]) <= 1e-6 * max(1.0, abs(r["error_start"]))
-            byN.setdefault(int(r["N"]), []).append(bool(same))
-        sat = sorted(float(r["saturated_noise_share"]) for r in d["fits"])
-        out[alg] = dict(per_N=len(next(iter(byN.values()))), Ns=sorted(byN),
-                        stuck_lo=min(sum(v) for v in byN.values()), stuck_hi=max(sum(v) for v in byN.values()),
-                        saturated_median=sat[len(sat) // 2], kappa=int(d["kappa"]))
-    return out
+            byN.setdefault(int(r["N"]), []).append(r)
+        out["ica"] = {"provenance": prov, "per_N": {
+            N: dict(fits=len(rs), short=sum(r["gap"] > ICA_GAP for r in rs),
+                    wrong_theirs=sum(r["error_theirs"] > 1 for r in rs),
+                    wrong_refined=sum(r["error_refined"] > 1 for r in rs)) for N, rs in sorted(byN.items())}}
+    return out or None
+
+
+#: Nats per data point by which the refinement must lower their ICA fit's mean negative
+#: log-likelihood for the fit to count as stopped short of the optimum.
+ICA_GAP = 1e-3
 
 
 def _authors_code_substitutions(app, config):
-    """``authors_ring_*`` numbers of the authors'-code page from :func:`authors_code_summary`."""
+    """``authors_ring_*`` and ``authors_ica_*`` numbers of the authors'-code page from
+    :func:`authors_code_summary`."""
     a = authors_code_summary()
     if not a:
         return
     subs = dict(getattr(config, "myst_substitutions", None) or {})
+    ring = a.get("ring") or {}
     for alg in ("fminunc", "minimize"):
-        if alg in a:
-            r = a[alg]
+        if alg in ring:
+            r = ring[alg]
             subs[f"authors_ring_{alg}_stuck_lo"] = str(r["stuck_lo"])
             subs[f"authors_ring_{alg}_stuck_hi"] = str(r["stuck_hi"])
             subs[f"authors_ring_{alg}_saturated_pct"] = f"{100 * r['saturated_median']:.0f}"
             subs["authors_ring_fits"] = str(r["per_N"])
             subs["authors_ring_kappa"] = str(r["kappa"])
             subs["authors_ring_N_lo"], subs["authors_ring_N_hi"] = str(r["Ns"][0]), str(r["Ns"][-1])
-    subs["authors_ring_commit"] = str(a["provenance"].get("project_commit", ""))[:7]
+    if ring:
+        subs["authors_ring_commit"] = str(ring["provenance"].get("project_commit", ""))[:7]
+    ica = a.get("ica")
+    if ica:
+        for tag, N in (("lo", min(ica["per_N"])), ("hi", max(ica["per_N"]))):
+            r = ica["per_N"][N]
+            subs[f"authors_ica_N_{tag}"] = str(N)
+            for k in ("fits", "short", "wrong_theirs", "wrong_refined"):
+                subs[f"authors_ica_{k}_{tag}"] = str(r[k])
+        subs["authors_ica_commit"] = str(ica["provenance"].get("project_commit", ""))[:7]
+        subs["authors_ica_gap"] = f"{ICA_GAP:g}"
     config.myst_substitutions = subs
 
 
