@@ -197,12 +197,14 @@ else:
 
 # %% [markdown]
 # How does our MLE compare with the authors'? Their ICA maximum-likelihood routine hands
-# the optimiser a natural gradient where it expects the ordinary gradient, which stops it
-# short of the optimum (see {doc}`../book/authors-code`); our MLE minimises
-# the exact negative log-likelihood. A count of stuck fits is therefore a statement about
-# optimisers as much as about estimators: a smaller count than the paper's says that our
-# optimisers escape (or never meet) the poor basins from the same kind of starting points,
-# not that the likelihood or the CNCE loss has none.
+# the optimiser a natural gradient where it expects the ordinary gradient. Run under GNU
+# Octave on their own problems, many of their fits stop short of the optimum, and those with
+# a large error reach the right basin once the same likelihood is minimised further with its
+# true gradient (the counts are on {doc}`../book/authors-code`); our MLE minimises the exact
+# negative log-likelihood. A count of stuck fits is therefore a statement about optimisers
+# as much as about estimators: a smaller count than the paper's says that our optimisers
+# escape (or never meet) the poor basins from the same kind of starting points, not that the
+# likelihood or the CNCE loss has none.
 #
 # ## Did the optimiser converge?
 #
