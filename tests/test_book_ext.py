@@ -36,7 +36,7 @@ def test_every_substitution_in_the_book_pages_comes_from_the_results():
         elif key == "e2e_studies_differ":  # study names (or "none")
             assert v == "none" or set(v.split(", ")) <= set(STUDIES), v
         else:  # a number or a commit
-            assert re.fullmatch(r"[0-9a-f]{7}|\d+(\.\d+)?|\d(\.\d+)?e[+-]\d+", v), (key, v)
+            assert re.fullmatch(r"[0-9a-f]{7}( and [0-9a-f]{7})?|\d+(\.\d+)?|\d(\.\d+)?e[+-]\d+", v), (key, v)
     # the page's total is the sum of the experiments it lists (each rounded to a second)
     subs = config.myst_substitutions
     parts = [int(subs[f"e2e_{e}_s"]) for e in ("consistency", "nce", "ring", "supplementary")]

@@ -323,6 +323,8 @@ def _authors_code_substitutions(app, config):
                 subs[f"authors_ica_{k}_{tag}"] = str(r[k])
         subs["authors_ica_commit"] = str(ica["provenance"].get("project_commit", ""))[:7]
         subs["authors_ica_gap"] = f"{ICA_GAP:g}"
+    commits = sorted({str(v["provenance"].get("project_commit", ""))[:7] for v in a.values()})
+    subs["authors_code_commits"] = " and ".join(commits)
     config.myst_substitutions = subs
 
 
