@@ -108,7 +108,7 @@ def test_consistency_rule_tests_the_slope_and_reports_the_rate():
     rows = {p: claims.claims_table({"gaussian": scaled(p)}, n_boot=300).set_index("claim").loc["Consistency (gaussian)"]
             for p in (-1.0, -1.5, 0.0)}
     assert rows[-1.0].verdict == "reproduced" and "inside every interval" in rows[-1.0].short
-    assert rows[-1.5].verdict == "reproduced" and "steeper than the 1/N rate (slope -1) in 2 of 2" in rows[-1.5].short
+    assert rows[-1.5].verdict == "reproduced" and "steeper than 1/N (slope -1) in 2 of 2" in rows[-1.5].short
     assert 0.4 < rows[-1.5].stats["rate_miss"] < 0.5
     assert rows[0.0].verdict == "not reproduced"
 

@@ -244,10 +244,10 @@ def _rate_words(ests) -> tuple[str, float]:
     miss = [max(e.lo + 1, -1 - e.hi, 0.0) for e in ests]
     out = [(e, m) for e, m in zip(ests, miss) if m > 0]
     if not out:
-        return "slope -1, the 1/N rate, inside every interval", 0.0
+        return "-1 (the 1/N rate) inside every interval", 0.0
     side = ("steeper than" if all(e.hi < -1 for e, _ in out) else "shallower than" if all(e.lo > -1 for e, _ in out)
             else "off")
-    return f"{side} the 1/N rate (slope -1) in {len(out)} of {len(ests)} intervals, by up to {max(miss):.2f}", max(miss)
+    return f"{side} 1/N (slope -1) in {len(out)} of {len(ests)}, by up to {max(miss):.2f}", max(miss)
 
 
 def claims_table(results: dict, n_boot: int = 2000, seed: int = 0, stuck_threshold: float = 1.0,
@@ -324,8 +324,8 @@ def claims_table(results: dict, n_boot: int = 2000, seed: int = 0, stuck_thresho
         rate, miss = _rate_words(ests)
         row(f"Consistency ({name})", paper, measured + f"; {rate}",
             "reproduced" if falls else "not reproduced", page,
-            f"CNCE's error falls with slope {min(e.value for e in ests):.2f} to {max(e.value for e in ests):.2f} in N "
-            f"({'every' if falls else 'not every'} 95 % interval below 0; {rate})",
+            f"slope {min(e.value for e in ests):.2f} to {max(e.value for e in ests):.2f} in N, "
+            f"{'every' if falls else 'not every'} 95 % interval below 0; {rate}",
             {**{f"kappa {k}": e for k, e in zip(ks, ests)}, "rate_miss": miss})
 
     # 2. CNCE approaches MLE as kappa grows
