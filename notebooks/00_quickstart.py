@@ -186,7 +186,7 @@ for name, res in fits_q.items():
 # The histogram of one simulation's data against the fitted density (normalised numerically
 # on the plotting grid, only for the picture):
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] mystnb={"image": {"alt": "Histogram of one simulation of the quartic model's data with the densities of its CNCE and NCE fits drawn over it."}}
 u = torch.linspace(-3, 3, 601, dtype=torch.float64)
 fig, ax = plt.subplots(figsize=(6, 3.5))
 ax.hist(x_q[0, :, 0].numpy(), bins=50, density=True, color="0.8", label="data (simulation 0)")
