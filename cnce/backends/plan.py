@@ -20,6 +20,8 @@ COMPILED_ALPHA_GROW = NewtonSettings.alpha_grow
 TORCH_ALPHA_GROW = 4.0
 #: pairs per block of the passes that read laid-out noise (``noise_t``): the block stays in L1
 LAYOUT_BLOCK_PAIRS = 128
+#: the stopping tolerance of the earlier stages of progressive sampling (compiled kernels)
+PROGRESSIVE_STAGE_TOL = 1e-5
 
 
 def optimizer(model, method: str) -> str:
@@ -40,7 +42,7 @@ def newton_settings(model, method: str, N: int, options: FitOptions, backend: st
       stop ``ftol = max(1e-12, options.stat_ftol * n_params / N)``; no progressive sampling
       (it would change which local optimum is reached).
     * Compiled kernels of convex problems: progressive sampling, earlier stages stopped at
-      ``stage_tol = 1e-5``, the matrix kept after a step that decreased as predicted. With at
+      ``stage_tol =`` :data:`PROGRESSIVE_STAGE_TOL`, the matrix kept after a step that decreased as predicted. With at
       least 3 parameters (the Gaussian, P = 15) the matrix comes from ``options.hess_points``
       points and the last stage forms it from all pairs (a subsample converges only linearly
       there), once, where the first step lands, carried over from the previous stage and
@@ -51,8 +53,12 @@ def newton_settings(model, method: str, N: int, options: FitOptions, backend: st
       decrement only (``patience`` off): the relative-decrease rule would stop the last stage
       early when it starts close to the optimum.
     * Otherwise: the defaults, the matrix from ``options.hess_points`` points.
+
+    The compiled kernels run with ``alpha_grow =`` :data:`COMPILED_ALPHA_GROW` and the round-off
+    acceptance rule (``roundoff_accept``), the torch path with :data:`TORCH_ALPHA_GROW` and without.
     """
-    s = NewtonSettings(alpha_grow=COMPILED_ALPHA_GROW if backend == "fused" else TORCH_ALPHA_GROW,
+    fused = backend == "fused"
+    s = NewtonSettings(alpha_grow=COMPILED_ALPHA_GROW if fused else TORCH_ALPHA_GROW, roundoff_accept=fused,
                        hess_points=options.hess_points, tol=tol)
     if max_iter is not None:
         s = s.replace(max_iter=max_iter)
@@ -61,9 +67,9 @@ def newton_settings(model, method: str, N: int, options: FitOptions, backend: st
     if model.abs_projection_coef is not None and options.projection:
         return s.replace(hess_points=options.projection_hess_points,
                          ftol=max(NewtonSettings.ftol, options.stat_ftol * model.n_params / N))
-    if backend != "fused":
+    if not fused:
         return s
-    s = s.replace(progressive=True, reuse_h=True, patience=1 << 30, stage_tol=1e-5)
+    s = s.replace(progressive=True, reuse_h=True, patience=1 << 30, stage_tol=PROGRESSIVE_STAGE_TOL)
     P = model.n_params + (method == "nce")
     if P < 3:
         return s.replace(hess_points=0)
