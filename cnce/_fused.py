@@ -1302,14 +1302,20 @@ def nce_params(mean, chol, kappa: int) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate([mean, L.reshape(S, -1), Linv.reshape(S, -1), C[:, None]], 1))
 
 
-def nce_c0(kind, X, XI, prm, theta, *, n_points: int, threads: int, a=0.0, block_pairs=NewtonSettings.block_pairs):
+def _block_pairs(block_pairs) -> int:
+    """Pairs per block of a loss pass: the fit's ``NewtonSettings.sim_block_pairs`` (what
+    :mod:`cnce.backends.compiled` passes), or its default for a direct call."""
+    return int(NewtonSettings.sim_block_pairs if block_pairs is None else block_pairs)
+
+
+def nce_c0(kind, X, XI, prm, theta, *, n_points: int, threads: int, block_pairs: int | None = None, a=0.0):
     """NCE's starting log-normaliser for every simulation (see ``cnce.backends.torch._nce_c0``): from the noise
     points of the first ``ceil(n_points / K)`` data points (all when fewer)."""
     S, N, _ = X.shape
     K = XI.shape[2]
     out = np.empty(S)
     _over_sims(_nce_c0_all, S, threads, kind, X, XI, _prm(prm), np.ascontiguousarray(theta, dtype=np.float64),
-               float(a), min(N, -(-int(n_points) // K)), int(block_pairs), out)
+               float(a), min(N, -(-int(n_points) // K)), _block_pairs(block_pairs), out)
     return out
 
 
@@ -1319,7 +1325,8 @@ def newton_all(kind, X, XI, prm, theta0, settings, *, threads: int, a=0.0):
     (float64 numpy; for NCE the last parameter is ``c``), ``settings`` a
     :class:`~cnce.options.NewtonSettings` (the fields :func:`cnce.optim.newton` reads mean the
     same here; ``progressive``, ``stage_tol``, ``hess_last``, ``reuse_h``, ``carry_h``,
-    ``h_cost``, ``noise_t`` and ``block_pairs`` are the kernels' own, documented there).
+    ``h_cost``, ``noise_t``, ``sim_block_pairs`` and ``layout_block_pairs`` are the kernels'
+    own, documented there).
     Returns a dict of numpy arrays like :class:`cnce.optim.OptimResult`, and ``passes (S, 3)``:
     the passes over the data per simulation (a pass over a progressive stage's share of the
     data counts as that share): loss only (the start and rejected line-search trials), loss and
@@ -1341,8 +1348,7 @@ def newton_all(kind, X, XI, prm, theta0, settings, *, threads: int, a=0.0):
     return out
 
 
-def loss_all(kind, X, XI, prm, theta, *, threads: int, a=0.0, block_pairs=NewtonSettings.block_pairs, sims=None,
-             n_data=None):
+def loss_all(kind, X, XI, prm, theta, *, threads: int, block_pairs: int | None = None, a=0.0, sims=None, n_data=None):
     """The loss of every simulation at ``theta (S, P)`` (for CNCE ``J`` of Eq. 8, what the
     epsilon heuristic evaluates at each candidate eps; ``prm`` as in :func:`newton_all`).
     ``sims``: only these simulations (indices; the result has one entry per index), e.g. those
@@ -1355,5 +1361,5 @@ def loss_all(kind, X, XI, prm, theta, *, threads: int, a=0.0, block_pairs=Newton
     sims = np.arange(X.shape[0]) if sims is None else np.ascontiguousarray(sims, dtype=np.int64)
     out = np.empty(sims.shape[0])
     _over_sims(_loss_all, sims.shape[0], threads, kind, X, XI, _prm(prm), np.ascontiguousarray(theta, dtype=np.float64),
-               float(a), int(block_pairs), sims, n_data, out)
+               float(a), _block_pairs(block_pairs), sims, n_data, out)
     return out

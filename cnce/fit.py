@@ -178,17 +178,19 @@ def fit(
         if noise_base is None:
             noise_base = noise_mod.default_base(noise, S, N, kappa, D, gen, threads=threads)
         noise_base = _check_base(noise_base, S, N, kappa, D).to(device=dev, dtype=dtype)
-    mod = backends.choose(model, method, noise, dev, dtype, options, backend)
+    form = plan.formulation(model, method, noise, x, options)
+    mod = backends.choose(model, method, noise, dev, dtype, form, backend)
     kernel = model.compiled_kernels.get(method) if mod.NAME == "fused" else None
     problem = backends.FitProblem(
         model=model, x=x, method=method, kappa=kappa if uses_noise else None, eps=eps, noise=noise,
         noise_base=noise_base if uses_noise else None, theta0=theta0, device=dev, dtype=dtype,
         optimizer=plan.optimizer(model, method),
-        newton=plan.newton_settings(model, method, N, options, mod.NAME, kernel, max_iter=max_iter, tol=tol),
+        newton=plan.newton_settings(model, method, N, options, mod.NAME, kernel, max_iter=max_iter, tol=tol, form=form),
         lbfgs=plan.lbfgs_settings(max_iter), threads=threads,
         chunk=S if mod.NAME == "fused" else plan.chunk_size(model, method, S, N, kappa if uses_noise else None,
                                                              dtype, options, sim_batch),
-        options=options, progress=progress)
+        formulation=form, feature_dtype=plan.feature_dtype(model, method, dtype, dev, options),
+        projection_block_pairs=options.projection_block_pairs, progress=progress)
     res = mod.solve(problem)
     res.seconds = time.perf_counter() - t0
     return res if batched else res.unbatch()

@@ -70,8 +70,9 @@ class FitOptions(_Replace):
             the statistical resolution of the loss (order ``n_params / N``); ``0`` restores
             ``ftol = 1e-12``. At N = 2000, kappa = 10 the default changes squared errors by
             < 0.2 % (``benchmarks/``).
-        block_pairs: pairs (summed over simulations) per block of the blocked torch ICA CNCE
-            passes (the block's temporaries stay in cache).
+        projection_block_pairs: pairs, summed over the simulations of a chunk, per block of the
+            torch path's blocked absolute-projection (ICA) CNCE passes (the block's temporaries
+            stay in cache).
         memory_budget_gb: ``sim_batch="auto"`` keeps each torch chunk's features below this.
         threads: CPU threads of the compiled kernels (simulations run in parallel); ``None``
             uses ``torch.get_num_threads()``. ``cnce.fit(threads=...)`` overrides it.
@@ -93,7 +94,7 @@ class FitOptions(_Replace):
     projection_hess_points: int = 32768
     projection: bool = True
     stat_ftol: float = 1e-5
-    block_pairs: int = 65536
+    projection_block_pairs: int = 65536
     memory_budget_gb: float = 1.0
     threads: int | None = None
     eps_prefix: int = 1
@@ -109,9 +110,9 @@ class FitOptions(_Replace):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise ValueError(f"{name} must be an integer >= 0 (0 = all points); got {v!r}")
-        v = self.block_pairs
+        v = self.projection_block_pairs
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"block_pairs must be an integer >= 1; got {v!r}")
+            raise ValueError(f"projection_block_pairs must be an integer >= 1; got {v!r}")
         if not isinstance(self.projection, bool):
             raise ValueError(f"projection must be True or False; got {self.projection!r}")
         v = self.eps_prefix
@@ -213,8 +214,10 @@ class NewtonSettings(_Replace):
     after a full step whose decrease was ``reuse_rho_lo``-``reuse_rho_hi`` times the predicted
     one, ``carry_h`` carries it into the next stage, ``h_cost`` (a matrix pass in gradient
     passes) lets the last stage form it anew where that saves passes; ``noise_t`` lays the
-    noise steps out once per simulation (kernels that can); ``block_pairs`` pairs per block of
-    a compiled pass (the block's scratch stays in cache).
+    noise steps out once per simulation (kernels that can); ``sim_block_pairs`` pairs of one
+    simulation per block of a compiled pass (the block's scratch stays in cache), and
+    ``layout_block_pairs`` per block of the passes that read laid-out noise (the block stays in
+    L1).
     """
 
     max_iter: int = 100
@@ -243,7 +246,8 @@ class NewtonSettings(_Replace):
     carry_h: bool = False
     h_cost: float = 0.0
     noise_t: bool = False
-    block_pairs: int = 512
+    sim_block_pairs: int = 512
+    layout_block_pairs: int = 128
 
     def __post_init__(self):
         _check(self, {"max_iter": "int>=0", "tol": "float>=0", "ftol": "float>=0", "patience": "int>=1",
@@ -253,9 +257,15 @@ class NewtonSettings(_Replace):
                       "roundoff_tol": "float>=0", "tol_float32": "float>=0", "hess_points": "int>=0", "progressive": "bool",
                       "stage_tol": "float>=0", "hess_last": "int>=0|None", "reuse_h": "bool", "reuse_rho_lo": "float>=0",
                       "reuse_rho_hi": "float>=0", "carry_h": "bool", "h_cost": "float>=0", "noise_t": "bool",
-                      "block_pairs": "int>=1"})
+                      "sim_block_pairs": "int>=1", "layout_block_pairs": "int>=1"})
         if self.shrink_min > self.shrink_max:
             raise ValueError(f"NewtonSettings.shrink_min must be <= shrink_max; got {self.shrink_min!r} > {self.shrink_max!r}")
+
+    @property
+    def block_pairs(self) -> int:
+        """Pairs per block of this fit's compiled passes: ``layout_block_pairs`` where the noise
+        is laid out (``noise_t``), else ``sim_block_pairs``."""
+        return self.layout_block_pairs if self.noise_t else self.sim_block_pairs
 
     def rules(self):
         """The solver constants as the float64 array the compiled solver reads (:data:`RULE_FIELDS` order)."""

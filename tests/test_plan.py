@@ -110,7 +110,7 @@ def test_newton_settings_per_backend():
     assert (t.alpha_grow, f.alpha_grow) == (plan.TORCH_ALPHA_GROW, plan.COMPILED_ALPHA_GROW) == (4.0, 2.0)
     assert f.hess_points == opts.projection_hess_points and f.ftol == max(1e-12, opts.stat_ftol * 4 / 1000)
     g = plan.newton_settings(Gaussian(dim=5), "cnce", 1000, opts, "fused", "gaussian")
-    assert g.progressive and g.noise_t and g.block_pairs == plan.LAYOUT_BLOCK_PAIRS and g.hess_last == 0
+    assert g.progressive and g.noise_t and g.block_pairs == g.layout_block_pairs == 128 and g.hess_last == 0
     r = plan.newton_settings(Ring(dim=5, mu=7.0), "nce", 1000, opts, "fused", "nce_ring")
     assert r.progressive and r.hess_points == 0 and not r.noise_t
     assert plan.newton_settings(Gaussian(dim=5), "cnce", 1000, opts, "torch").hess_points == opts.hess_points

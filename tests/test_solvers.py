@@ -24,7 +24,7 @@ pytestmark = pytest.mark.skipif(not _fused.available(), reason="numba not instal
 #: devices), the matrix from all pairs, the same first trial step
 COMMON = dict(progressive=False, reuse_h=False, carry_h=False, h_cost=0.0, noise_t=False, hess_points=0,
               hess_last=None, roundoff_accept=False, alpha_grow=2.0, patience=NewtonSettings.patience,
-              stage_tol=NewtonSettings.stage_tol, block_pairs=NewtonSettings.block_pairs)
+              stage_tol=NewtonSettings.stage_tol, sim_block_pairs=NewtonSettings.sim_block_pairs)
 #: estimates agree to this tolerance (float64 sums in another order; measured: at most 1.2e-13
 #: relative, ICA, on these problems)
 RTOL = 1e-10
