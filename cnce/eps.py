@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ._validation import _describe
 from .losses import LOG4
 
 __all__ = ["EpsRule", "EpsSearch", "EpsSetting", "AUTHORS_RULE", "BERNOULLI_RULE", "SCALE_RULE", "NETWORK_RULE",
@@ -212,14 +213,6 @@ class EpsSetting:
         if self.rule is not None:
             return f"rule:{self.rule}"
         return "default" if self.factor is None else f"x{self.factor:g}"
-
-
-def _describe(v) -> str:
-    if isinstance(v, torch.Tensor):
-        if v.numel() <= 6:
-            return f"tensor({v.tolist()})"
-        return f"tensor of shape {tuple(v.shape)}"
-    return repr(v)
 
 
 def resolve_eps(eps, noise=None, *, S: int = 1, rule: EpsRule | None = None, positive: bool = False,
