@@ -54,12 +54,21 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .options import RULE_FIELDS, TINY, NewtonSettings
+from .options import COMPILED_RULES, TINY, NewtonSettings
 
-# positions of the solver constants in NewtonSettings.rules() (compile-time constants of the kernels)
-(R_STALL_TOL, R_DAMPING, R_DAMPING_GROWTH, R_DAMPING_TRIES, R_SHRINK_MIN, R_SHRINK_MAX, R_ROUNDOFF, R_ROUNDOFF_TOL,
- R_REUSE_RHO_LO, R_REUSE_RHO_HI) = range(len(RULE_FIELDS))
-assert RULE_FIELDS.index("reuse_rho_hi") == R_REUSE_RHO_HI and RULE_FIELDS.index("roundoff_accept") == R_ROUNDOFF
+# The compiled Newton solver's constants: NewtonSettings' defaults, frozen into the kernels at
+# compile time (numba folds them as literals, so the compiled code is the same as with literals;
+# passing them at run time changed how LLVM optimised the solver and moved estimates in the
+# last bits). newton_all refuses settings whose values differ (check_compiled_rules).
+_STALL_TOL = NewtonSettings.stall_tol
+_DAMPING = NewtonSettings.damping
+_DAMPING_GROWTH = NewtonSettings.damping_growth
+_DAMPING_TRIES = NewtonSettings.damping_tries
+_SHRINK_MIN = NewtonSettings.shrink_min
+_SHRINK_MAX = NewtonSettings.shrink_max
+_ROUNDOFF_TOL = NewtonSettings.roundoff_tol
+_REUSE_RHO_LO = NewtonSettings.reuse_rho_lo
+_REUSE_RHO_HI = NewtonSettings.reuse_rho_hi
 
 try:  # numba is a dependency, but keep the package importable without it (torch fallback)
     from numba import literally, njit
@@ -769,16 +778,16 @@ if HAVE_NUMBA:
         return loss * scale
 
     @njit(**_JIT)
-    def _damped_solve(H, g, d, L, rules):
+    def _damped_solve(H, g, d, L):
         """``(H + lam I) d = -g`` by Cholesky, raising ``lam`` until it succeeds (as
-        optim._damped_solve; ``rules``: :meth:`NewtonSettings.rules`)."""
+        optim._damped_solve, with NewtonSettings' damping, damping_growth, damping_tries)."""
         P = g.shape[0]
         sc = 0.0
         for q in range(P):
             sc += abs(H[q, q])
         sc = max(sc / P, TINY)
-        lam = rules[R_DAMPING] * sc
-        for _ in range(int(rules[R_DAMPING_TRIES])):
+        lam = _DAMPING * sc
+        for _ in range(_DAMPING_TRIES):
             ok = True
             for q in range(P):
                 for r in range(q + 1):
@@ -806,13 +815,13 @@ if HAVE_NUMBA:
                         s -= L[t, q] * d[t]
                     d[q] = s / L[q, q]
                 return
-            lam *= rules[R_DAMPING_GROWTH]
+            lam *= _DAMPING_GROWTH
         for q in range(P):
             d[q] = -g[q]
 
     @njit(**_JIT)
     def _newton_one(kind, X, XI, prm, theta, n_data, K, a, hess_points, max_iter, tol, ftol, patience, c1, max_halvings,
-                    buf, reuse_h, cnt, Hio, h_in, zt, h_cost, alpha_grow, rules):
+                    buf, reuse_h, cnt, Hio, h_in, zt, h_cost, alpha_grow):
         """Solve one problem on its first ``n_data`` data points; ``theta`` is updated in place.
         Returns ``(loss, max |grad|, iterations, converged)``.
 
@@ -859,11 +868,8 @@ if HAVE_NUMBA:
         first_full = True
         h_new = not (Hio is not None and h_in)  # the matrix was formed at the current point
         dec_h = 0.0
-        roundoff = rules[R_ROUNDOFF] != 0.0
-        shrink_min = rules[R_SHRINK_MIN]
-        shrink_max = rules[R_SHRINK_MAX]
         while it < max_iter:
-            _damped_solve(H, g, d, L, rules)
+            _damped_solve(H, g, d, L)
             slope = 0.0
             for q in range(P):
                 slope += g[q] * d[q]
@@ -908,7 +914,7 @@ if HAVE_NUMBA:
                 if np.isfinite(loss_new) and loss_new <= loss + c1 * alpha * slope:
                     accepted = True
                     break
-                if roundoff and have_full and dec <= rules[R_ROUNDOFF_TOL] * max(1.0, abs(loss)):
+                if have_full and dec <= _ROUNDOFF_TOL * max(1.0, abs(loss)):
                     # the decrease is below the round-off of the loss sum, so the Armijo test is
                     # noise: take the full step if it shrinks the gradient (else stop: converged)
                     g_old = 0.0
@@ -921,17 +927,17 @@ if HAVE_NUMBA:
                 # next trial: the minimiser of the quadratic through loss, slope and the
                 # rejected trial, kept within [0.1, 0.5] times the step (safeguarded backtracking)
                 curv = loss_new - loss - slope * alpha
-                nxt = shrink_max * alpha
+                nxt = _SHRINK_MAX * alpha
                 if np.isfinite(loss_new) and curv > 0.0:
                     nxt = -slope * alpha * alpha / (2.0 * curv)
-                    nxt = min(max(nxt, shrink_min * alpha), shrink_max * alpha)
+                    nxt = min(max(nxt, _SHRINK_MIN * alpha), _SHRINK_MAX * alpha)
                 alpha = nxt
             it += 1
             # evaluate gradient and Gauss-Newton matrix with the first trial step only while
             # first trials are being accepted (ICA often halves; then those passes are wasted)
             first_full = accepted and alpha == alpha0
             if not accepted:
-                converged = dec <= rules[R_STALL_TOL] * max(1.0, abs(loss))
+                converged = dec <= _STALL_TOL * max(1.0, abs(loss))
                 break
             if not have_full:
                 want_h = True
@@ -939,7 +945,7 @@ if HAVE_NUMBA:
                 cnt[2] += w
             rho = (loss - loss_new) / dec if dec > 0.0 else 1.0
             used_h = want_h
-            want_h = not (reuse_h and alpha == 1.0 and rules[R_REUSE_RHO_LO] <= rho <= rules[R_REUSE_RHO_HI])
+            want_h = not (reuse_h and alpha == 1.0 and _REUSE_RHO_LO <= rho <= _REUSE_RHO_HI)
             rel = (loss - loss_new) / max(1.0, abs(loss))
             quiet = quiet + 1 if rel < ftol else 0
             theta[:] = th_new
@@ -962,7 +968,7 @@ if HAVE_NUMBA:
     @njit(**_JIT_ALL)
     def _newton_all(kind, X, XI, prm, theta, stages, a, hess_points, block_pairs, max_iter, tol, stage_tol, ftol,
                     patience, c1, max_halvings, reuse_h, init_loss, loss, gmax, n_iter, conv, passes, hess_last,
-                    carry_h, noise_t, h_cost, alpha_grow, rules, lo, hi):
+                    carry_h, noise_t, h_cost, alpha_grow, lo, hi):
         N, D = X.shape[1], X.shape[2]
         K = XI.shape[2]
         P = theta.shape[1]
@@ -985,7 +991,7 @@ if HAVE_NUMBA:
                 l, gm, it, cv = _newton_one(kind, X[s], XI[s], prm[s], th, stages[st], K, a, hp, max_iter,
                                             tol if last else stage_tol, ftol, patience, c1, max_halvings, buf, reuse_h,
                                             passes[s], Hc, carry_h and st > 0, zt, h_cost if last and hp == 0 else 0.0,
-                                            alpha_grow, rules)
+                                            alpha_grow)
                 if last:
                     loss[s] = l
                     gmax[s] = gm
@@ -1319,6 +1325,20 @@ def nce_c0(kind, X, XI, prm, theta, *, n_points: int, threads: int, block_pairs:
     return out
 
 
+def check_compiled_rules(settings) -> None:
+    """``ValueError`` naming each field of :data:`cnce.options.COMPILED_RULES` whose value in
+    ``settings`` differs from the one the compiled Newton solver is built with (NewtonSettings'
+    default; the torch solver reads every value), and for ``roundoff_accept=False`` (the compiled
+    solver always applies its round-off rule)."""
+    wrong = [f"{f}={getattr(settings, f)!r} (compiled: {getattr(NewtonSettings, f)!r})" for f in COMPILED_RULES
+             if getattr(settings, f) != getattr(NewtonSettings, f)]
+    if not settings.roundoff_accept:
+        wrong.append("roundoff_accept=False (compiled: always True)")
+    if wrong:
+        raise ValueError("the compiled Newton solver is built with NewtonSettings' defaults of these fields; got "
+                         + ", ".join(wrong))
+
+
 def newton_all(kind, X, XI, prm, theta0, settings, *, threads: int, a=0.0):
     """Fit every simulation: ``X (S, N, D)``, ``XI (S, N, K, D)`` noise base, ``prm`` the
     simulations' constants (``eps (S,)`` for CNCE; :func:`nce_params` for NCE), ``theta0 (S, P)``
@@ -1332,6 +1352,7 @@ def newton_all(kind, X, XI, prm, theta0, settings, *, threads: int, a=0.0):
     data counts as that share): loss only (the start and rejected line-search trials), loss and
     gradient, and loss, gradient and Gauss-Newton matrix."""
     st = settings
+    check_compiled_rules(st)
     S, N, _ = X.shape
     K = XI.shape[2]
     theta = np.array(theta0, dtype=np.float64, order="C", copy=True)
@@ -1343,7 +1364,7 @@ def newton_all(kind, X, XI, prm, theta0, settings, *, threads: int, a=0.0):
                int(st.block_pairs), int(st.max_iter), float(st.tol), float(st.stage_tol), float(st.ftol),
                int(st.patience), float(st.c1), int(st.max_halvings), bool(st.reuse_h), out["init_loss"], out["loss"],
                out["grad_norm"], out["n_iter"], out["converged"], out["passes"], int(hess_last), bool(st.carry_h),
-               bool(st.noise_t), float(st.h_cost), float(st.alpha_grow), st.rules())
+               bool(st.noise_t), float(st.h_cost), float(st.alpha_grow))
     out["psi"] = theta
     return out
 

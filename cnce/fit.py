@@ -104,12 +104,14 @@ def fit(
             what runs on a GPU); ``"fused"`` requires the kernels and raises ValueError saying
             why where they do not apply. Both solve the same problem with the same Newton
             method, run as one :class:`~cnce.options.NewtonSettings` whose fields hold every
-            threshold of both solvers; on the same settings they take the same iterations to
-            the same estimates (``tests/test_solvers.py``: equal iteration counts, estimates
-            within 1e-10). The plan (:mod:`cnce.backends.plan`) gives them different settings
-            in exactly these fields: the first trial step of a line search (``alpha_grow``, 2
-            compiled, 4 torch), the compiled kernels' round-off acceptance
-            (``roundoff_accept``), their progressive sampling and Gauss-Newton matrix reuse
+            threshold of both solvers (the compiled one has those of
+            :data:`~cnce.options.COMPILED_RULES` built in at their defaults); on the same
+            settings they take the same iterations to the same estimates
+            (``tests/test_solvers.py``: equal iteration counts, estimates within 1e-10). The
+            plan (:mod:`cnce.backends.plan`) gives them different settings in exactly these
+            fields: the first trial step of a line search (``alpha_grow``, 2 compiled, 4
+            torch), the compiled solver's round-off acceptance (``roundoff_accept``, always on
+            there, off in torch), the compiled kernels' progressive sampling and Gauss-Newton matrix reuse
             (``progressive``, ``stage_tol``, ``reuse_h``, ``carry_h``, ``h_cost``,
             ``hess_last``, ``noise_t``, ``patience``), and the torch path's float32 feature
             storage on GPUs (``options.feature_dtype``). Estimates of the plan's settings agree

@@ -30,7 +30,7 @@ from typing import Iterator
 import numpy as np
 import torch
 
-__all__ = ["FitOptions", "NewtonSettings", "LBFGSSettings", "RULE_FIELDS", "TINY", "option_context", "set_options", "get_options"]
+__all__ = ["FitOptions", "NewtonSettings", "LBFGSSettings", "COMPILED_RULES", "TINY", "option_context", "set_options", "get_options"]
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -202,12 +202,16 @@ class NewtonSettings(_Replace):
     quadratic through the loss, the slope and the trial, kept within ``[shrink_min,
     shrink_max]`` times the step.
 
-    Where the two solvers differ, the plan (:mod:`cnce.backends.plan`) sets the field:
-    ``alpha_grow`` is 2 for the compiled kernels and 4 for the torch path (the value its
-    results were computed with; ``benchmarks/notes.md``). ``roundoff_accept`` (compiled kernels
-    only): when the decrement is below ``roundoff_tol * max(1, |loss|)``, the loss difference of
-    the first trial is round-off, so a rejected first trial is accepted where it shrinks the
-    gradient (else the problem stops, converged). The remaining fields are the compiled kernels'
+    The torch solver reads every field. The compiled solver has the fields of
+    :data:`COMPILED_RULES` built in at their defaults (compile-time constants: passed at run
+    time they changed how the kernels were optimised and moved estimates in the last bits) and
+    refuses other values. Where the two solvers differ, the plan (:mod:`cnce.backends.plan`)
+    sets the field: ``alpha_grow`` is 2 for the compiled kernels and 4 for the torch path (the
+    value its results were computed with; ``benchmarks/alpha_grow.py``). ``roundoff_accept``
+    (the compiled solver's rule, always on there; the torch solver refuses it): when the
+    decrement is below ``roundoff_tol * max(1, |loss|)``, the loss difference of the first
+    trial is round-off, so a rejected first trial is accepted where it shrinks the gradient
+    (else the problem stops, converged). The remaining fields are the compiled kernels'
     (the torch path has no progressive sampling): ``progressive`` solves first on prefixes of
     the data (``N/16``, ``N/4``) up to ``stage_tol``; ``hess_last`` pairs form the last stage's
     Gauss-Newton matrix (``0``: all; ``None``: ``hess_points``); ``reuse_h`` keeps a matrix
@@ -267,15 +271,12 @@ class NewtonSettings(_Replace):
         is laid out (``noise_t``), else ``sim_block_pairs``."""
         return self.layout_block_pairs if self.noise_t else self.sim_block_pairs
 
-    def rules(self):
-        """The solver constants as the float64 array the compiled solver reads (:data:`RULE_FIELDS` order)."""
-        return np.array([float(getattr(self, f)) for f in RULE_FIELDS], dtype=np.float64)
 
-
-#: the fields of :class:`NewtonSettings` that the compiled Newton solver reads from one array
-#: (:meth:`NewtonSettings.rules`), in this order
-RULE_FIELDS = ("stall_tol", "damping", "damping_growth", "damping_tries", "shrink_min", "shrink_max", "roundoff_accept",
-               "roundoff_tol", "reuse_rho_lo", "reuse_rho_hi")
+#: the fields of :class:`NewtonSettings` that the compiled Newton solver has built in (their
+#: defaults, compile-time constants of the kernels): it refuses other values
+#: (:func:`cnce._fused.check_compiled_rules`); the torch solver reads every value
+COMPILED_RULES = ("stall_tol", "damping", "damping_growth", "damping_tries", "shrink_min", "shrink_max", "roundoff_tol",
+                  "reuse_rho_lo", "reuse_rho_hi")
 
 
 @dataclass(frozen=True)
