@@ -29,20 +29,11 @@ def _results():
     return r
 
 
-def test_interval_is_a_t_interval_over_seeds():
-    m, lo, hi = runs.interval([0.8, 0.9, 1.0])
-    assert m == pytest.approx(0.9)
-    assert hi - m == pytest.approx(4.302653 * 0.1 / np.sqrt(3), rel=1e-5)  # t(0.975, 2) * sd / sqrt(n)
-    assert runs.interval([0.5]) == (0.5, 0.5, 0.5)
-    with pytest.raises(ValueError, match="empty"):
-        runs.interval([])
-
-
 def test_ablation_table_groups_cells_and_counts_seeds():
     t = runs.ablation_table(_results(), "demo")
     assert t.loc[("cg", "main"), "seeds"] == 3 and t.loc[("adam", "fresh"), "seeds"] == 1
     assert t.loc[("cg", "main"), "oriented"] == pytest.approx(0.9)
-    assert t.loc[("adam", "fresh"), "oriented_lo"] == t.loc[("adam", "fresh"), "oriented_hi"] == 0.5
+    assert np.isnan(t.loc[("adam", "fresh"), "oriented_lo"]) and np.isnan(t.loc[("adam", "fresh"), "oriented_hi"])  # one seed: no interval
     assert list(t.index.get_level_values("schedule")) == ["main", "fresh"]  # main sets first
     assert len(runs.ablation_records(_results(), "paper")) == 1
     with pytest.raises(ValueError, match="no ablation runs"):

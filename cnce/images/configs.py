@@ -46,6 +46,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
+from cnce.eps import IMAGE_LAYER_CAPS
+
 __all__ = ["ImageConfig", "CONFIGS", "get_config", "ablation_config", "estimate_flops", "OPTIMIZERS", "SCHEDULES"]
 
 OPTIMIZERS = ("cg", "lbfgs", "adam")
@@ -86,7 +88,7 @@ class ImageConfig:
     kappa: int = 6
     eps_rule: str = "authors"  # "authors": NoiseProcessor.m, from eps_base every meta-iteration; "carry"
     eps_base: float = 0.5
-    eps_cap: tuple[float, float, float, float] = (4.0, 4.0, 4.0, 8.0)  # cap of the multiplier f
+    eps_cap: tuple[float, float, float, float] = IMAGE_LAYER_CAPS  # cap of the multiplier f per layer
     eps_n: int = 100_000  # data points on which the epsilon rule evaluates J (authors: the batch)
     # schedule per layer: patches per meta-iteration (the batch), meta-iterations, optimiser
     # steps each; `main_set` patches are drawn anew at the meta-iterations `redraw` names and

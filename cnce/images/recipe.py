@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 
 from cnce import eps as _eps
+from cnce import provenance
 from cnce.losses import cnce_loss, nce_loss
 from cnce.images.cg import CGSettings, ConjugateGradients
 from cnce.images.configs import ImageConfig
@@ -31,14 +31,12 @@ __all__ = ["image_seed", "whitener_seed", "choose_eps_carry", "choose_eps_author
            "main_set_index", "make_optimizer", "start_pooling_layer"]
 
 
-def image_seed(seed: int, *keys: int) -> int:
-    """The seed of one random draw of an image-model run: numpy's ``SeedSequence`` of
-    ``(seed, *keys)``, first 32-bit word. Keys ``(layer, m, k)`` name meta-iteration ``m`` of
-    ``layer``; ``k`` = 0 fresh patches, 1 the noise generator, 2 a main set, 3 the unseen patches,
-    97 the planted pooling start, 98 the layer-3 PCA sample; :func:`whitener_seed` is
-    ``(0, 0, 99)``. This derivation predates :func:`cnce.provenance.derive_seed` and is kept
-    because every committed image run was drawn with it."""
-    return int(np.random.SeedSequence([int(seed), *map(int, keys)]).generate_state(1)[0])
+#: The seed of one random draw of an image-model run, :func:`cnce.provenance.int_seed` of
+#: ``(seed, layer, m, k)`` for meta-iteration ``m`` of ``layer``: ``k`` = 0 fresh patches, 1 the
+#: noise generator, 2 a main set, 3 the unseen patches, 97 the planted pooling start, 98 the
+#: layer-3 PCA sample; :func:`whitener_seed` is ``(0, 0, 99)``. Every committed image run was
+#: drawn with it.
+image_seed = provenance.int_seed
 
 
 def whitener_seed(seed: int) -> int:
@@ -59,17 +57,17 @@ def _run_rule(J_of_eps, rule, unit: float = 1.0):
     return float(eps[0]), pairs
 
 
-def choose_eps_carry(J_of_eps, *, eps0: float = 0.5, cap: float = 4.0):
+def choose_eps_carry(J_of_eps, *, eps0: float = 0.5, cap: float = _eps.IMAGE_LAYER_CAPS[0]):
     """The project's earlier image-model eps rule (:data:`cnce.eps.IMAGE_CARRY_RULE`): from
     ``eps0`` (the last meta-iteration's eps), grow x1.15 until J is no longer within 5 % of
     2 log 2, bisecting once J falls below 0.2 x 2 log 2; at most 20 evaluations; never above
     ``cap``. Returns ``(eps, trace)`` with ``trace`` the ``(eps, J)`` evaluated."""
     if not eps0 > 0:
         raise ValueError(f"eps0 must be > 0; got {eps0!r}")
-    return _run_rule(J_of_eps, _eps.IMAGE_CARRY_RULE.replace(start=min(eps0, cap), cap=cap))
+    return _run_rule(J_of_eps, _eps.IMAGE_CARRY_RULE.replace(start=min(eps0, cap), cap=float(cap)))
 
 
-def choose_eps_authors(J_of_eps, *, eps_base: float = 0.5, cap: float = 4.0):
+def choose_eps_authors(J_of_eps, *, eps_base: float = 0.5, cap: float = _eps.IMAGE_LAYER_CAPS[0]):
     """The eps rule of the authors' image code (``NoiseProcessor.m``;
     :data:`cnce.eps.IMAGE_AUTHORS_RULE`): ``eps = f * eps_base`` with ``f`` from 1 at *every*
     meta-iteration, grown x1.15 then bisected, at most 20 evaluations of J, ``f < cap`` tested
@@ -79,7 +77,7 @@ def choose_eps_authors(J_of_eps, *, eps_base: float = 0.5, cap: float = 4.0):
         raise ValueError(f"eps_base must be > 0; got {eps_base!r}")
     if not cap > 1:
         raise ValueError(f"cap must be > 1; got {cap!r}")
-    return _run_rule(J_of_eps, _eps.IMAGE_AUTHORS_RULE.replace(cap=cap), unit=eps_base)
+    return _run_rule(J_of_eps, _eps.IMAGE_AUTHORS_RULE.replace(cap=float(cap)), unit=eps_base)
 
 
 

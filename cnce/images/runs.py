@@ -50,6 +50,7 @@ import numpy as np
 import torch
 
 from cnce import provenance
+from cnce.report import t_interval
 from cnce.images.data import Whitener
 from cnce.images.network import ImageNetwork
 
@@ -86,7 +87,7 @@ CALL2, CALL3 = "call2", "call3"
 
 __all__ = ["RunState", "write_provenance", "writes_dirty_weights", "DirtyTreeError", "git_commit", "cnce_tree",
            "driver_record", "weights_dir", "load_state", "find_weights", "network_from_state", "STATE_FILE", "load_results", "load_pt", "ablation_records", "ablation_table", "d2_records",
-           "interval", "adopt_device_runs", "commit_source_hash", "commit_driver_hash", "whitener_of", "load_call2",
+           "adopt_device_runs", "commit_source_hash", "commit_driver_hash", "whitener_of", "load_call2",
            "network_from_branch",
            "OPT_NAMES", "SCHEDULE_NAMES"]
 
@@ -163,21 +164,6 @@ def load_pt(rel: str, root: str | os.PathLike | None = None):
     return torch.load(p, map_location="cpu", weights_only=False)
 
 
-def interval(values, level: float = 0.95) -> tuple[float, float, float]:
-    """Mean and a Student-t interval over seeds: ``(mean, lo, hi)`` (``lo = hi = mean`` for one
-    value: no spread can be stated)."""
-    from scipy import stats
-
-    v = np.asarray(values, dtype=float)
-    if v.size == 0:
-        raise ValueError("values must not be empty")
-    m = float(v.mean())
-    if v.size < 2:
-        return m, m, m
-    h = float(stats.t.ppf(0.5 + level / 2, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size))
-    return m, m - h, m + h
-
-
 def ablation_records(results: dict, size: str) -> list[dict]:
     """One row per (optimiser, schedule, seed) of the layer-1 ablation at ``size`` (``"paper"`` or
     ``"demo"``): the last meta-iteration's oriented share, J before the update (``J``), J on its
@@ -210,7 +196,7 @@ def ablation_table(results: dict, size: str, columns=("oriented", "J_train", "J_
     for (opt, sched), g in df.groupby(["optimiser", "schedule"], sort=False):
         rec = {"optimiser": opt, "schedule": sched, "seeds": len(g)}
         for c in columns:
-            m, lo, hi = interval(g[c])
+            m, lo, hi = t_interval(g[c])
             rec.update({f"{c}": m, f"{c}_lo": lo, f"{c}_hi": hi})
         out.append(rec)
     order = {k: i for i, k in enumerate(OPT_NAMES)}
@@ -236,25 +222,17 @@ def d2_records(results: dict) -> list[dict]:
 # -- provenance of a run --------------------------------------------------------------------------
 
 
-def _git_object(rev: str, path: str) -> str | None:
-    """``git rev-parse rev`` with ``+dirty`` when ``path`` has uncommitted changes; ``None`` without git."""
-    name = provenance.git("rev-parse", rev)
-    if not name:
-        return None
-    return name + ("+dirty" if provenance.git("status", "--porcelain", "--", path) else "")
-
-
 def git_commit() -> str | None:
     """HEAD of the repository holding this package, with ``+dirty`` when ``cnce/`` has
     uncommitted changes (the run then used code that is not in that commit)."""
-    return _git_object("HEAD", "cnce")
+    return provenance.git_object("HEAD", "cnce")
 
 
 def cnce_tree(sub: str = "cnce") -> str | None:
     """The git tree hash of ``sub`` (``cnce`` or ``cnce/images``) at HEAD (``+dirty`` as in
     :func:`git_commit`). Unlike a commit hash it survives a rebase onto a base that does not
     change ``sub``, so ``cnce/images`` names the image code of a run after a branch is merged."""
-    return _git_object(f"HEAD:{sub}", sub)
+    return provenance.git_object(f"HEAD:{sub}", sub)
 
 
 
