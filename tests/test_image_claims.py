@@ -157,6 +157,11 @@ def test_contour_claim_supported_only_with_contours():
     assert r.extra["bent share"][0] == pytest.approx(2 / 8)
     r0 = LC.contour_claim(resp_r, resp_r, p)
     assert r0.value == 0 and r0.verdict.startswith("not supported")
+    # the positive control must pass first: controls that are no contours make the claim untestable
+    rc = LC.contour_claim(resp, resp_r, p, resp_control=resp_r)
+    assert not rc.testable and "0 of 8" in rc.not_testable and "positive control fails" in rc.not_testable
+    ok = LC.contour_claim(resp, resp_r, p, resp_control=resp)
+    assert ok.testable and ok.extra["positive control"]["passed"] == 1.0
     with pytest.raises(ValueError, match="kind"):
         LC.contour_claim(resp, resp_r, p, kind="blob")
 
