@@ -325,16 +325,14 @@ def contour_controls(net, whitener, probe=None, *, n_lines: int = 6, n_arcs: int
     at every probe frequency (``d`` the location's distance from the curve, ``delta`` the grid
     step, ``tangent`` the curve's direction at its nearest point). The unit's weights ``w`` are
     the least-squares fit of ``w . u3`` to ``T`` over all probe stimuli (``u3`` the layer-3
-    input), scaled to the mean norm of the learned layer-3 rows; its responses are then probed
-    as the learned units' are (``max(z3, 0)``).
+    input), scaled to the mean norm of the learned layer-3 rows; its responses to the probe are
+    then ``max(w . u3, 0)``, as the learned units' are (or ``w . u3`` with the linear unit).
 
     Returns ``(resp3, r2)``: the control units' responses to ``probe`` (one array per
     frequency) and the fraction of the target's variance each linear fit explains."""
-    import copy
-
     import torch
 
-    from cnce.images.probes import AuthorsProbe, _as_u, probe_function, probe_layers
+    from cnce.images.probes import AuthorsProbe, _as_u, probe_function
 
     size = int(round(math.sqrt(whitener.V.shape[0])))
     probe = probe or AuthorsProbe(size=size)
@@ -367,17 +365,13 @@ def contour_controls(net, whitener, probe=None, *, n_lines: int = 6, n_arcs: int
     Wt = np.linalg.lstsq(A, T, rcond=None)[0]
     r2 = [float(v) for v in 1 - np.var(T - A @ Wt, axis=0) / np.var(T, axis=0)]
     rows = list(Wt.T)
-    W = torch.tensor(np.stack(rows), dtype=net.W3.dtype)
-    W = W / W.norm(dim=1, keepdim=True).clamp_min(1e-12) * net.W3.detach().norm(dim=1).mean()
-    ctl = copy.deepcopy(net)
-    K3 = ctl.W3.shape[0]
-    parts = []
-    for g in range(0, len(rows), K3):  # the control units take the places of K3 learned units at a time
-        n = min(K3, len(rows) - g)
-        with torch.no_grad():
-            ctl.W3[:n] = W[g:g + n]
-        parts.append([r[:n] for r in probe_layers(ctl, whitener, probe, layers=(3,), chunk=chunk)[3]])
-    return [np.concatenate([p[i] for p in parts]) for i in range(len(probe.freqs))], r2
+    W = np.stack(rows)
+    W = W / np.maximum(np.linalg.norm(W, axis=1, keepdims=True), 1e-12) * float(net.W3.detach().norm(dim=1).mean())
+    out = []
+    for x in u3:  # z3 = w . u3 on every stimulus, thresholded as the learned units are
+        z = np.tensordot(W, x, axes=(1, 0)).astype(np.float32)
+        out.append(np.maximum(z, 0) if net.l3_nonlinearity == "max" else z)
+    return out, r2
 
 
 def claims_from_networks(networks, probe=None, *, picture: str = "receptive fields", n_random: int = 200, seed: int = 0,
