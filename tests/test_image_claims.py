@@ -160,6 +160,7 @@ def test_contour_claim_supported_only_with_contours():
     # the positive control must pass first: controls that are no contours make the claim untestable
     rc = LC.contour_claim(resp, resp_r, p, resp_control=resp_r)
     assert not rc.testable and "0 of 8" in rc.not_testable and "positive control fails" in rc.not_testable
+    assert rc.extra["positive control"]["passed"] == 0.0
     ok = LC.contour_claim(resp, resp_r, p, resp_control=resp)
     assert ok.testable and ok.extra["positive control"]["passed"] == 1.0
     with pytest.raises(ValueError, match="kind"):

@@ -282,7 +282,8 @@ def contour_claim(resp, resp_random, probe, *, kind: str = "contour", layer: int
                       f"needed), under the {control_min:g} the measure needs to see such units here")
             claim = ("layer 3 detects longer straight or bent contours" if kind == "contour"
                      else f"layer {layer} has corner detectors")
-            return not_testable(claim, f"share of layer-{layer} units with a {words}-like field", reason, control=control)
+            return not_testable(claim, f"share of layer-{layer} units with a {words}-like field", reason,
+                                **{"positive control": control})
     seeds = resp if isinstance(resp[0], (list, tuple)) else [resp]
     seeds_r = resp_random if isinstance(resp_random[0], (list, tuple)) else [resp_random]
     if len(seeds) != len(seeds_r):
