@@ -31,7 +31,7 @@ evaluated eps). Every rule is an :class:`EpsRule` instance, named in :data:`RULE
 :func:`resolve_eps` is the one place where a user's eps becomes numbers (validated, bounded
 by the noise's ``eps_max``) or an :class:`EpsSearch` (the noise's declared rule, or a given
 one, bounded the same way, with the prefix settings of :class:`~cnce.options.FitOptions`):
-:func:`cnce.fit` calls it once, and so do the trainers of :mod:`cnce.nn` and :mod:`cnce.images`
+:func:`cnce.fit` calls it once; it is meant for the trainers of :mod:`cnce.nn` and :mod:`cnce.images` too
 (their rules are :data:`NETWORK_RULE` and :func:`image_rule`, with the caps as data).
 :class:`EpsSetting` is the experiments' eps setting grammar, parsed in one place.
 """
