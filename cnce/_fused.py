@@ -69,6 +69,9 @@ _SHRINK_MAX = NewtonSettings.shrink_max
 _ROUNDOFF_TOL = NewtonSettings.roundoff_tol
 _REUSE_RHO_LO = NewtonSettings.reuse_rho_lo
 _REUSE_RHO_HI = NewtonSettings.reuse_rho_hi
+_H_QUADRATIC = NewtonSettings.h_quadratic
+_H_LINEAR = NewtonSettings.h_linear
+_H_HORIZON = NewtonSettings.h_horizon
 
 try:  # numba is a dependency, but keep the package importable without it (torch fallback)
     from numba import literally, njit
@@ -837,9 +840,10 @@ if HAVE_NUMBA:
 
         ``h_cost > 0`` (a matrix from all pairs; the cost of forming it in gradient passes): also
         form the matrix anew at the next trial point when that is predicted to take fewer passes
-        to ``tol``. Model (measured on the Gaussian): with the matrix formed where the decrement
-        was ``d_h``, the next decrement is ``2 d_h^2`` and each later one ``10 d_h`` times the
-        previous one (linear convergence, the matrix from a point too far away).
+        to ``tol``. Model (measured on the Gaussian; NewtonSettings' ``h_quadratic``, ``h_linear``,
+        ``h_horizon``): with the matrix formed where the decrement was ``d_h``, the next decrement
+        is ``2 d_h^2`` and each later one ``10 d_h`` times the previous one (linear convergence,
+        the matrix from a point too far away), over at most 30 passes.
 
         ``cnt`` (3,) accumulates the passes over the data, weighted by the share of the data
         they read (``n_data / N``): loss only, loss and gradient, and with the Gauss-Newton matrix."""
@@ -881,18 +885,18 @@ if HAVE_NUMBA:
             if h_new:
                 dec_h = dec
             if h_cost > 0.0 and not want_h and dec_h > 0.0:
-                nxt = 2.0 * dec * dec if h_new else 10.0 * dec_h * dec
+                nxt = _H_QUADRATIC * dec * dec if h_new else _H_LINEAR * dec_h * dec
                 m_stale = 1  # passes to lim keeping the matrix
                 dd = nxt
-                while dd > lim and m_stale < 30:
-                    dd *= 10.0 * dec_h
+                while dd > lim and m_stale < _H_HORIZON:
+                    dd *= _H_LINEAR * dec_h
                     m_stale += 1
                 m_fresh = 1  # forming it anew at the next point
                 if nxt > lim:
-                    dd = 2.0 * nxt * nxt
+                    dd = _H_QUADRATIC * nxt * nxt
                     m_fresh = 2
-                    while dd > lim and m_fresh < 30:
-                        dd *= 10.0 * nxt
+                    while dd > lim and m_fresh < _H_HORIZON:
+                        dd *= _H_LINEAR * nxt
                         m_fresh += 1
                 want_h = m_fresh + h_cost < m_stale
             alpha = alpha0

@@ -28,9 +28,12 @@ between the largest too-small and the smallest too-large eps (``EpsRule`` docume
 variants: where the cap is tested, whether it clamps, whether the search ends on an
 evaluated eps). Every rule is an :class:`EpsRule` instance, named in :data:`RULES`.
 
-:func:`cnce.fit` settles the rule once: :class:`EpsSearch` (the rule bounded by the noise's
-largest admissible eps, and the prefix settings of :class:`~cnce.options.FitOptions`) is
-what the backends run.
+:func:`resolve_eps` is the one place where a user's eps becomes numbers (validated, bounded
+by the noise's ``eps_max``) or an :class:`EpsSearch` (the noise's declared rule, or a given
+one, bounded the same way, with the prefix settings of :class:`~cnce.options.FitOptions`):
+:func:`cnce.fit` calls it once; it is meant for the trainers of :mod:`cnce.nn` and :mod:`cnce.images` too
+(their rules are :data:`NETWORK_RULE` and :func:`image_rule`, with the caps as data).
+:class:`EpsSetting` is the experiments' eps setting grammar, parsed in one place.
 """
 from __future__ import annotations
 

@@ -217,7 +217,10 @@ class NewtonSettings(_Replace):
     Gauss-Newton matrix (``0``: all; ``None``: ``hess_points``); ``reuse_h`` keeps a matrix
     after a full step whose decrease was ``reuse_rho_lo``-``reuse_rho_hi`` times the predicted
     one, ``carry_h`` carries it into the next stage, ``h_cost`` (a matrix pass in gradient
-    passes) lets the last stage form it anew where that saves passes; ``noise_t`` lays the
+    passes) lets the last stage form it anew where that saves passes, predicting the decrement
+    after forming the matrix where it was ``d_h`` as ``h_quadratic d_h^2`` and each later one
+    as ``h_linear d_h`` times the previous (measured on the Gaussian), over at most
+    ``h_horizon`` passes; ``noise_t`` lays the
     noise steps out once per simulation (kernels that can); ``sim_block_pairs`` pairs of one
     simulation per block of a compiled pass (the block's scratch stays in cache), and
     ``layout_block_pairs`` per block of the passes that read laid-out noise (the block stays in
@@ -249,6 +252,9 @@ class NewtonSettings(_Replace):
     reuse_rho_hi: float = 1.5
     carry_h: bool = False
     h_cost: float = 0.0
+    h_quadratic: float = 2.0
+    h_linear: float = 10.0
+    h_horizon: int = 30
     noise_t: bool = False
     sim_block_pairs: int = 512
     layout_block_pairs: int = 128
@@ -260,7 +266,8 @@ class NewtonSettings(_Replace):
                       "shrink_min": "fraction", "shrink_max": "fraction", "roundoff_accept": "bool",
                       "roundoff_tol": "float>=0", "tol_float32": "float>=0", "hess_points": "int>=0", "progressive": "bool",
                       "stage_tol": "float>=0", "hess_last": "int>=0|None", "reuse_h": "bool", "reuse_rho_lo": "float>=0",
-                      "reuse_rho_hi": "float>=0", "carry_h": "bool", "h_cost": "float>=0", "noise_t": "bool",
+                      "reuse_rho_hi": "float>=0", "carry_h": "bool", "h_cost": "float>=0", "h_quadratic": "float>0",
+                      "h_linear": "float>0", "h_horizon": "int>=1", "noise_t": "bool",
                       "sim_block_pairs": "int>=1", "layout_block_pairs": "int>=1"})
         if self.shrink_min > self.shrink_max:
             raise ValueError(f"NewtonSettings.shrink_min must be <= shrink_max; got {self.shrink_min!r} > {self.shrink_max!r}")
@@ -276,7 +283,7 @@ class NewtonSettings(_Replace):
 #: defaults, compile-time constants of the kernels): it refuses other values
 #: (:func:`cnce._fused.check_compiled_rules`); the torch solver reads every value
 COMPILED_RULES = ("stall_tol", "damping", "damping_growth", "damping_tries", "shrink_min", "shrink_max", "roundoff_tol",
-                  "reuse_rho_lo", "reuse_rho_hi")
+                  "reuse_rho_lo", "reuse_rho_hi", "h_quadratic", "h_linear", "h_horizon")
 
 
 @dataclass(frozen=True)
