@@ -424,7 +424,7 @@ def bench_throughput(args):
                         for s in range(Sc):
                             _fused._noise_t(XI[s], eps, N, ZT[s])
                     else:
-                        buf = _fused._buffers(kappa, model.dim, P, NewtonSettings.block_pairs)
+                        buf = _fused._buffers(kappa, model.dim, P, NewtonSettings.sim_block_pairs)
                         ZT = [np.empty((model.dim, 0)) for _ in range(Sc)]
 
                     def run_once():

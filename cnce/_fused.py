@@ -54,7 +54,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .options import NewtonSettings
+from .options import RULE_FIELDS, TINY, NewtonSettings
+
+# positions of the solver constants in NewtonSettings.rules() (compile-time constants of the kernels)
+(R_STALL_TOL, R_DAMPING, R_DAMPING_GROWTH, R_DAMPING_TRIES, R_SHRINK_MIN, R_SHRINK_MAX, R_ROUNDOFF, R_ROUNDOFF_TOL,
+ R_REUSE_RHO_LO, R_REUSE_RHO_HI) = range(len(RULE_FIELDS))
+assert RULE_FIELDS.index("reuse_rho_hi") == R_REUSE_RHO_HI and RULE_FIELDS.index("roundoff_accept") == R_ROUNDOFF
 
 try:  # numba is a dependency, but keep the package importable without it (torch fallback)
     from numba import literally, njit
@@ -764,15 +769,16 @@ if HAVE_NUMBA:
         return loss * scale
 
     @njit(**_JIT)
-    def _damped_solve(H, g, d, L):
-        """``(H + lam I) d = -g`` by Cholesky, raising ``lam`` until it succeeds (as optim._damped_solve)."""
+    def _damped_solve(H, g, d, L, rules):
+        """``(H + lam I) d = -g`` by Cholesky, raising ``lam`` until it succeeds (as
+        optim._damped_solve; ``rules``: :meth:`NewtonSettings.rules`)."""
         P = g.shape[0]
         sc = 0.0
         for q in range(P):
             sc += abs(H[q, q])
-        sc = max(sc / P, 1e-300)
-        lam = 1e-12 * sc
-        for _ in range(12):
+        sc = max(sc / P, TINY)
+        lam = rules[R_DAMPING] * sc
+        for _ in range(int(rules[R_DAMPING_TRIES])):
             ok = True
             for q in range(P):
                 for r in range(q + 1):
@@ -800,13 +806,13 @@ if HAVE_NUMBA:
                         s -= L[t, q] * d[t]
                     d[q] = s / L[q, q]
                 return
-            lam *= 1e3
+            lam *= rules[R_DAMPING_GROWTH]
         for q in range(P):
             d[q] = -g[q]
 
     @njit(**_JIT)
     def _newton_one(kind, X, XI, prm, theta, n_data, K, a, hess_points, max_iter, tol, ftol, patience, c1, max_halvings,
-                    buf, reuse_h, cnt, Hio, h_in, zt, h_cost, alpha_grow):
+                    buf, reuse_h, cnt, Hio, h_in, zt, h_cost, alpha_grow, rules):
         """Solve one problem on its first ``n_data`` data points; ``theta`` is updated in place.
         Returns ``(loss, max |grad|, iterations, converged)``.
 
@@ -853,8 +859,11 @@ if HAVE_NUMBA:
         first_full = True
         h_new = not (Hio is not None and h_in)  # the matrix was formed at the current point
         dec_h = 0.0
+        roundoff = rules[R_ROUNDOFF] != 0.0
+        shrink_min = rules[R_SHRINK_MIN]
+        shrink_max = rules[R_SHRINK_MAX]
         while it < max_iter:
-            _damped_solve(H, g, d, L)
+            _damped_solve(H, g, d, L, rules)
             slope = 0.0
             for q in range(P):
                 slope += g[q] * d[q]
@@ -899,7 +908,7 @@ if HAVE_NUMBA:
                 if np.isfinite(loss_new) and loss_new <= loss + c1 * alpha * slope:
                     accepted = True
                     break
-                if have_full and dec <= 1e-12 * max(1.0, abs(loss)):
+                if roundoff and have_full and dec <= rules[R_ROUNDOFF_TOL] * max(1.0, abs(loss)):
                     # the decrease is below the round-off of the loss sum, so the Armijo test is
                     # noise: take the full step if it shrinks the gradient (else stop: converged)
                     g_old = 0.0
@@ -912,17 +921,17 @@ if HAVE_NUMBA:
                 # next trial: the minimiser of the quadratic through loss, slope and the
                 # rejected trial, kept within [0.1, 0.5] times the step (safeguarded backtracking)
                 curv = loss_new - loss - slope * alpha
-                nxt = 0.5 * alpha
+                nxt = shrink_max * alpha
                 if np.isfinite(loss_new) and curv > 0.0:
                     nxt = -slope * alpha * alpha / (2.0 * curv)
-                    nxt = min(max(nxt, 0.1 * alpha), 0.5 * alpha)
+                    nxt = min(max(nxt, shrink_min * alpha), shrink_max * alpha)
                 alpha = nxt
             it += 1
             # evaluate gradient and Gauss-Newton matrix with the first trial step only while
             # first trials are being accepted (ICA often halves; then those passes are wasted)
             first_full = accepted and alpha == alpha0
             if not accepted:
-                converged = dec <= 1e-8 * max(1.0, abs(loss))
+                converged = dec <= rules[R_STALL_TOL] * max(1.0, abs(loss))
                 break
             if not have_full:
                 want_h = True
@@ -930,7 +939,7 @@ if HAVE_NUMBA:
                 cnt[2] += w
             rho = (loss - loss_new) / dec if dec > 0.0 else 1.0
             used_h = want_h
-            want_h = not (reuse_h and alpha == 1.0 and 0.5 <= rho <= 1.5)
+            want_h = not (reuse_h and alpha == 1.0 and rules[R_REUSE_RHO_LO] <= rho <= rules[R_REUSE_RHO_HI])
             rel = (loss - loss_new) / max(1.0, abs(loss))
             quiet = quiet + 1 if rel < ftol else 0
             theta[:] = th_new
@@ -953,7 +962,7 @@ if HAVE_NUMBA:
     @njit(**_JIT_ALL)
     def _newton_all(kind, X, XI, prm, theta, stages, a, hess_points, block_pairs, max_iter, tol, stage_tol, ftol,
                     patience, c1, max_halvings, reuse_h, init_loss, loss, gmax, n_iter, conv, passes, hess_last,
-                    carry_h, noise_t, h_cost, alpha_grow, lo, hi):
+                    carry_h, noise_t, h_cost, alpha_grow, rules, lo, hi):
         N, D = X.shape[1], X.shape[2]
         K = XI.shape[2]
         P = theta.shape[1]
@@ -976,7 +985,7 @@ if HAVE_NUMBA:
                 l, gm, it, cv = _newton_one(kind, X[s], XI[s], prm[s], th, stages[st], K, a, hp, max_iter,
                                             tol if last else stage_tol, ftol, patience, c1, max_halvings, buf, reuse_h,
                                             passes[s], Hc, carry_h and st > 0, zt, h_cost if last and hp == 0 else 0.0,
-                                            alpha_grow)
+                                            alpha_grow, rules)
                 if last:
                     loss[s] = l
                     gmax[s] = gm
@@ -1067,7 +1076,8 @@ if HAVE_NUMBA:
         return f
 
     @njit(**_JIT)
-    def _ica_mle_lbfgs(XT, theta, a, const, max_iter, history, gtol, ftol, patience, c1, max_halvings):
+    def _ica_mle_lbfgs(XT, theta, a, const, max_iter, history, gtol, ftol, patience, c1, max_halvings, stall_gtol,
+                       curvature_tol, shrink_min, shrink_max):
         """Batched-free L-BFGS of :func:`cnce.optim.lbfgs` for one ICA likelihood (same
         two-loop recursion, safeguarded Armijo backtracking from the unit step, stopping rules).
         Updates ``theta`` in place; returns ``(loss, init_loss, max |grad|, iterations, converged)``."""
@@ -1120,7 +1130,7 @@ if HAVE_NUMBA:
                 gn = 0.0
                 for k in range(P):
                     gn += g[k] * g[k]
-                gamma = 1.0 / max(np.sqrt(gn), 1e-300)
+                gamma = 1.0 / max(np.sqrt(gn), TINY)
             for k in range(P):
                 q[k] *= gamma
             for j in range(n_hist):  # oldest to newest
@@ -1151,12 +1161,12 @@ if HAVE_NUMBA:
                     accepted = True
                     break
                 curv = loss_new - loss - slope * alpha
-                nxt = 0.5 * alpha
+                nxt = shrink_max * alpha
                 if np.isfinite(loss_new) and curv > 0.0:
-                    nxt = min(max(-slope * alpha * alpha / (2.0 * curv), 0.1 * alpha), 0.5 * alpha)
+                    nxt = min(max(-slope * alpha * alpha / (2.0 * curv), shrink_min * alpha), shrink_max * alpha)
                 alpha = nxt
             if not accepted:
-                converged = gmax < 1e-6
+                converged = gmax < stall_gtol
                 break
             loss_new = _ica_mle_eval(XT, th_new, a, np.bool_(True), g_new, S, Bm, const)
             sy = 0.0
@@ -1168,7 +1178,7 @@ if HAVE_NUMBA:
                 sy += sk * yk
                 ss += sk * sk
                 yy += yk * yk
-            if sy > 1e-12 * max(np.sqrt(ss) * np.sqrt(yy), 1e-300):
+            if sy > curvature_tol * max(np.sqrt(ss) * np.sqrt(yy), TINY):
                 if n_hist < history:
                     idx = (head + n_hist) % history
                     n_hist += 1
@@ -1195,13 +1205,13 @@ if HAVE_NUMBA:
         return loss, init_loss, gmax, it, converged
 
     @njit(**_JIT_ALL)
-    def _ica_mle_all(X, theta, a, const, max_iter, history, gtol, ftol, patience, c1, max_halvings, loss, init_loss,
-                     gmax, n_iter, conv, lo, hi):
+    def _ica_mle_all(X, theta, a, const, max_iter, history, gtol, ftol, patience, c1, max_halvings, stall_gtol,
+                     curvature_tol, shrink_min, shrink_max, loss, init_loss, gmax, n_iter, conv, lo, hi):
         for s in range(lo, hi):
             XT = np.ascontiguousarray(X[s].T)
             th = theta[s].copy()
             l, l0, gm, it, cv = _ica_mle_lbfgs(XT, th, a, const, max_iter, history, gtol, ftol, patience, c1,
-                                               max_halvings)
+                                               max_halvings, stall_gtol, curvature_tol, shrink_min, shrink_max)
             theta[s, :] = th
             loss[s] = l
             init_loss[s] = l0
@@ -1221,7 +1231,8 @@ def ica_mle_all(X, theta0, settings, *, a, threads: int):
     const = 0.5 * D * math.log(2.0)
     st = settings
     _over_sims(_ica_mle_all, S, threads, X, theta, float(a), const, int(st.max_iter), int(st.history),
-               float(st.gtol), float(st.ftol), int(st.patience), float(st.c1), int(st.max_halvings), out["loss"],
+               float(st.gtol), float(st.ftol), int(st.patience), float(st.c1), int(st.max_halvings),
+               float(st.stall_gtol), float(st.curvature_tol), float(st.shrink_min), float(st.shrink_max), out["loss"],
                out["init_loss"], out["grad_norm"], out["n_iter"], out["converged"])
     out["psi"] = theta
     return out
@@ -1291,14 +1302,20 @@ def nce_params(mean, chol, kappa: int) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate([mean, L.reshape(S, -1), Linv.reshape(S, -1), C[:, None]], 1))
 
 
-def nce_c0(kind, X, XI, prm, theta, *, n_points: int, threads: int, a=0.0, block_pairs=NewtonSettings.block_pairs):
+def _block_pairs(block_pairs) -> int:
+    """Pairs per block of a loss pass: the fit's ``NewtonSettings.sim_block_pairs`` (what
+    :mod:`cnce.backends.compiled` passes), or its default for a direct call."""
+    return int(NewtonSettings.sim_block_pairs if block_pairs is None else block_pairs)
+
+
+def nce_c0(kind, X, XI, prm, theta, *, n_points: int, threads: int, block_pairs: int | None = None, a=0.0):
     """NCE's starting log-normaliser for every simulation (see ``cnce.backends.torch._nce_c0``): from the noise
     points of the first ``ceil(n_points / K)`` data points (all when fewer)."""
     S, N, _ = X.shape
     K = XI.shape[2]
     out = np.empty(S)
     _over_sims(_nce_c0_all, S, threads, kind, X, XI, _prm(prm), np.ascontiguousarray(theta, dtype=np.float64),
-               float(a), min(N, -(-int(n_points) // K)), int(block_pairs), out)
+               float(a), min(N, -(-int(n_points) // K)), _block_pairs(block_pairs), out)
     return out
 
 
@@ -1308,7 +1325,8 @@ def newton_all(kind, X, XI, prm, theta0, settings, *, threads: int, a=0.0):
     (float64 numpy; for NCE the last parameter is ``c``), ``settings`` a
     :class:`~cnce.options.NewtonSettings` (the fields :func:`cnce.optim.newton` reads mean the
     same here; ``progressive``, ``stage_tol``, ``hess_last``, ``reuse_h``, ``carry_h``,
-    ``h_cost``, ``noise_t`` and ``block_pairs`` are the kernels' own, documented there).
+    ``h_cost``, ``noise_t``, ``sim_block_pairs`` and ``layout_block_pairs`` are the kernels'
+    own, documented there).
     Returns a dict of numpy arrays like :class:`cnce.optim.OptimResult`, and ``passes (S, 3)``:
     the passes over the data per simulation (a pass over a progressive stage's share of the
     data counts as that share): loss only (the start and rejected line-search trials), loss and
@@ -1325,13 +1343,12 @@ def newton_all(kind, X, XI, prm, theta0, settings, *, threads: int, a=0.0):
                int(st.block_pairs), int(st.max_iter), float(st.tol), float(st.stage_tol), float(st.ftol),
                int(st.patience), float(st.c1), int(st.max_halvings), bool(st.reuse_h), out["init_loss"], out["loss"],
                out["grad_norm"], out["n_iter"], out["converged"], out["passes"], int(hess_last), bool(st.carry_h),
-               bool(st.noise_t), float(st.h_cost), float(st.alpha_grow))
+               bool(st.noise_t), float(st.h_cost), float(st.alpha_grow), st.rules())
     out["psi"] = theta
     return out
 
 
-def loss_all(kind, X, XI, prm, theta, *, threads: int, a=0.0, block_pairs=NewtonSettings.block_pairs, sims=None,
-             n_data=None):
+def loss_all(kind, X, XI, prm, theta, *, threads: int, block_pairs: int | None = None, a=0.0, sims=None, n_data=None):
     """The loss of every simulation at ``theta (S, P)`` (for CNCE ``J`` of Eq. 8, what the
     epsilon heuristic evaluates at each candidate eps; ``prm`` as in :func:`newton_all`).
     ``sims``: only these simulations (indices; the result has one entry per index), e.g. those
@@ -1344,5 +1361,5 @@ def loss_all(kind, X, XI, prm, theta, *, threads: int, a=0.0, block_pairs=Newton
     sims = np.arange(X.shape[0]) if sims is None else np.ascontiguousarray(sims, dtype=np.int64)
     out = np.empty(sims.shape[0])
     _over_sims(_loss_all, sims.shape[0], threads, kind, X, XI, _prm(prm), np.ascontiguousarray(theta, dtype=np.float64),
-               float(a), int(block_pairs), sims, n_data, out)
+               float(a), _block_pairs(block_pairs), sims, n_data, out)
     return out

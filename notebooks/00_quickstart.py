@@ -102,7 +102,7 @@ theta_true = model.random_params(S, generator=g)
 x = model.sample(theta_true, N, generator=g)
 print("data:", tuple(x.shape), " parameters:", tuple(theta_true.shape))
 
-results = {m: cnce.fit(model, x, method=m, kappa=10, eps="auto", seed=seed)
+results = {m: cnce.fit(model, x, method=m, seed=seed)  # kappa = 10 and eps = "auto" by default
            for m in ("cnce", "nce", "mle")}
 for name, res in results.items():
     err = model.error(res.theta, theta_true)

@@ -35,6 +35,8 @@ from pybtex.plugin import register_plugin
 from pybtex.style.formatting.unsrt import Style as UnsrtStyle
 from pybtex.style.labels import BaseLabelStyle
 
+from cnce.names import PAGES
+
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks"
 MARK = "<!-- generated: benchmarks -->"
@@ -178,8 +180,8 @@ PAPER_PDF = "https://proceedings.mlr.press/v80/ceylan18a/ceylan18a.pdf"
 PAPER_PAGE = "https://proceedings.mlr.press/v80/ceylan18a.html"  # the paper and its supplementary material
 
 #: notebook -> (experiment of ``python -m cnce run``, or None)
-EXPERIMENT_OF = {"02_consistency": "consistency", "03_cnce_vs_nce": "nce", "04_ring": "ring",
-                 "05_supplementary": "supplementary", "07_choosing_eps": "eps"}
+#: notebook name -> the experiment it runs (the notebook registry, :data:`cnce.names.PAGES`)
+EXPERIMENT_OF = {p.name: p.experiment for p in PAGES if p.experiment}
 IMAGE_RUN = ROOT / "data" / "weights" / "paper" / "provenance.json"
 
 _SKIP = {"a", "pre", "code", "script", "style", "textarea", "title", "h1"}
