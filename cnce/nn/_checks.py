@@ -1,11 +1,13 @@
 """Argument checks of :mod:`cnce.nn` (internal). Every error names the argument and its value."""
 from __future__ import annotations
 
-import math
 import numbers
 
 import numpy as np
 import torch
+
+from .._validation import check_positive, check_rows
+from .._validation import check_seed as _check_seed
 
 __all__ = ["as_number", "positive_number", "check_seed", "check_data"]
 
@@ -31,26 +33,20 @@ def as_number(value, name: str) -> float:
 
 
 def positive_number(value, name: str) -> float:
-    """A finite number > 0 (numbers, 0-d tensors and numpy scalars accepted)."""
-    v = as_number(value, name)
-    if not (math.isfinite(v) and v > 0):
-        raise ValueError(f"{name} must be a positive number; got {v!r}")
-    return v
+    """A finite number > 0 (numbers, 0-d tensors and numpy scalars accepted; the core's
+    :func:`cnce._validation.check_positive` after unwrapping)."""
+    return check_positive(as_number(value, name), name)
 
 
 def check_seed(seed, name: str = "seed") -> int:
     """An integer >= 0 (an int, a 0-d integer tensor or a numpy integer)."""
-    seed = _scalar(seed, name, "an integer >= 0")
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise ValueError(f"{name} must be an integer >= 0; got {seed!r}")
-    if seed < 0:
-        raise ValueError(f"{name} must be an integer >= 0; got {seed!r}")
-    return int(seed)
+    return _check_seed(_scalar(seed, name, "an integer >= 0"), name)
 
 
 def check_data(x, name, dtype, device=None, D=None):
-    """Data ``(N, D)`` as a real tensor of ``dtype``: booleans and complex numbers are refused,
-    integers are cast to ``dtype`` (documented in :func:`cnce.nn.train`)."""
+    """Data ``(N, D)`` as a real tensor of ``dtype`` (the core's :func:`cnce._validation.check_rows`),
+    with booleans and complex numbers refused first; integers are cast to ``dtype``
+    (documented in :func:`cnce.nn.train`)."""
     if not isinstance(x, torch.Tensor):
         try:
             x = torch.as_tensor(np.asarray(x))
@@ -61,17 +57,4 @@ def check_data(x, name, dtype, device=None, D=None):
                          "if 0/1 values are meant)")
     if x.is_complex():
         raise ValueError(f"{name} must hold real numbers; got the complex dtype {x.dtype}")
-    if not (x.is_floating_point() or x.dtype in (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)):
-        raise ValueError(f"{name} must hold real numbers; got dtype {x.dtype}")
-    if x.ndim != 2:
-        raise ValueError(f"{name} must have shape (N, D) (one row per data point); got shape {tuple(x.shape)}")
-    if x.shape[0] < 2 or x.shape[1] < 1:
-        raise ValueError(f"{name} must hold at least 2 points of dimension >= 1; got shape {tuple(x.shape)}")
-    if D is not None and x.shape[1] != D:
-        raise ValueError(f"{name} must have D = {D} columns like x; got shape {tuple(x.shape)}")
-    x = x.to(dtype=dtype)
-    bad = ~torch.isfinite(x)
-    if bad.any():
-        i = int(bad.any(-1).nonzero()[0])
-        raise ValueError(f"{name} must be finite; row {i} is {x[i].tolist()} ({int(bad.any(-1).sum())} rows with NaN or inf)")
-    return x if device is None else x.to(device)
+    return check_rows(x, name=name, D=D, dtype=dtype, device=device)

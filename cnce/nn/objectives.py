@@ -31,12 +31,11 @@ candidates of the eps-rule study on the page "CNCE for your own energy network" 
 """
 from __future__ import annotations
 
-import dataclasses
-import math
 
 import torch
 
-from ..eps import AUTHORS_RULE, EpsRule, choose_eps, data_scale
+from .._validation import check_applies
+from ..eps import NETWORK_RULE, EpsRule, choose_eps, data_scale
 from ..noise import ConditionalNoise, GaussianNoise, NCEGaussianNoise
 from ._checks import check_seed, positive_number
 from .._validation import check_positive_int
@@ -48,7 +47,7 @@ __all__ = ["CNCELoss", "NCELoss", "DSMLoss", "SSMLoss", "EnergyLoss", "SCHEDULES
 #: the heuristic's cap for networks, in data scales: at initialisation a network is nearly
 #: flat, J stays near ``2 log 2`` for any moderate eps, and the authors' cap (1000 data
 #: scales) would let eps grow until the noise leaves the data's region
-EPS_CAP = 4.0
+EPS_CAP = NETWORK_RULE.cap
 #: DSM's default noise level, in data scales of the first minibatch
 DSM_SIGMA = 0.1
 SCHEDULES = ("once", "rechoose", "carry", "upward", "scale")
@@ -168,7 +167,7 @@ class CNCELoss(EnergyLoss):
         if rule is not None and self.schedule in ("fixed", "scale"):
             raise ValueError(f"rule applies to a searched eps ('auto', 'once', 'rechoose', 'carry', 'upward'); "
                              f"got rule with eps={eps!r}")
-        self.rule = dataclasses.replace(AUTHORS_RULE, cap=EPS_CAP) if rule is None else rule
+        self.rule = NETWORK_RULE if rule is None else rule
         if noise is not None and not isinstance(noise, ConditionalNoise):
             raise ValueError(f"noise must be a cnce.noise.ConditionalNoise; got {type(noise).__name__}")
         self.noise = GaussianNoise() if noise is None else noise
@@ -346,13 +345,9 @@ def make_loss(method: str, *, kappa: int = 10, seed: int = 0, energy: bool = Fal
     does not apply to ``method`` raises ``ValueError`` naming it (``None``: not given)."""
     if method not in LOSSES:
         raise ValueError(f"method must be one of {tuple(LOSSES)} or a loss object (cnce.nn.CNCELoss, ...); got {method!r}")
-    applies = {"eps": "cnce", "eps_every": "cnce", "eps_rule": "cnce", "noise": "cnce", "sigma": "dsm",
-               "ssm_variance_reduction": "ssm"}
-    given = dict(eps=eps, eps_every=eps_every, eps_rule=eps_rule, noise=noise, sigma=sigma,
-                 ssm_variance_reduction=ssm_variance_reduction)
-    for k, v in given.items():
-        if v is not None and applies[k] != method:
-            raise ValueError(f"{k} applies to method={applies[k]!r} only; got {k}={v!r} with method={method!r}")
+    check_applies(method, {"eps": (eps, ("cnce",)), "eps_every": (eps_every, ("cnce",)),
+                           "eps_rule": (eps_rule, ("cnce",)), "noise": (noise, ("cnce",)), "sigma": (sigma, ("dsm",)),
+                           "ssm_variance_reduction": (ssm_variance_reduction, ("ssm",))})
     if method == "cnce":
         return CNCELoss(kappa, "auto" if eps is None else eps, every=eps_every, rule=eps_rule, noise=noise, seed=seed,
                         energy=energy)

@@ -31,7 +31,7 @@ import torch
 from .._torch import resolve_device
 from .._validation import check_positive_int
 from ..noise import ConditionalNoise
-from ..provenance import atomic_torch_save, derive_seed
+from ..provenance import atomic_torch_save, derive_seed, generator
 from . import losses as L
 from ._checks import check_data, check_seed, positive_number
 from .objectives import DSM_SIGMA, EPS_CAP, EnergyLoss, make_loss
@@ -289,8 +289,7 @@ def train(log_phi, x, method="cnce", *, kappa: int = 10, eps=None, sigma=None, s
     if method == "nce" and getattr(loss, "noise_mean", None) is None:
         loss._fit(x)
     opt = torch.optim.Adam(params + [p for p in loss.parameters() if p.requires_grad], lr=lr)
-    batches = torch.Generator()
-    batches.manual_seed(derive_seed(seed, "batch"))
+    batches = generator(seed, "batch")
 
     settings = dict(method=method, kappa=kappa, batch_size=batch_size, lr=lr, seed=seed, energy=energy,
                     loss=type(loss).__name__, N=N, D=D)
@@ -328,12 +327,8 @@ def train(log_phi, x, method="cnce", *, kappa: int = 10, eps=None, sigma=None, s
         if start > steps:
             raise ValueError(f"steps must be >= the checkpoint's step {start}; got {steps}")
 
-    val_gen_seed = derive_seed(seed, "val")
-
     def record_val(step):
-        g = torch.Generator()
-        g.manual_seed(val_gen_seed)
-        v = loss(log_phi, x_val, generator=g)  # score-matching losses need autograd in x: computed, then dropped
+        v = loss(log_phi, x_val, generator=generator(seed, "val"))  # score-matching losses need autograd in x: computed, then dropped
         res.val["step"].append(step)
         res.val["val_loss"].append(float(v.detach()))
 
