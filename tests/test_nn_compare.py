@@ -64,7 +64,13 @@ def test_rule_study_and_the_default():
     assert set(rs[rs.rule == "rechoose"].outcome) == {"lower"}
     assert set(rs[rs.rule == "carry"].outcome) == {"no significant difference"}
     assert compare.choose_default(rs) == "once"
-    assert compare.choose_default(compare.rule_study(_table({"eps=1": 1.0}))) is None
+    assert set(rs[rs.rule == "fixed 1"]["diff"]) == {0.0}
+    # the best fixed eps is itself a candidate: with every schedule worse it is the default
+    assert compare.choose_default(compare.rule_study(_table({"eps=1": 1.0}))) == "fixed 1"
+    # each fixed eps best on one case and clearly worse on the other, the schedules worse on both: none qualifies
+    a = _table({"eps=0.3": 1.0}, cases=(("mlp", "a"),))
+    b = _table({"eps=3": 1.0}, cases=(("mlp", "b"),), seed=1)
+    assert compare.choose_default(compare.rule_study(pd.concat([a, b]))) is None
 
 
 def test_defaults_and_complete_seeds():

@@ -119,31 +119,36 @@ def paired(table, ref: str = "cnce", *, family: float = 0.95, col: str = "ll_tes
 
 def rule_study(df, rules=("once", "rechoose", "carry", "upward"), fixed=("eps=0.3", "eps=1", "eps=3"),
                family: float = 0.95, col: str = "ll_test"):
-    """Per arch and dataset, each eps schedule minus the *best* fixed eps (the fixed eps with
+    """Per arch and dataset, each candidate rule minus the *best* fixed eps (the fixed eps with
     the highest mean test log-likelihood over seeds, picked with hindsight, which favours the
-    fixed eps), paired by seed, Bonferroni-corrected over all rules and cases."""
+    fixed eps), paired by seed, Bonferroni-corrected over all candidates and cases. The
+    candidates are the schedules ``rules`` and the fixed multiples of the data scale
+    themselves (``"fixed 0.3"``, ...: a fixed multiple is a rule a default could be)."""
     import pandas as pd
 
-    d = df[df.method == "cnce"].assign(v=lambda t: t[col])
+    d = df[df.method == "cnce"]
     groups = list(d.groupby(KEYS, sort=False))
-    level = 1 - (1 - family) / (len(groups) * len(rules))
+    cands = [(r, f"eps={r}") for r in rules] + [(f"fixed {v.split('=')[1]}", v) for v in fixed]
+    level = 1 - (1 - family) / (len(groups) * len(cands))
     out = []
     for key, g in groups:
-        y = g.pivot(index="seed", columns="variant", values="v")
+        y = g.pivot(index="seed", columns="variant", values=col)
         best = y[list(fixed)].mean().idxmax()
-        for r in rules:
-            diff = (y[f"eps={r}"] - y[best]).dropna()
+        for name, v in cands:
+            diff = (y[v] - y[best]).dropna()
             m, lo, hi, kind = interval(diff, level)
-            out.append(dict(zip(KEYS, key)) | {"rule": r, "best_fixed": best, "diff": m, "lo": lo, "hi": hi,
+            if v == best:
+                m, lo, hi = 0.0, 0.0, 0.0
+            out.append(dict(zip(KEYS, key)) | {"rule": name, "best_fixed": best, "diff": m, "lo": lo, "hi": hi,
                                                "seeds": len(diff), "kind": kind, "level": level,
                                                "outcome": _outcome(lo, hi)})
     return pd.DataFrame(out)
 
 
 def choose_default(rs):
-    """The schedule that is never significantly below the best fixed eps (no interval entirely
-    below 0) with the highest mean difference over cases; ``None`` when every schedule is
-    significantly worse somewhere."""
+    """The candidate that is never significantly below the best fixed eps (no interval
+    entirely below 0) with the highest mean difference over cases; ``None`` when every
+    candidate is significantly worse somewhere."""
     ok = rs.groupby("rule").hi.min()
     ok = ok[ok >= 0].index
     if not len(ok):

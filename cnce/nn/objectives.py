@@ -26,8 +26,9 @@ candidates of the eps-rule study on the page "CNCE for your own energy network" 
   stays where the loss is neither too close to ``2 log 2`` nor too far below it (hysteresis),
   and moves only when it has left that band;
 * ``"upward"``: as ``"rechoose"``, but eps never decreases;
-* ``"scale"``: one data scale (mean per-coordinate standard deviation) of the first
-  minibatch, no search (:data:`cnce.eps.SCALE_RULE`).
+* ``"scale"``: ``factor`` data scales (mean per-coordinate standard deviation) of the first
+  minibatch, no search (:data:`cnce.eps.SCALE_RULE` for ``factor=1``); the study's "fixed
+  eps" candidates are this rule with the data scale of the whole training set.
 """
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ from ._checks import check_seed, positive_number
 from .._validation import check_positive_int
 from . import losses as L
 
-__all__ = ["CNCELoss", "NCELoss", "DSMLoss", "SSMLoss", "EnergyLoss", "SCHEDULES", "DEFAULT_SCHEDULE", "EPS_CAP",
+__all__ = ["CNCELoss", "NCELoss", "DSMLoss", "SSMLoss", "EnergyLoss", "SCHEDULES", "DEFAULT_SCHEDULE", "DEFAULT_FACTOR",
+           "EPS_CAP",
            "DSM_SIGMA", "make_loss"]
 
 #: the heuristic's cap for networks, in data scales: at initialisation a network is nearly
@@ -53,6 +55,8 @@ DSM_SIGMA = 0.1
 SCHEDULES = ("once", "rechoose", "carry", "upward", "scale")
 #: what ``eps="auto"`` means (chosen by the eps-rule study of notebook 08)
 DEFAULT_SCHEDULE = "carry"
+#: the factor of ``eps="auto"`` when :data:`DEFAULT_SCHEDULE` is ``"scale"``
+DEFAULT_FACTOR = 1.0
 #: calls between two runs of the heuristic for the re-choosing schedules (``every=None``)
 DEFAULT_EVERY = 100
 
@@ -135,6 +139,8 @@ class CNCELoss(EnergyLoss):
             number (fixed; a 0-d tensor or numpy scalar is accepted).
         every: calls between runs of the heuristic for ``"rechoose"``, ``"carry"`` and
             ``"upward"`` (default :data:`DEFAULT_EVERY`).
+        factor: eps in data scales for ``eps="scale"`` (default 1; with ``eps="auto"``
+            and a ``"scale"`` default, :data:`DEFAULT_FACTOR`).
         rule: the heuristic (:class:`cnce.eps.EpsRule`; default the authors' rule with cap
             :data:`EPS_CAP` data scales).
         noise: a :class:`cnce.noise.ConditionalNoise` (default :class:`GaussianNoise`).
@@ -148,7 +154,7 @@ class CNCELoss(EnergyLoss):
     method = "cnce"
 
     def __init__(self, kappa: int = 10, eps="auto", *, every: int | None = None, rule: EpsRule | None = None,
-                 noise: ConditionalNoise | None = None, seed: int = 0, energy: bool = False):
+                 factor=None, noise: ConditionalNoise | None = None, seed: int = 0, energy: bool = False):
         super().__init__(kappa, seed=seed, energy=energy)
         if isinstance(eps, str):
             if eps != "auto" and eps not in SCHEDULES:
@@ -162,6 +168,10 @@ class CNCELoss(EnergyLoss):
             raise ValueError(f"every applies to the re-choosing eps schedules ('rechoose', 'carry', 'upward'); "
                              f"got every={every!r} with eps={eps!r}")
         self.every = DEFAULT_EVERY if every is None else check_positive_int(every, "every")
+        if factor is not None and self.schedule != "scale":
+            raise ValueError(f"factor applies to eps='scale' only; got factor={factor!r} with eps={eps!r}")
+        self.factor = (positive_number(factor, "factor") if factor is not None
+                       else DEFAULT_FACTOR if eps == "auto" else 1.0)
         if rule is not None and not isinstance(rule, EpsRule):
             raise ValueError(f"rule must be a cnce.eps.EpsRule; got {type(rule).__name__}")
         if rule is not None and self.schedule in ("fixed", "scale"):
@@ -182,10 +192,11 @@ class CNCELoss(EnergyLoss):
         return float("nan") if self._eps is None else self._eps
 
     def _state(self):
-        return {"eps": self._eps, "schedule": self.schedule, "every": self.every, "eps_runs": list(self.eps_runs)}
+        return {"eps": self._eps, "schedule": self.schedule, "every": self.every, "factor": self.factor,
+                "eps_runs": list(self.eps_runs)}
 
     def _load(self, state):
-        if (state["schedule"], state["every"]) != (self.schedule, self.every):
+        if (state["schedule"], state["every"], state.get("factor")) != (self.schedule, self.every, self.factor):
             raise ValueError(f"state was saved with eps schedule {state['schedule']!r} every {state['every']}; "
                              f"this loss has {self.schedule!r} every {self.every}")
         self._eps = state["eps"]
@@ -223,7 +234,7 @@ class CNCELoss(EnergyLoss):
         if self._eps is None:
             if s == "scale":
                 e = float(data_scale(x.detach().double()))
-                self._eps = e if e > 0 else 1.0
+                self._eps = self.factor * (e if e > 0 else 1.0)
                 self.eps_runs.append((c, self._eps, 0))
             else:
                 self.choose_eps(net, x)
