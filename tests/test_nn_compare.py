@@ -94,3 +94,21 @@ def test_verdict_words():
 def test_interval_kinds(n):
     m, lo, hi, kind = compare.interval(np.arange(n, dtype=float), 0.95)
     assert kind == "t" and (np.isnan(lo) if n == 1 else lo < m < hi)
+
+
+def test_eps_auto_is_the_rule_the_committed_study_picks():
+    """cnce.nn's eps="auto" must be what notebook 08's study chooses (the candidate never
+    significantly below the best fixed eps, with the highest mean)."""
+    from cnce.nn import study
+    import cnce.nn as nn
+
+    stored = study.load()
+    if stored is None:
+        pytest.skip("no committed study")
+    rows, prov = stored
+    df = compare.complete(rows, len(study.candidates(study.StudySettings(**prov["settings"]))))
+    picked = compare.choose_default(compare.rule_study(df))
+    package = f"fixed {nn.DEFAULT_FACTOR:g}" if nn.DEFAULT_SCHEDULE == "scale" else nn.DEFAULT_SCHEDULE
+    assert picked == package
+    assert not prov["runs"][0]["environment"]["git_dirty_package"]
+    assert {r["environment"]["package_source_sha256"] for r in prov["runs"]} == {prov["package_source_sha256"]}

@@ -26,12 +26,12 @@ or, in a loop of your own (the same code as ``train``)::
 from .losses import cnce_loss, dsm_loss, evaluate, nce_loss, score, ssm_loss
 from .toys import (BOX, TOYS, GaussianEnergy, ImproperDensityError, MLPEnergy, QuarticEnergy, eight_gaussians_log_prob,
                    grid, grid_log_normaliser, log_likelihood, normaliser_check, sample_toy, true_log_prob)
-from .objectives import (DEFAULT_SCHEDULE, SCHEDULES, CNCELoss, DSMLoss, EnergyLoss, NCELoss, SSMLoss,
+from .objectives import (DEFAULT_FACTOR, DEFAULT_SCHEDULE, SCHEDULES, CNCELoss, DSMLoss, EnergyLoss, NCELoss, SSMLoss,
                          make_loss)
 from .sampling import langevin
 from .train import DSM_SIGMA, EPS_CAP, METHODS, TrainResult, train
 
-__all__ = ["CNCELoss", "NCELoss", "DSMLoss", "SSMLoss", "EnergyLoss", "make_loss", "SCHEDULES", "DEFAULT_SCHEDULE",
+__all__ = ["CNCELoss", "NCELoss", "DSMLoss", "SSMLoss", "EnergyLoss", "make_loss", "SCHEDULES", "DEFAULT_SCHEDULE", "DEFAULT_FACTOR",
            "langevin", "ImproperDensityError", "normaliser_check", "QuarticEnergy", "train", "TrainResult", "METHODS", "EPS_CAP", "DSM_SIGMA", "cnce_loss", "nce_loss", "dsm_loss",
            "ssm_loss", "evaluate", "score", "TOYS", "BOX", "sample_toy", "true_log_prob", "eight_gaussians_log_prob",
            "MLPEnergy", "GaussianEnergy", "grid", "grid_log_normaliser", "log_likelihood"]

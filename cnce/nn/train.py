@@ -18,7 +18,6 @@ that a resumed run continues exactly as the uninterrupted one.
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import sys
 import tempfile
