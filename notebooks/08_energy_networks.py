@@ -38,6 +38,10 @@
 
 # %% tags=["parameters"]
 # Values you may change; then rerun all cells (Run > Run All Cells).
+# scale "quick": the small run this page trains itself (samples, checks) takes
+# 300 steps; "paper": the study's number of steps. The study is always the
+# committed one (or the one named below).
+scale = "quick"
 # the stored study shown: "nn-study" is the committed one; compute another
 # with `python -m cnce.nn.study --name NAME` (about 45 min on one CPU core)
 study = "nn-study"
@@ -192,7 +196,7 @@ default = compare.choose_default(rs)
 rs_show = rs.assign(**{"rule - best fixed": [
     f"{r['diff']:+.3f} [{r.lo:+.3f}, {r.hi:+.3f}]" for _, r in rs.iterrows()]})
 rs_show["case"] = [d if a == "mlp" else f"{d} ({a})" for a, d in zip(rs.arch, rs.dataset)]
-print(f"CNCE log-likelihood, schedule minus the best fixed eps: mean "
+print(f"CNCE log-likelihood, eps rule minus the best fixed eps: mean "
       f"[{100 * (1 - (1 - rs.level.iloc[0])):.2f} % interval, Bonferroni over "
       f"{len(rs)} comparisons], {n_seeds} paired seeds")
 print(rs_show.pivot(index="case", columns="rule", values="rule - best fixed")
@@ -201,7 +205,7 @@ best_fixed = rs.drop_duplicates(["arch", "dataset"])
 print("best fixed eps per case: " + ", ".join(
     f"{c} {b.split('=')[1]}" for c, b in zip(dict.fromkeys(rs_show.case), best_fixed.best_fixed)))
 worse = {r: int((d.outcome == "lower").sum()) for r, d in rs.groupby("rule", sort=False)}
-print("cases where the schedule is significantly below the best fixed eps: "
+print("cases where the rule is significantly below the best fixed eps: "
       + ", ".join(f"{r} {n}" for r, n in worse.items()))
 package_default = (f"fixed {cnn.DEFAULT_FACTOR:g}" if cnn.DEFAULT_SCHEDULE == "scale"
                    else cnn.DEFAULT_SCHEDULE)
@@ -356,7 +360,7 @@ print("mixture3 (MLP) at the defaults, mean held-out log-likelihood per method: 
 # the page stays cheap, in float64 so that its printed numbers do not depend on the CPU.
 
 # %%
-demo_steps, demo_batch = 300, 128
+demo_steps, demo_batch = (300 if scale == "quick" else sc.steps), 128
 g = torch.Generator().manual_seed(seed)
 x_demo = cnn.sample_toy("mixture3", 3000, generator=g)
 x_demo_test = cnn.sample_toy("mixture3", 3000, generator=g)
