@@ -2,9 +2,11 @@
 
 A network is any ``torch.nn.Module`` (or callable) mapping a batch ``(B, D)`` to unnormalised
 log-densities ``(B,)``. :func:`train` fits it with one of four losses (:mod:`cnce.nn.losses`);
-:mod:`cnce.nn.toys` has the four standard 2-D toy densities, a small MLP and exact
-log-likelihoods by grid normalisation; :mod:`cnce.nn.compare` runs the comparison of the page
-"CNCE for your own energy network" (notebook 08).
+:mod:`cnce.nn.objectives` has the same losses as ``nn.Module`` objects for a loop of your own;
+:mod:`cnce.nn.toys` has the four standard 2-D toy densities, two more cases, a small MLP and a
+quartic energy, and exact log-likelihoods by a checked grid normalisation;
+:func:`cnce.nn.langevin` samples a trained network; :mod:`cnce.nn.study` runs the study of the
+page "CNCE for your own energy network" (notebook 08) and :mod:`cnce.nn.compare` its verdicts.
 
 Example::
 

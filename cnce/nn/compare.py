@@ -17,6 +17,8 @@ import math
 
 import numpy as np
 
+from ..report import t_interval
+
 __all__ = ["complete", "tuned", "at_defaults", "interval", "paired", "rule_study", "choose_default", "verdict_items",
            "TUNED_GRID", "t_interval"]
 
@@ -63,25 +65,15 @@ def at_defaults(df, schedule: str):
     return df[keep].sort_values(KEYS + ["seed", "method"]).reset_index(drop=True)
 
 
-def t_interval(values, level: float = 0.95):
-    """Mean and the ``level`` Student-t interval of the mean (NaN for one value)."""
-    from scipy import stats
-
-    v = np.asarray(values, dtype=float)
-    m = float(v.mean())
-    if len(v) < 2:
-        return m, float("nan"), float("nan")
-    h = float(stats.t.ppf(0.5 + level / 2, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)))
-    return m, m - h, m + h
-
-
 def interval(diffs, level: float):
-    """``(mean, lo, hi, kind)``: a Student-t interval with three or more values, the range
-    (min, max) with two, NaN with one."""
+    """``(mean, lo, hi, kind)``: a Student-t interval (:func:`cnce.report.t_interval`) with
+    three or more values, the range (min, max) with two, NaN bounds with one."""
     v = np.asarray(diffs, dtype=float)
+    if len(v) == 0:
+        return float("nan"), float("nan"), float("nan"), "none"
     if len(v) == 2:
         return float(v.mean()), float(v.min()), float(v.max()), "range"
-    m, lo, hi = t_interval(v, level)
+    m, lo, hi = t_interval(v, float(level))
     return m, lo, hi, "t"
 
 
