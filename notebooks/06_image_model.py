@@ -28,7 +28,8 @@
 # unstructured filter or random weights give. The photographs are not the paper's
 # ({doc}`../book/image-data`); what we found in the authors' code is in
 # {doc}`../book/authors-code`, and every difference from the paper in
-# {doc}`../book/differences`.
+# {doc}`../book/differences`. The {doc}`appendix page <06a_image_appendix>` draws every unit
+# of layers 3 and 4 and every D.2 snapshot.
 #
 # Two words used throughout: a {term}`meta-iteration` is one round of training a layer: draw
 # its patches, draw fresh noise, set eps, then run the optimiser on that sample. A
