@@ -435,7 +435,7 @@ glue_text("K2", q2.shape[0])
 # Paper Fig. 5 (right): eight randomly chosen of the {glue:text}`K2` second-layer units, each
 # with the first-layer features it pools most (at most ten, or as many as hold 90 % of its
 # weight) and a bar for each weight relative to the largest. See: a unit pools features at
-# one place in the patch, of several orientations.
+# one place in the patch, often of similar orientations.
 # ```
 
 # %% [markdown]
