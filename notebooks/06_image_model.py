@@ -186,7 +186,7 @@ plots.glue_figure("fig4", fig)
 
 # %% [markdown]
 # ```{glue:figure} fig4
-# :alt: Two 6 by 6 grids of small grey image patches side by side. Left, data patches with edges, texture and smooth regions. Right, the same patches with noise added: the structure is still visible under a fine grainy texture.
+# :alt: Two 6 by 6 grids of small grey image patches side by side. Left, data patches with edges, texture and smooth regions. Right, the same patches with noise added: their structure is still visible but partly hidden under blotchy noise.
 # :name: fig-image-fig4
 #
 # Paper Fig. 4: 36 data patches (a) and their conditional noise with eps = 0.75 (b), both
@@ -218,7 +218,7 @@ glue_text("run_seed", state["seed"])
 
 # %% [markdown]
 # ```{glue:figure} fig_training
-# :alt: Two line plots against meta-iteration, one line per layer. Left, the CNCE loss on each fresh sample falls from near the dotted line at 2 log 2 for every layer. Right, eps for each layer.
+# :alt: Two line plots against meta-iteration, one line per layer. Left, the CNCE loss on each fresh sample falls below the dotted line at 2 log 2 for every layer within a few meta-iterations and stays between about 0.3 and 0.7. Right, eps for each layer, stepping down from 0.5 or 0.75 to 0.25 or 0.125.
 # :name: fig-image-training
 #
 # Training of configuration {glue:text}`run_name`, seed {glue:text}`run_seed`: the loss J on
