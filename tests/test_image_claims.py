@@ -157,6 +157,12 @@ def test_contour_claim_supported_only_with_contours():
     assert r.extra["bent share"][0] == pytest.approx(2 / 8)
     r0 = LC.contour_claim(resp_r, resp_r, p)
     assert r0.value == 0 and r0.verdict.startswith("not supported")
+    # the positive control must pass first: controls that are no contours make the claim untestable
+    rc = LC.contour_claim(resp, resp_r, p, resp_control=resp_r)
+    assert not rc.testable and "0 of 8" in rc.not_testable and "positive control fails" in rc.not_testable
+    assert rc.extra["positive control"]["passed"] == 0.0
+    ok = LC.contour_claim(resp, resp_r, p, resp_control=resp)
+    assert ok.testable and ok.extra["positive control"]["passed"] == 1.0
     with pytest.raises(ValueError, match="kind"):
         LC.contour_claim(resp, resp_r, p, kind="blob")
 
@@ -197,3 +203,33 @@ def test_contour_controls_in_the_committed_network_pass():
     props = contour_properties(resp, p)
     assert len(r2) == 5 and min(r2) > 0.6
     assert props["contour"].mean() >= 0.6 and props["steps"].min() >= 2
+
+
+@pytest.mark.slow
+def test_corner_controls_pass_when_layer_3_has_arms():
+    """The layer-4 positive control can pass: once layer 3 holds units fitted to straight arms
+    from the centre, layer-4 pooling fits L-shaped fields well and scores corners."""
+    import copy
+
+    import torch
+
+    from cnce.images import probes, runs
+    from cnce.images.contours import contour_properties
+
+    net, wh = runs.network_from_state(runs.load_state(runs.weights_dir() / "paper"))
+    p = probes.AuthorsProbe()
+    A = LC._flat(LC._layer3_inputs(net, wh, p, 4096))
+    c, arm = np.array([15.5, 15.5]), 12.0
+    T = []
+    for k in range(8):
+        b = k * np.pi / 4
+        pts = c + np.linspace(0, arm, 13)[:, None] * np.array([math.cos(b), math.sin(b)])
+        t = LC._curve_target(p, pts, np.full(13, b % np.pi), 2.0)
+        T.append(t - t.mean())
+    W = np.linalg.lstsq(A, np.stack(T, 1), rcond=None)[0].T
+    arms = copy.deepcopy(net)
+    with torch.no_grad():
+        arms.W3[:8] = torch.tensor(W / np.linalg.norm(W, axis=1, keepdims=True), dtype=torch.float32) * net.W3.norm(dim=1).mean()
+    resp, r2 = LC.corner_controls(arms, wh, p)
+    assert min(r2) > 0.6
+    assert contour_properties(resp, p)["corner"].mean() >= 0.5

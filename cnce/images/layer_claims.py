@@ -31,7 +31,8 @@ The paper's words and the measure of each:
   pooling and shuffled properties.
 * Layer 4 has a "corner detector" (:func:`contour_claim` with ``kind="corner"``): the share of
   corner-like fourth-layer fields. Baselines: random (permuted) layer-4 weights and shuffled
-  locations.
+  locations. Positive control (:func:`corner_controls`): layer-4 units pooling the learned
+  layer-3 units, fitted to ideal L-shaped fields, must score as corners first.
 
 Not testable here: a frequency claim needs the pooled units' preferred frequencies to spread:
 when their 10th-90th percentile spans less than ``min_octaves`` (one octave), the claim is
@@ -53,7 +54,8 @@ from cnce.images.measures import SPREADS, octave_spread, pooled_sets, pooling_co
 from cnce.images.verdicts import Measured, not_testable, unit_interval
 
 __all__ = ["pooling_claim", "contour_claim", "orientation_across_frequency_claim", "layer3_unit_properties",
-           "permute_rows", "coherent_units", "claims_from_networks", "pooling_claims", "contour_controls", "CHANCE"]
+           "permute_rows", "coherent_units", "claims_from_networks", "pooling_claims", "contour_controls", "corner_controls",
+           "CHANCE"]
 
 #: A unit counts as coherent when fewer than this share of random sets are as alike: the share
 #: of coherent units that random pooling gives.
@@ -272,13 +274,16 @@ def contour_claim(resp, resp_random, probe, *, kind: str = "contour", layer: int
         control = {"passed": float(passed.mean()), "n": int(passed.size), "median curve share": float(np.median(shares))}
         if control["passed"] < control_min:
             words = "contour" if kind == "contour" else "corner"
+            how = ("layer-3 weights fitted to ideal fields along lines and arcs" if kind == "contour"
+                   else "layer-4 pooling of the learned layer-3 units fitted to ideal L-shaped fields")
             reason = (f"the positive control fails: {int(passed.sum())} of {passed.size} hand-built {words} units of this "
-                      f"network (layer-3 weights fitted to ideal fields along lines and arcs) score as {words}-like "
+                      f"network ({how}) score as {words}-like "
                       f"(median curve share {control['median curve share']:.2f}; {contour_kw.get('share_min', 0.3):g} "
                       f"needed), under the {control_min:g} the measure needs to see such units here")
             claim = ("layer 3 detects longer straight or bent contours" if kind == "contour"
                      else f"layer {layer} has corner detectors")
-            return not_testable(claim, f"share of layer-{layer} units with a {words}-like field", reason, control=control)
+            return not_testable(claim, f"share of layer-{layer} units with a {words}-like field", reason,
+                                **{"positive control": control})
     seeds = resp if isinstance(resp[0], (list, tuple)) else [resp]
     seeds_r = resp_random if isinstance(resp_random[0], (list, tuple)) else [resp_random]
     if len(seeds) != len(seeds_r):
@@ -313,6 +318,46 @@ def contour_claim(resp, resp_random, probe, *, kind: str = "contour", layer: int
                     extra=extra)
 
 
+def _curve_target(probe, pts, tang, kappa: float) -> np.ndarray:
+    """The ideal space-orientation field of a curve through ``pts`` with tangents ``tang``, over
+    every probe stimulus (frequency, location, orientation flattened in probe order)."""
+    edges = np.asarray(probe.edge_angles)
+    T = []
+    for f in probe.freqs:
+        pos = probe.positions(f)
+        delta = probe.grid(f)[1]
+        d = np.hypot(*(pos[:, None, :] - pts[None]).transpose(2, 0, 1))
+        near = d.argmin(1)
+        T.append((np.exp(-0.5 * (d.min(1) / (0.5 * delta)) ** 2)[:, None]
+                  * np.exp(kappa * (np.cos(2 * (edges[None, :] - tang[near][:, None])) - 1))).ravel())
+    return np.concatenate(T)
+
+
+def _layer3_inputs(net, whitener, probe, chunk: int) -> list[np.ndarray]:
+    """``u3`` (the layer-3 input) for every stimulus of ``probe``: one array ``(D3, n_pos,
+    n_orient)`` per frequency."""
+    import torch
+
+    from cnce.images.probes import _as_u, probe_function
+
+    net = net.cpu()
+    with torch.no_grad():
+        return probe_function(lambda X: net.u3(net.z2(net.z1(_as_u(X.numpy(), whitener)))).numpy(), probe, chunk=chunk)
+
+
+def _flat(per_freq) -> np.ndarray:
+    return np.concatenate([x.reshape(x.shape[0], -1) for x in per_freq], 1).T.astype(float)  # (n_stimuli, dim)
+
+
+def _unflat(Z: np.ndarray, probe) -> list[np.ndarray]:
+    out, i = [], 0
+    for f in probe.freqs:
+        n = len(probe.positions(f)) * probe.n_orient
+        out.append(Z[i:i + n].T.reshape(Z.shape[1], -1, probe.n_orient).astype(np.float32))
+        i += n
+    return out
+
+
 def contour_controls(net, whitener, probe=None, *, n_lines: int = 6, n_arcs: int = 2, kappa: float = 2.0,
                      chunk: int = 4096):
     """Positive controls for the layer-3 contour measure, built inside ``net``: the layer-3
@@ -325,24 +370,14 @@ def contour_controls(net, whitener, probe=None, *, n_lines: int = 6, n_arcs: int
     at every probe frequency (``d`` the location's distance from the curve, ``delta`` the grid
     step, ``tangent`` the curve's direction at its nearest point). The unit's weights ``w`` are
     the least-squares fit of ``w . u3`` to ``T`` over all probe stimuli (``u3`` the layer-3
-    input), scaled to the mean norm of the learned layer-3 rows; its responses are then probed
-    as the learned units' are (``max(z3, 0)``).
+    input), scaled to the mean norm of the learned layer-3 rows; its responses to the probe are
+    then ``max(w . u3, 0)``, as the learned units' are (or ``w . u3`` with the linear unit).
 
     Returns ``(resp3, r2)``: the control units' responses to ``probe`` (one array per
     frequency) and the fraction of the target's variance each linear fit explains."""
-    import copy
-
-    import torch
-
-    from cnce.images.probes import AuthorsProbe, _as_u, probe_function, probe_layers
-
     size = int(round(math.sqrt(whitener.V.shape[0])))
-    probe = probe or AuthorsProbe(size=size)
-    edges = np.asarray(probe.edge_angles)
-    net = net.cpu()
-    with torch.no_grad():
-        u3 = probe_function(lambda X: net.u3(net.z2(net.z1(_as_u(X.numpy(), whitener)))).numpy(), probe, chunk=chunk)
-    A = np.concatenate([x.reshape(x.shape[0], -1) for x in u3], 1).T.astype(float)  # (n_stimuli, D3)
+    probe = probe or _default_probe(size)
+    A = _flat(_layer3_inputs(net, whitener, probe, chunk))  # (n_stimuli, D3)
     c = np.array([(size - 1) / 2, (size - 1) / 2])
     curves = [contours.line_points(c, a, 0.75 * size, 1.0) for a in np.arange(n_lines) * np.pi / max(n_lines, 1)]
     rad = 0.45 * size
@@ -351,33 +386,53 @@ def contour_controls(net, whitener, probe=None, *, n_lines: int = 6, n_arcs: int
         mid = -sgn * np.pi / 2  # the arc's middle lies at the patch centre, bending up or down
         curves.append(contours.arc_points(c - rad * np.array([math.cos(mid), math.sin(mid)]), rad,
                                           mid - np.pi / 3, mid + np.pi / 3, 1.0))
-    targets = []
-    for pts, tang in curves:
-        T = []
-        for f in probe.freqs:
-            pos = probe.positions(f)
-            delta = probe.grid(f)[1]
-            d = np.hypot(*(pos[:, None, :] - pts[None]).transpose(2, 0, 1))
-            near = d.argmin(1)
-            T.append((np.exp(-0.5 * (d.min(1) / (0.5 * delta)) ** 2)[:, None]
-                      * np.exp(kappa * (np.cos(2 * (edges[None, :] - tang[near][:, None])) - 1))).ravel())
-        T = np.concatenate(T)
-        targets.append(T - T.mean())
-    T = np.stack(targets, 1)  # (n_stimuli, n_curves): one least-squares solve for all curves
-    Wt = np.linalg.lstsq(A, T, rcond=None)[0]
+    T = np.stack([(lambda t: t - t.mean())(_curve_target(probe, pts, tang, kappa)) for pts, tang in curves], 1)
+    Wt = np.linalg.lstsq(A, T, rcond=None)[0]  # one least-squares solve for all curves
     r2 = [float(v) for v in 1 - np.var(T - A @ Wt, axis=0) / np.var(T, axis=0)]
-    rows = list(Wt.T)
-    W = torch.tensor(np.stack(rows), dtype=net.W3.dtype)
-    W = W / W.norm(dim=1, keepdim=True).clamp_min(1e-12) * net.W3.detach().norm(dim=1).mean()
-    ctl = copy.deepcopy(net)
-    K3 = ctl.W3.shape[0]
-    parts = []
-    for g in range(0, len(rows), K3):  # the control units take the places of K3 learned units at a time
-        n = min(K3, len(rows) - g)
-        with torch.no_grad():
-            ctl.W3[:n] = W[g:g + n]
-        parts.append([r[:n] for r in probe_layers(ctl, whitener, probe, layers=(3,), chunk=chunk)[3]])
-    return [np.concatenate([p[i] for p in parts]) for i in range(len(probe.freqs))], r2
+    W = Wt.T / np.maximum(np.linalg.norm(Wt.T, axis=1, keepdims=True), 1e-12) * float(net.W3.detach().norm(dim=1).mean())
+    Z = A @ W.T  # z3 = w . u3 on every stimulus, thresholded as the learned units are
+    return _unflat(np.maximum(Z, 0) if net.l3_nonlinearity == "max" else Z, probe), r2
+
+
+def corner_controls(net, whitener, probe=None, *, n_corners: int = 4, kappa: float = 2.0, chunk: int = 4096):
+    """Positive controls for the layer-4 corner measure, built inside ``net``: layer-4 units
+    whose non-negative pooling weights ``q`` over the *learned* layer-3 units (``z4 = q . z3``,
+    Eq. 24) come closest to ideal corner fields, fitted by non-negative least squares
+    (``scipy.optimize.nnls``, with a free constant) over all probe stimuli.
+
+    The targets are L-shaped: two straight arms, each three eighths of the patch long, meeting at
+    a right angle at the patch centre, in ``n_corners`` rotations; the field of each arm is as
+    in :func:`contour_controls`. Returns ``(resp4, r2)`` as :func:`contour_controls` does."""
+    from scipy.optimize import nnls
+
+    size = int(round(math.sqrt(whitener.V.shape[0])))
+    probe = probe or _default_probe(size)
+    U = _flat(_layer3_inputs(net, whitener, probe, chunk))
+    Z3 = U @ net.W3.detach().double().cpu().numpy().T  # linear z3, which layer 4 pools
+    c = np.array([(size - 1) / 2, (size - 1) / 2])
+    arm = 0.375 * size
+    n = max(2, int(round(arm)) + 1)
+    resp, r2 = [], []
+    B = np.concatenate([Z3, np.ones((len(Z3), 1)), -np.ones((len(Z3), 1))], 1)
+    for k in range(n_corners):
+        a = k * np.pi / 2
+        parts = []
+        for b in (a, a + np.pi / 2):
+            d = np.array([math.cos(b), math.sin(b)])
+            pts = c + np.linspace(0, arm, n)[:, None] * d
+            parts.append(_curve_target(probe, pts, np.full(n, b % np.pi), kappa))
+        T = np.maximum(parts[0], parts[1])
+        q, _ = nnls(B, T, maxiter=50 * B.shape[1])
+        fit = B @ q
+        r2.append(float(1 - np.var(T - fit) / np.var(T)))
+        resp.append(Z3 @ q[:-2])
+    return _unflat(np.stack(resp, 1), probe), r2
+
+
+def _default_probe(size: int):
+    from cnce.images.probes import AuthorsProbe
+
+    return AuthorsProbe(size=size)
 
 
 def claims_from_networks(networks, probe=None, *, picture: str = "receptive fields", n_random: int = 200, seed: int = 0,
@@ -391,12 +446,12 @@ def claims_from_networks(networks, probe=None, *, picture: str = "receptive fiel
     ``probe`` (default :class:`cnce.images.probes.AuthorsProbe`; pass
     ``AuthorsProbe.extended()`` for 0.05-0.45 cycles/pixel), and describes the first-layer units
     by :func:`cnce.images.measures.filter_properties` of their ``picture``. With ``controls``,
-    the layer-3 claim first checks its positive control inside each network
-    (:func:`contour_controls`).
+    the layer-3 and layer-4 contour and corner claims first check their positive controls
+    inside each network (:func:`contour_controls`, :func:`corner_controls`).
 
     Returns ``{"results": {name: Measured}, "responses": {"layer 3": [...], "layer 3 random":
-    [...], "layer 4": [...], "layer 4 random": [...], "layer 3 control": [...]} (one entry per
-    seed), "probe": probe}``;
+    [...], "layer 4": [...], "layer 4 random": [...], "layer 3 control": [...], "layer 4 control":
+    [...]} (one entry per seed), "probe": probe}``;
     names: ``"layer 2 position"``, ``"layer 2 orientation"``, ``"layer 2 frequency"``,
     ``"layer 3 contours"``, ``"layer 4 orientation across frequencies"``, ``"layer 4 corners"``.
     """
@@ -406,7 +461,8 @@ def claims_from_networks(networks, probe=None, *, picture: str = "receptive fiel
     if not networks:
         raise ValueError("networks must hold at least one (network, whitener) pair")
     q2, p1, q4, p3 = [], [], [], []
-    resp = {"layer 3": [], "layer 3 random": [], "layer 4": [], "layer 4 random": [], "layer 3 control": []}
+    resp = {"layer 3": [], "layer 3 random": [], "layer 4": [], "layer 4 random": [], "layer 3 control": [],
+            "layer 4 control": []}
     for net, wh in networks:
         size = int(round(math.sqrt(wh.V.shape[0])))
         probe = probe or AuthorsProbe(size=size)
@@ -416,6 +472,7 @@ def claims_from_networks(networks, probe=None, *, picture: str = "receptive fiel
         r = probe_layers(net, wh, probe, layers=(3, 4), chunk=chunk)
         if controls:
             resp["layer 3 control"].append(contour_controls(net, wh, probe, chunk=chunk)[0])
+            resp["layer 4 control"].append(corner_controls(net, wh, probe, chunk=chunk)[0])
         resp["layer 3"].append(r[3])
         resp["layer 4"].append(r[4])
         resp["layer 3 random"].append(probe_layers(random_layer(net, 3, seed=seed), wh, probe, layers=(3,), chunk=chunk)[3])
@@ -425,5 +482,6 @@ def claims_from_networks(networks, probe=None, *, picture: str = "receptive fiel
     results["layer 3 contours"] = contour_claim(resp["layer 3"], resp["layer 3 random"], probe, seed=seed,
                                                 resp_control=resp["layer 3 control"] if controls else None)
     results["layer 4 orientation across frequencies"] = orientation_across_frequency_claim(q4, p3, n_random=n_random, seed=seed)
-    results["layer 4 corners"] = contour_claim(resp["layer 4"], resp["layer 4 random"], probe, kind="corner", seed=seed, n_tests=2)
+    results["layer 4 corners"] = contour_claim(resp["layer 4"], resp["layer 4 random"], probe, kind="corner", seed=seed, n_tests=2,
+                                               resp_control=resp["layer 4 control"] if controls else None)
     return {"results": results, "responses": resp, "probe": probe}
