@@ -686,7 +686,8 @@ print(t4.round(2).to_string())
 # and with its extended range (0.05-0.45 cycles/pixel), which could show a spread the
 # authors' 0.10-0.25 cannot; and a unit is *corner-like* when its field's traced curve, or two
 # touching curves, turn by a large angle (`contour_claim` with `kind="corner"`), against random
-# layer-4 weights and shuffled locations:
+# layer-4 weights and shuffled locations, once its positive control passes (layer-4 pooling
+# of this network's own layer-3 units fitted to ideal corner fields):
 
 # %%
 show("layer4_orientation_across_frequency", "layer4_orientation_across_frequency_extended", "layer4_corners")
