@@ -1063,7 +1063,10 @@ glue_verdict("verdict", "On photographs that are not the paper's (seven bundled 
              "image model (Section 4), and does the authors' own recipe get there?",
              [(r.verdict, r.short, r.claim.replace("Image model, ", "").replace("the authors' recipe",
                                                                                 "The authors' recipe (beyond the paper)"))
-              for r in rows])
+              for r in rows],
+             note="Layers 2-4 and Supp. D.2: the claim measures of <code>cnce.images.layer_claims</code> and "
+             "<code>cnce.images.d2</code> over every committed seed (data/checks/image-claims.json); every unit is "
+             "drawn on the <a href=\"06a_image_appendix.html\">appendix page</a>.")
 glue("image_claims", Markdown("\n".join(["| claim | verdict | we measure |", "|---|---|---|"] + [
     f"| {r.claim} | {r.verdict} | {r.measured} |" for r in rows])), display=False)
 
