@@ -45,7 +45,7 @@ def pass_costs(kernel, x, base, prm, theta):
     T = np.ascontiguousarray(theta[0])
     P = T.shape[0]
     g, H = np.empty(P), np.empty((P, P))
-    buf = _fused._buffers(K + 1 if kernel.startswith("nce") else K, model.dim, P, NewtonSettings.block_pairs)
+    buf = _fused._buffers(K + 1 if kernel.startswith("nce") else K, model.dim, P, NewtonSettings.sim_block_pairs)
     zt = np.empty((model.dim, 0))
     hb = max(1, (N * K) // 32768)  # the default Gauss-Newton subsample's stride
     out = {}

@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 import cnce  # noqa: E402
 from cnce.models import ICA, Gaussian  # noqa: E402
-from cnce.backends.plan import LAYOUT_BLOCK_PAIRS  # noqa: E402
+
 from cnce.noise import draw_base  # noqa: E402
 from cnce.options import NewtonSettings  # noqa: E402
 
@@ -419,12 +419,12 @@ def bench_throughput(args):
                         # as cnce.fit runs it: the noise steps eps xi laid out once per simulation
                         # (D x N kappa, like the torch path's features, formed once per noise draw)
                         # and streamed by every pass in blocks of 128 pairs
-                        buf = _fused._buffers(kappa, model.dim, P, LAYOUT_BLOCK_PAIRS)
+                        buf = _fused._buffers(kappa, model.dim, P, NewtonSettings.layout_block_pairs)
                         ZT = [np.empty((model.dim, N * kappa)) for _ in range(Sc)]
                         for s in range(Sc):
                             _fused._noise_t(XI[s], eps, N, ZT[s])
                     else:
-                        buf = _fused._buffers(kappa, model.dim, P, NewtonSettings.block_pairs)
+                        buf = _fused._buffers(kappa, model.dim, P, NewtonSettings.sim_block_pairs)
                         ZT = [np.empty((model.dim, 0)) for _ in range(Sc)]
 
                     def run_once():

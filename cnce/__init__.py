@@ -1,14 +1,31 @@
 """cnce: conditional noise-contrastive estimation of unnormalised models.
 
-A reproducible companion to Ceylan & Gutmann (ICML 2018). The public surface:
+A reproducible companion to Ceylan & Gutmann (ICML 2018). The public surface is :func:`cnce.fit`,
+:mod:`cnce.models`, :mod:`cnce.noise`, :mod:`cnce.losses`, :mod:`cnce.eps` and the options
+(:class:`cnce.FitOptions`, :func:`cnce.option_context`, :func:`cnce.set_options`).
 
-* :func:`cnce.fit` -- one batched estimator (CNCE, NCE, MLE, score matching);
-* :mod:`cnce.models` -- the paper's unnormalised models;
+The rooms, one job each:
+
+* :mod:`cnce.fit` -- the one batched estimator (CNCE, NCE, MLE, score matching): settles every argument once;
+* :mod:`cnce.models` -- the paper's unnormalised models and what each declares to the backends;
 * :mod:`cnce.noise` -- conditional noise (Eqs. 13, 64) and NCE's Gaussian noise;
-* :mod:`cnce.losses` -- the loss functions (Eqs. 8-9 and the baselines);
-* :mod:`cnce.eps` -- the epsilon heuristic;
-* :class:`cnce.FitOptions`, :func:`cnce.option_context`, :func:`cnce.set_options` -- solver
-  options (how a fit is computed, not what it estimates).
+* :mod:`cnce.losses` -- the loss functions, written readably (Eqs. 8-9 and the baselines);
+* :mod:`cnce.eps` -- eps: the rules, the heuristic, the one resolver, the eps setting grammar;
+* :mod:`cnce.options` -- how a fit computes: FitOptions and the solvers' settings;
+* :mod:`cnce.backends` -- the plan (formulation, solver settings) and the torch and compiled backends;
+* :mod:`cnce.optim` / :mod:`cnce._fused` -- the batched torch solvers / the compiled CPU kernels and solvers;
+* :mod:`cnce.result` -- the result types of every solver and backend;
+* :mod:`cnce.theory` -- numerical checks of the paper's theory (Sec. 2, Supp. B);
+* :mod:`cnce.experiments` -- the synthetic studies: configs per figure, the resumable runner, the store, analysis;
+* :mod:`cnce.nn` -- CNCE for any PyTorch energy network, beside NCE, DSM and SSM;
+* :mod:`cnce.images` -- the four-layer image model of Section 4;
+* :mod:`cnce.plotting` -- the book's figures;
+* :mod:`cnce.provenance` -- seeds, atomic writes, git state and source hashes, environment records;
+* :mod:`cnce._validation` -- argument checks shared by every front door;
+* :mod:`cnce.names` -- typed names: jobs, ablation cells, the notebook registry;
+* :mod:`cnce.report` -- what a page reports: glued numbers, verdict blocks, t intervals;
+* :mod:`cnce.batch` / :mod:`cnce.book` -- notebook reruns and goldens / the book build;
+* :mod:`cnce.cli` / :mod:`cnce.precompile` -- ``python -m cnce`` / ahead-of-time kernel compilation.
 """
 __version__ = "0.1.0"
 

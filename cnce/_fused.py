@@ -54,7 +54,24 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .options import NewtonSettings
+from .options import COMPILED_RULES, TINY, NewtonSettings
+
+# The compiled Newton solver's constants: NewtonSettings' defaults, frozen into the kernels at
+# compile time (numba folds them as literals, so the compiled code is the same as with literals;
+# passing them at run time changed how LLVM optimised the solver and moved estimates in the
+# last bits). newton_all refuses settings whose values differ (check_compiled_rules).
+_STALL_TOL = NewtonSettings.stall_tol
+_DAMPING = NewtonSettings.damping
+_DAMPING_GROWTH = NewtonSettings.damping_growth
+_DAMPING_TRIES = NewtonSettings.damping_tries
+_SHRINK_MIN = NewtonSettings.shrink_min
+_SHRINK_MAX = NewtonSettings.shrink_max
+_ROUNDOFF_TOL = NewtonSettings.roundoff_tol
+_REUSE_RHO_LO = NewtonSettings.reuse_rho_lo
+_REUSE_RHO_HI = NewtonSettings.reuse_rho_hi
+_H_QUADRATIC = NewtonSettings.h_quadratic
+_H_LINEAR = NewtonSettings.h_linear
+_H_HORIZON = NewtonSettings.h_horizon
 
 try:  # numba is a dependency, but keep the package importable without it (torch fallback)
     from numba import literally, njit
@@ -765,14 +782,15 @@ if HAVE_NUMBA:
 
     @njit(**_JIT)
     def _damped_solve(H, g, d, L):
-        """``(H + lam I) d = -g`` by Cholesky, raising ``lam`` until it succeeds (as optim._damped_solve)."""
+        """``(H + lam I) d = -g`` by Cholesky, raising ``lam`` until it succeeds (as
+        optim._damped_solve, with NewtonSettings' damping, damping_growth, damping_tries)."""
         P = g.shape[0]
         sc = 0.0
         for q in range(P):
             sc += abs(H[q, q])
-        sc = max(sc / P, 1e-300)
-        lam = 1e-12 * sc
-        for _ in range(12):
+        sc = max(sc / P, TINY)
+        lam = _DAMPING * sc
+        for _ in range(_DAMPING_TRIES):
             ok = True
             for q in range(P):
                 for r in range(q + 1):
@@ -800,7 +818,7 @@ if HAVE_NUMBA:
                         s -= L[t, q] * d[t]
                     d[q] = s / L[q, q]
                 return
-            lam *= 1e3
+            lam *= _DAMPING_GROWTH
         for q in range(P):
             d[q] = -g[q]
 
@@ -822,9 +840,10 @@ if HAVE_NUMBA:
 
         ``h_cost > 0`` (a matrix from all pairs; the cost of forming it in gradient passes): also
         form the matrix anew at the next trial point when that is predicted to take fewer passes
-        to ``tol``. Model (measured on the Gaussian): with the matrix formed where the decrement
-        was ``d_h``, the next decrement is ``2 d_h^2`` and each later one ``10 d_h`` times the
-        previous one (linear convergence, the matrix from a point too far away).
+        to ``tol``. Model (measured on the Gaussian; NewtonSettings' ``h_quadratic``, ``h_linear``,
+        ``h_horizon``): with the matrix formed where the decrement was ``d_h``, the next decrement
+        is ``2 d_h^2`` and each later one ``10 d_h`` times the previous one (linear convergence,
+        the matrix from a point too far away), over at most 30 passes.
 
         ``cnt`` (3,) accumulates the passes over the data, weighted by the share of the data
         they read (``n_data / N``): loss only, loss and gradient, and with the Gauss-Newton matrix."""
@@ -866,18 +885,18 @@ if HAVE_NUMBA:
             if h_new:
                 dec_h = dec
             if h_cost > 0.0 and not want_h and dec_h > 0.0:
-                nxt = 2.0 * dec * dec if h_new else 10.0 * dec_h * dec
+                nxt = _H_QUADRATIC * dec * dec if h_new else _H_LINEAR * dec_h * dec
                 m_stale = 1  # passes to lim keeping the matrix
                 dd = nxt
-                while dd > lim and m_stale < 30:
-                    dd *= 10.0 * dec_h
+                while dd > lim and m_stale < _H_HORIZON:
+                    dd *= _H_LINEAR * dec_h
                     m_stale += 1
                 m_fresh = 1  # forming it anew at the next point
                 if nxt > lim:
-                    dd = 2.0 * nxt * nxt
+                    dd = _H_QUADRATIC * nxt * nxt
                     m_fresh = 2
-                    while dd > lim and m_fresh < 30:
-                        dd *= 10.0 * nxt
+                    while dd > lim and m_fresh < _H_HORIZON:
+                        dd *= _H_LINEAR * nxt
                         m_fresh += 1
                 want_h = m_fresh + h_cost < m_stale
             alpha = alpha0
@@ -899,7 +918,7 @@ if HAVE_NUMBA:
                 if np.isfinite(loss_new) and loss_new <= loss + c1 * alpha * slope:
                     accepted = True
                     break
-                if have_full and dec <= 1e-12 * max(1.0, abs(loss)):
+                if have_full and dec <= _ROUNDOFF_TOL * max(1.0, abs(loss)):
                     # the decrease is below the round-off of the loss sum, so the Armijo test is
                     # noise: take the full step if it shrinks the gradient (else stop: converged)
                     g_old = 0.0
@@ -912,17 +931,17 @@ if HAVE_NUMBA:
                 # next trial: the minimiser of the quadratic through loss, slope and the
                 # rejected trial, kept within [0.1, 0.5] times the step (safeguarded backtracking)
                 curv = loss_new - loss - slope * alpha
-                nxt = 0.5 * alpha
+                nxt = _SHRINK_MAX * alpha
                 if np.isfinite(loss_new) and curv > 0.0:
                     nxt = -slope * alpha * alpha / (2.0 * curv)
-                    nxt = min(max(nxt, 0.1 * alpha), 0.5 * alpha)
+                    nxt = min(max(nxt, _SHRINK_MIN * alpha), _SHRINK_MAX * alpha)
                 alpha = nxt
             it += 1
             # evaluate gradient and Gauss-Newton matrix with the first trial step only while
             # first trials are being accepted (ICA often halves; then those passes are wasted)
             first_full = accepted and alpha == alpha0
             if not accepted:
-                converged = dec <= 1e-8 * max(1.0, abs(loss))
+                converged = dec <= _STALL_TOL * max(1.0, abs(loss))
                 break
             if not have_full:
                 want_h = True
@@ -930,7 +949,7 @@ if HAVE_NUMBA:
                 cnt[2] += w
             rho = (loss - loss_new) / dec if dec > 0.0 else 1.0
             used_h = want_h
-            want_h = not (reuse_h and alpha == 1.0 and 0.5 <= rho <= 1.5)
+            want_h = not (reuse_h and alpha == 1.0 and _REUSE_RHO_LO <= rho <= _REUSE_RHO_HI)
             rel = (loss - loss_new) / max(1.0, abs(loss))
             quiet = quiet + 1 if rel < ftol else 0
             theta[:] = th_new
@@ -1067,7 +1086,8 @@ if HAVE_NUMBA:
         return f
 
     @njit(**_JIT)
-    def _ica_mle_lbfgs(XT, theta, a, const, max_iter, history, gtol, ftol, patience, c1, max_halvings):
+    def _ica_mle_lbfgs(XT, theta, a, const, max_iter, history, gtol, ftol, patience, c1, max_halvings, stall_gtol,
+                       curvature_tol, shrink_min, shrink_max):
         """Batched-free L-BFGS of :func:`cnce.optim.lbfgs` for one ICA likelihood (same
         two-loop recursion, safeguarded Armijo backtracking from the unit step, stopping rules).
         Updates ``theta`` in place; returns ``(loss, init_loss, max |grad|, iterations, converged)``."""
@@ -1120,7 +1140,7 @@ if HAVE_NUMBA:
                 gn = 0.0
                 for k in range(P):
                     gn += g[k] * g[k]
-                gamma = 1.0 / max(np.sqrt(gn), 1e-300)
+                gamma = 1.0 / max(np.sqrt(gn), TINY)
             for k in range(P):
                 q[k] *= gamma
             for j in range(n_hist):  # oldest to newest
@@ -1151,12 +1171,12 @@ if HAVE_NUMBA:
                     accepted = True
                     break
                 curv = loss_new - loss - slope * alpha
-                nxt = 0.5 * alpha
+                nxt = shrink_max * alpha
                 if np.isfinite(loss_new) and curv > 0.0:
-                    nxt = min(max(-slope * alpha * alpha / (2.0 * curv), 0.1 * alpha), 0.5 * alpha)
+                    nxt = min(max(-slope * alpha * alpha / (2.0 * curv), shrink_min * alpha), shrink_max * alpha)
                 alpha = nxt
             if not accepted:
-                converged = gmax < 1e-6
+                converged = gmax < stall_gtol
                 break
             loss_new = _ica_mle_eval(XT, th_new, a, np.bool_(True), g_new, S, Bm, const)
             sy = 0.0
@@ -1168,7 +1188,7 @@ if HAVE_NUMBA:
                 sy += sk * yk
                 ss += sk * sk
                 yy += yk * yk
-            if sy > 1e-12 * max(np.sqrt(ss) * np.sqrt(yy), 1e-300):
+            if sy > curvature_tol * max(np.sqrt(ss) * np.sqrt(yy), TINY):
                 if n_hist < history:
                     idx = (head + n_hist) % history
                     n_hist += 1
@@ -1195,13 +1215,13 @@ if HAVE_NUMBA:
         return loss, init_loss, gmax, it, converged
 
     @njit(**_JIT_ALL)
-    def _ica_mle_all(X, theta, a, const, max_iter, history, gtol, ftol, patience, c1, max_halvings, loss, init_loss,
-                     gmax, n_iter, conv, lo, hi):
+    def _ica_mle_all(X, theta, a, const, max_iter, history, gtol, ftol, patience, c1, max_halvings, stall_gtol,
+                     curvature_tol, shrink_min, shrink_max, loss, init_loss, gmax, n_iter, conv, lo, hi):
         for s in range(lo, hi):
             XT = np.ascontiguousarray(X[s].T)
             th = theta[s].copy()
             l, l0, gm, it, cv = _ica_mle_lbfgs(XT, th, a, const, max_iter, history, gtol, ftol, patience, c1,
-                                               max_halvings)
+                                               max_halvings, stall_gtol, curvature_tol, shrink_min, shrink_max)
             theta[s, :] = th
             loss[s] = l
             init_loss[s] = l0
@@ -1221,7 +1241,8 @@ def ica_mle_all(X, theta0, settings, *, a, threads: int):
     const = 0.5 * D * math.log(2.0)
     st = settings
     _over_sims(_ica_mle_all, S, threads, X, theta, float(a), const, int(st.max_iter), int(st.history),
-               float(st.gtol), float(st.ftol), int(st.patience), float(st.c1), int(st.max_halvings), out["loss"],
+               float(st.gtol), float(st.ftol), int(st.patience), float(st.c1), int(st.max_halvings),
+               float(st.stall_gtol), float(st.curvature_tol), float(st.shrink_min), float(st.shrink_max), out["loss"],
                out["init_loss"], out["grad_norm"], out["n_iter"], out["converged"])
     out["psi"] = theta
     return out
@@ -1291,15 +1312,35 @@ def nce_params(mean, chol, kappa: int) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate([mean, L.reshape(S, -1), Linv.reshape(S, -1), C[:, None]], 1))
 
 
-def nce_c0(kind, X, XI, prm, theta, *, n_points: int, threads: int, a=0.0, block_pairs=NewtonSettings.block_pairs):
+def _block_pairs(block_pairs) -> int:
+    """Pairs per block of a loss pass: the fit's ``NewtonSettings.sim_block_pairs`` (what
+    :mod:`cnce.backends.compiled` passes), or its default for a direct call."""
+    return int(NewtonSettings.sim_block_pairs if block_pairs is None else block_pairs)
+
+
+def nce_c0(kind, X, XI, prm, theta, *, n_points: int, threads: int, block_pairs: int | None = None, a=0.0):
     """NCE's starting log-normaliser for every simulation (see ``cnce.backends.torch._nce_c0``): from the noise
     points of the first ``ceil(n_points / K)`` data points (all when fewer)."""
     S, N, _ = X.shape
     K = XI.shape[2]
     out = np.empty(S)
     _over_sims(_nce_c0_all, S, threads, kind, X, XI, _prm(prm), np.ascontiguousarray(theta, dtype=np.float64),
-               float(a), min(N, -(-int(n_points) // K)), int(block_pairs), out)
+               float(a), min(N, -(-int(n_points) // K)), _block_pairs(block_pairs), out)
     return out
+
+
+def check_compiled_rules(settings) -> None:
+    """``ValueError`` naming each field of :data:`cnce.options.COMPILED_RULES` whose value in
+    ``settings`` differs from the one the compiled Newton solver is built with (NewtonSettings'
+    default; the torch solver reads every value), and for ``roundoff_accept=False`` (the compiled
+    solver always applies its round-off rule)."""
+    wrong = [f"{f}={getattr(settings, f)!r} (compiled: {getattr(NewtonSettings, f)!r})" for f in COMPILED_RULES
+             if getattr(settings, f) != getattr(NewtonSettings, f)]
+    if not settings.roundoff_accept:
+        wrong.append("roundoff_accept=False (compiled: always True)")
+    if wrong:
+        raise ValueError("the compiled Newton solver is built with NewtonSettings' defaults of these fields; got "
+                         + ", ".join(wrong))
 
 
 def newton_all(kind, X, XI, prm, theta0, settings, *, threads: int, a=0.0):
@@ -1308,12 +1349,14 @@ def newton_all(kind, X, XI, prm, theta0, settings, *, threads: int, a=0.0):
     (float64 numpy; for NCE the last parameter is ``c``), ``settings`` a
     :class:`~cnce.options.NewtonSettings` (the fields :func:`cnce.optim.newton` reads mean the
     same here; ``progressive``, ``stage_tol``, ``hess_last``, ``reuse_h``, ``carry_h``,
-    ``h_cost``, ``noise_t`` and ``block_pairs`` are the kernels' own, documented there).
+    ``h_cost``, ``noise_t``, ``sim_block_pairs`` and ``layout_block_pairs`` are the kernels'
+    own, documented there).
     Returns a dict of numpy arrays like :class:`cnce.optim.OptimResult`, and ``passes (S, 3)``:
     the passes over the data per simulation (a pass over a progressive stage's share of the
     data counts as that share): loss only (the start and rejected line-search trials), loss and
     gradient, and loss, gradient and Gauss-Newton matrix."""
     st = settings
+    check_compiled_rules(st)
     S, N, _ = X.shape
     K = XI.shape[2]
     theta = np.array(theta0, dtype=np.float64, order="C", copy=True)
@@ -1330,8 +1373,7 @@ def newton_all(kind, X, XI, prm, theta0, settings, *, threads: int, a=0.0):
     return out
 
 
-def loss_all(kind, X, XI, prm, theta, *, threads: int, a=0.0, block_pairs=NewtonSettings.block_pairs, sims=None,
-             n_data=None):
+def loss_all(kind, X, XI, prm, theta, *, threads: int, block_pairs: int | None = None, a=0.0, sims=None, n_data=None):
     """The loss of every simulation at ``theta (S, P)`` (for CNCE ``J`` of Eq. 8, what the
     epsilon heuristic evaluates at each candidate eps; ``prm`` as in :func:`newton_all`).
     ``sims``: only these simulations (indices; the result has one entry per index), e.g. those
@@ -1344,5 +1386,5 @@ def loss_all(kind, X, XI, prm, theta, *, threads: int, a=0.0, block_pairs=Newton
     sims = np.arange(X.shape[0]) if sims is None else np.ascontiguousarray(sims, dtype=np.int64)
     out = np.empty(sims.shape[0])
     _over_sims(_loss_all, sims.shape[0], threads, kind, X, XI, _prm(prm), np.ascontiguousarray(theta, dtype=np.float64),
-               float(a), int(block_pairs), sims, n_data, out)
+               float(a), _block_pairs(block_pairs), sims, n_data, out)
     return out

@@ -1,11 +1,15 @@
-"""Argument checks shared by the public API (internal). Errors name the argument and value."""
+"""Argument checks shared by the public API: :func:`cnce.fit`, the experiment runner and the
+trainers of :mod:`cnce.nn` and :mod:`cnce.images` (internal). Errors name the argument and value.
+eps is checked by :func:`cnce.eps.resolve_eps`."""
 from __future__ import annotations
 
+import math
 import numbers
 
 import torch
 
-__all__ = ["check_data", "check_theta", "check_kappa", "check_eps", "check_positive_int", "per_simulation"]
+__all__ = ["check_data", "check_rows", "check_theta", "check_kappa", "check_positive_int", "check_positive",
+           "check_seed", "check_applies", "per_simulation"]
 
 
 def _describe(v) -> str:
@@ -30,6 +34,38 @@ def check_positive_int(value, name: str, minimum: int = 1) -> int:
     if value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
     return int(value)
+
+
+def check_positive(value, name: str) -> float:
+    """A finite real number > 0 (a Python or numpy number, or a 0-d tensor) as a float."""
+    if isinstance(value, torch.Tensor) and value.ndim == 0 and not value.dtype == torch.bool:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive number; got {value!r}")
+    return float(value)
+
+
+def check_seed(seed, name: str = "seed") -> int:
+    """An integer seed >= 0 (``bool`` is refused)."""
+    return check_positive_int(seed, name, 0)
+
+
+def check_applies(method: str, args: dict, *, defaults: dict | None = None) -> None:
+    """``ValueError`` naming every argument that was given but does not apply to ``method``.
+
+    ``args`` maps a name to ``(value, methods it applies to)``; an argument counts as given
+    when its value is not its default (``None``, or ``defaults[name]``)."""
+    defaults = defaults or {}
+    wrong = []
+    for name, (value, methods) in args.items():
+        default = defaults.get(name)
+        given = value is not None if default is None else not (type(value) is type(default) and value == default)
+        if given and method not in methods:
+            shown = f"tensor of shape {tuple(value.shape)}" if isinstance(value, torch.Tensor) and value.numel() > 6 else repr(value)
+            only = f"method {methods[0]!r}" if len(methods) == 1 else f"methods {methods}"
+            wrong.append(f"{name}={shown} applies to {only} only")
+    if wrong:
+        raise ValueError("; ".join(wrong) + f"; method {method!r} takes none")
 
 
 def check_kappa(kappa) -> int:
@@ -67,6 +103,31 @@ def check_data(x, dim: int, *, name: str = "x", dtype=torch.float64, device=None
     return x, batched
 
 
+def check_rows(x, *, name: str = "x", D: int | None = None, dtype=None, device=None) -> torch.Tensor:
+    """Data of one problem as an ``(N, D)`` tensor (``dtype``: keep the given floating dtype,
+    else float64); reject other shapes, fewer than 2 rows, a ``D`` other than the given one,
+    non-numbers, NaN and inf, naming ``name`` and the first bad row."""
+    if not isinstance(x, torch.Tensor):
+        try:
+            x = torch.as_tensor(x)
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise ValueError(f"{name} must be an array of shape (N, D); got {type(x).__name__}") from exc
+    if x.ndim != 2:
+        raise ValueError(f"{name} must have shape (N, D) (one row per data point); got shape {tuple(x.shape)}")
+    if x.shape[0] < 2 or x.shape[1] < 1:
+        raise ValueError(f"{name} must hold at least 2 points of dimension >= 1; got shape {tuple(x.shape)}")
+    if D is not None and x.shape[1] != D:
+        raise ValueError(f"{name} must have D = {D} columns; got shape {tuple(x.shape)}")
+    if x.is_complex() or not (x.is_floating_point() or x.dtype == torch.bool or x.dtype.is_signed or x.dtype == torch.uint8):
+        raise ValueError(f"{name} must hold real numbers; got dtype {x.dtype}")
+    x = x.to(dtype=dtype if dtype is not None else (x.dtype if x.is_floating_point() else torch.float64))
+    bad = ~torch.isfinite(x)
+    if bad.any():
+        i = int(bad.any(-1).nonzero()[0])
+        raise ValueError(f"{name} must be finite; row {i} is {x[i].tolist()} ({int(bad.any(-1).sum())} rows with NaN or inf)")
+    return x.to(device) if device is not None else x
+
+
 def check_theta(theta, n_params: int, S: int | None = None, *, name: str = "theta", dtype=torch.float64, device=None) -> torch.Tensor:
     """Return theta as an ``(S, P)`` tensor (a ``(P,)`` vector is broadcast to S rows)."""
     if not isinstance(theta, torch.Tensor):
@@ -86,24 +147,3 @@ def check_theta(theta, n_params: int, S: int | None = None, *, name: str = "thet
     if torch.isnan(theta).any():
         raise ValueError(f"{name} contains NaN; got {_describe(theta)}")
     return theta
-
-
-def check_eps(eps, S: int, *, upper: float | None = None, dtype=torch.float64, device=None):
-    """A number or an (S,) tensor becomes an (S,) tensor in ``[0, upper]`` (the caller handles
-    ``"auto"``)."""
-    if isinstance(eps, (bool, str)):
-        raise ValueError(f"eps must be 'auto' or a non-negative number; got {eps!r}")
-    try:
-        e = torch.as_tensor(eps, dtype=dtype, device=device)
-    except (TypeError, ValueError, RuntimeError) as exc:
-        raise ValueError(f"eps must be 'auto' or a non-negative number; got {eps!r}") from exc
-    scalar = e.ndim == 0
-    if scalar:
-        e = per_simulation(e, S, e).clone()
-    if e.shape != (S,):
-        raise ValueError(f"eps must be a scalar or have shape ({S},); got shape {tuple(e.shape)}")
-    if not torch.isfinite(e).all() or (e < 0).any():
-        raise ValueError(f"eps must be finite and >= 0; got {_describe(e[0].item() if scalar else e)}")
-    if upper is not None and (e > upper).any():
-        raise ValueError(f"eps must lie in [0, {upper}] for this noise (a flip probability); got {_describe(e[0].item() if scalar else e)}")
-    return e

@@ -28,21 +28,29 @@ between the largest too-small and the smallest too-large eps (``EpsRule`` docume
 variants: where the cap is tested, whether it clamps, whether the search ends on an
 evaluated eps). Every rule is an :class:`EpsRule` instance, named in :data:`RULES`.
 
-:func:`cnce.fit` settles the rule once: :class:`EpsSearch` (the rule bounded by the noise's
-largest admissible eps, and the prefix settings of :class:`~cnce.options.FitOptions`) is
-what the backends run.
+:func:`resolve_eps` is the one place where a user's eps becomes numbers (validated, bounded
+by the noise's ``eps_max``) or an :class:`EpsSearch` (the noise's declared rule, or a given
+one, bounded the same way, with the prefix settings of :class:`~cnce.options.FitOptions`):
+:func:`cnce.fit` calls it once; it is meant for the trainers of :mod:`cnce.nn` and :mod:`cnce.images` too
+(their rules are :data:`NETWORK_RULE` and :func:`image_rule`, with the caps as data).
+:class:`EpsSetting` is the experiments' eps setting grammar, parsed in one place.
 """
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
+import numbers
 from dataclasses import dataclass, field
 
 import torch
 
+from ._validation import _describe
 from .losses import LOG4
 
-__all__ = ["EpsRule", "EpsSearch", "AUTHORS_RULE", "BERNOULLI_RULE", "SCALE_RULE", "IMAGE_AUTHORS_RULE", "IMAGE_CARRY_RULE", "RULES",
-           "data_scale", "choose_eps"]
+__all__ = ["EpsRule", "EpsSearch", "EpsSetting", "AUTHORS_RULE", "BERNOULLI_RULE", "SCALE_RULE", "NETWORK_RULE",
+           "IMAGE_AUTHORS_RULE", "IMAGE_CARRY_RULE", "IMAGE_LAYER_CAPS", "RULES", "PILOT", "image_rule",
+           "resolve_eps", "data_scale", "choose_eps"]
 
 SEARCHES = ("scale", "bisect")
 
@@ -122,9 +130,143 @@ IMAGE_AUTHORS_RULE = EpsRule(start=1.0, grow=1.15, near=0.05, far=0.2, max_steps
 #: eps>)``, clipped to the cap; absolute units), grown x1.15 then bisected, never above the cap.
 IMAGE_CARRY_RULE = EpsRule(start=1.0, grow=1.15, near=0.05, far=0.2, max_steps=20, cap=4.0, relative=False,
                            search="bisect", clamp=True)
+#: The cap of the image rules' multiplier per layer of the image model (the authors': 8 for
+#: layer 4, 4 below), for :func:`image_rule`.
+IMAGE_LAYER_CAPS = (4.0, 4.0, 4.0, 8.0)
+#: The rule of the energy networks (:mod:`cnce.nn`): the authors' rule with its cap lowered from
+#: 1000 to 4 data scales. At initialisation a network is nearly flat, J stays near ``2 log 2``
+#: for any moderate eps, and the authors' cap would let eps grow until the noise leaves the
+#: data's region altogether.
+NETWORK_RULE = AUTHORS_RULE.replace(cap=4.0)
 #: Every named rule, for ``fit(eps_rule=RULES[name])`` and the experiments' ``"rule:<name>"`` settings.
-RULES = {"authors": AUTHORS_RULE, "bernoulli": BERNOULLI_RULE, "scale": SCALE_RULE,
+RULES = {"authors": AUTHORS_RULE, "bernoulli": BERNOULLI_RULE, "scale": SCALE_RULE, "network": NETWORK_RULE,
          "image-authors": IMAGE_AUTHORS_RULE, "image-carry": IMAGE_CARRY_RULE}
+#: The two-stage rule of the eps experiment (``"rule:pilot"``): the noise's own rule run once at
+#: the initial parameters, then again at the resulting estimate. It is not an :class:`EpsRule`
+#: (it needs a fit between the two searches); the experiment runner carries it out.
+PILOT = "pilot"
+
+
+def image_rule(layer: int, rule: EpsRule = IMAGE_AUTHORS_RULE, caps=IMAGE_LAYER_CAPS) -> EpsRule:
+    """``rule`` with the cap of the image model's ``layer`` (1-based) from ``caps``."""
+    if isinstance(layer, bool) or not isinstance(layer, numbers.Integral) or not 1 <= layer <= len(caps):
+        raise ValueError(f"layer must be an integer in [1, {len(caps)}]; got {layer!r}")
+    return rule.replace(cap=float(caps[layer - 1]))
+
+
+@dataclass(frozen=True)
+class EpsSetting:
+    """An eps setting of the experiments, the one grammar of their ``eps_setting`` column:
+
+    * ``"default"``: the study's eps (the heuristic, or a fixed ``Study.cnce_eps``);
+    * ``"x<f>"``: ``f`` (> 0) times the heuristic's eps of each simulation (``factor``);
+    * ``"rule:<name>"``: another rule, a name of :data:`RULES` or :data:`PILOT` (``rule``).
+
+    ``EpsSetting.parse(text)`` is the only place the text is read; ``str(setting)`` writes it
+    (``f"x{f:g}"`` for a multiple)."""
+
+    factor: float | None = None  #: the multiple of ``"x<f>"``; ``None`` otherwise
+    rule: str | None = None  #: the rule name of ``"rule:<name>"``; ``None`` otherwise
+
+    def __post_init__(self):
+        if self.factor is not None and self.rule is not None:
+            raise ValueError(f"an eps setting is a multiple or a rule, not both; got factor={self.factor!r}, rule={self.rule!r}")
+        if self.factor is not None and not (isinstance(self.factor, (int, float)) and not isinstance(self.factor, bool)
+                                            and 0 < self.factor < math.inf):
+            raise ValueError(f"factor must be a finite number > 0; got {self.factor!r}")
+        if self.rule is not None and self.rule not in RULES and self.rule != PILOT:
+            raise ValueError(f"rule must be a name in {sorted([*RULES, PILOT])}; got {self.rule!r}")
+
+    @staticmethod
+    @functools.lru_cache(maxsize=None)
+    def parse(text) -> "EpsSetting":
+        """``"default"``, ``"x<f>"`` or ``"rule:<name>"`` as an :class:`EpsSetting`; ``ValueError``
+        naming the text otherwise."""
+        if isinstance(text, EpsSetting):
+            return text
+        try:
+            if text == "default":
+                return EpsSetting()
+            if text.startswith("rule:"):
+                return EpsSetting(rule=text[5:])
+            if text.startswith("x"):
+                return EpsSetting(factor=float(text[1:]))
+        except (ValueError, AttributeError, TypeError):
+            pass
+        raise ValueError(f"eps setting must be 'default', 'x<factor>' with factor > 0 or 'rule:<name>' with a name "
+                         f"in {sorted([*RULES, PILOT])}; got {text!r}")
+
+    @property
+    def is_default(self) -> bool:
+        return self.factor is None and self.rule is None
+
+    @property
+    def multiple(self) -> float:
+        """The multiple of the heuristic's eps: 1 for ``"default"``, ``f`` for ``"x<f>"``, NaN for a rule."""
+        if self.rule is not None:
+            return float("nan")
+        return 1.0 if self.factor is None else float(self.factor)
+
+    def sort_key(self) -> tuple:
+        """The heuristic first, then the multiples in increasing order, then the rules by name."""
+        return (0 if self.is_default else 2 if self.rule is not None else 1, self.multiple if self.factor else 0.0,
+                self.rule or "")
+
+    def __str__(self) -> str:
+        if self.rule is not None:
+            return f"rule:{self.rule}"
+        return "default" if self.factor is None else f"x{self.factor:g}"
+
+
+def resolve_eps(eps, noise=None, *, S: int = 1, rule: EpsRule | None = None, positive: bool = False,
+                prefix: int | None = None, margin: float = 0.0, dtype=torch.float64, device=None):
+    """The one place where a user's eps becomes numbers or a search.
+
+    Args:
+        eps: ``"auto"`` (the heuristic), a number >= 0 (a Python or numpy scalar, or a 0-d
+            tensor) or an ``(S,)`` tensor/array.
+        noise: a :class:`~cnce.noise.ConditionalNoise` (``None``: unbounded, the authors' rule):
+            its ``eps_max`` bounds a given eps and the search's result, and its ``eps_rule`` is
+            the search's rule unless ``rule`` is given.
+        S: the number of simulations (a scalar eps is expanded to ``(S,)``).
+        rule: an :class:`EpsRule` for ``eps="auto"`` instead of the noise's; ``ValueError`` with
+            a given eps (a rule applies to the search only).
+        positive: require eps > 0 (a trainer whose loss has no eps = 0 limit).
+        prefix, margin: the prefix settings of the search (:func:`choose_eps`).
+        dtype, device: of the returned tensor.
+
+    Returns:
+        an ``(S,)`` tensor in ``[0, noise.eps_max]`` (``(0, ...]`` with ``positive``), or an
+        :class:`EpsSearch` whose rule is bounded by ``noise.eps_max``.
+    """
+    if rule is not None and not isinstance(rule, EpsRule):
+        raise ValueError(f"eps_rule must be a cnce.eps.EpsRule; got {rule!r}")
+    upper = getattr(noise, "eps_max", None)
+    if isinstance(eps, str) and eps == "auto":
+        if rule is None:
+            rule = getattr(noise, "eps_rule", AUTHORS_RULE)
+        return EpsSearch(rule.bounded(upper), prefix, margin)
+    low = "> 0" if positive else ">= 0"
+    if isinstance(eps, (bool, str)):
+        raise ValueError(f"eps must be 'auto' or a number {low}; got {eps!r}")
+    if rule is not None:
+        raise ValueError(f"eps_rule applies to eps='auto' only (the heuristic's search); got eps={eps!r} "
+                         f"and eps_rule={rule!r}")
+    try:
+        e = torch.as_tensor(eps, dtype=dtype, device=device)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise ValueError(f"eps must be 'auto' or a number {low}; got {eps!r}") from exc
+    scalar = e.ndim == 0
+    if scalar:
+        e = e.expand(S).clone()
+    if e.shape != (S,):
+        raise ValueError(f"eps must be a scalar or have shape ({S},); got shape {tuple(e.shape)}")
+    shown = repr(e[0].item()) if scalar else _describe(e)
+    if not torch.isfinite(e).all() or (e < 0).any() or (positive and (e == 0).any()):
+        raise ValueError(f"eps must be finite and {low}; got {shown}")
+    if upper is not None and (e > upper).any():
+        raise ValueError(f"eps must lie in [0, {upper}] for this noise (its eps_max); got {shown}")
+    return e
 
 
 @dataclass(frozen=True)
@@ -141,9 +283,10 @@ class EpsSearch:
         """The same rule with every step decided on all points."""
         return EpsSearch(self.rule)
 
-    def run(self, J_of_eps, x, *, active_only: bool = False):
-        """``choose_eps`` with this search's rule and prefix settings."""
-        return choose_eps(J_of_eps, x, self.rule, active_only=active_only, prefix=self.prefix, margin=self.margin)
+    def run(self, J_of_eps, x, *, active_only: bool = False, return_trace: bool = False, unit=None):
+        """:func:`choose_eps` with this search's rule and prefix settings."""
+        return choose_eps(J_of_eps, x, self.rule, active_only=active_only, prefix=self.prefix, margin=self.margin,
+                          return_trace=return_trace, unit=unit)
 
 
 def data_scale(x: torch.Tensor) -> torch.Tensor:

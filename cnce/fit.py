@@ -27,9 +27,9 @@ import torch
 from . import backends
 from . import noise as noise_mod
 from ._torch import make_generator, resolve_device
-from ._validation import check_data, check_eps, check_kappa, check_positive_int, check_theta
+from ._validation import check_applies, check_data, check_kappa, check_positive_int, check_theta
 from .backends import plan
-from .eps import EpsRule, EpsSearch
+from .eps import EpsRule, resolve_eps
 from .models.base import UnnormalisedModel
 from .options import FitOptions, NewtonSettings, get_options
 from .result import FitResult
@@ -37,6 +37,8 @@ from .result import FitResult
 __all__ = ["fit", "FitResult", "METHODS"]
 
 METHODS = ("cnce", "nce", "mle", "sm")
+#: the methods that draw noise (``kappa``, ``noise``, ``noise_base`` apply to them only)
+NOISE_METHODS = ("cnce", "nce")
 BACKENDS = ("auto", "torch", "fused")
 
 
@@ -44,7 +46,7 @@ def fit(
     model: UnnormalisedModel,
     x,
     method: str = "cnce",
-    kappa: int = 10,
+    kappa: int | None = None,
     eps="auto",
     seed: int = 0,
     *,
@@ -68,21 +70,25 @@ def fit(
         model: an :class:`~cnce.models.UnnormalisedModel` (e.g. ``cnce.models.Gaussian()``).
         x: data ``(S, N, D)`` (S independent simulations) or ``(N, D)`` (one problem).
         method: ``"cnce"`` (Eqs. 8-9), ``"nce"``, ``"mle"`` or ``"sm"``; see ``model.methods``.
-        kappa: noise samples per data point (CNCE) / noise-to-data ratio nu (NCE), an integer >= 1.
-        eps: CNCE only: ``"auto"`` (the heuristic, :mod:`cnce.eps`), a number >= 0 or an ``(S,)``
-            tensor. Flip noise (Bernoulli) needs eps in [0, 1]. The other methods take no eps
+        kappa: noise samples per data point (CNCE) / noise-to-data ratio nu (NCE), an integer >= 1;
+            default 10. MLE and SM take none (``ValueError``).
+        eps: CNCE only: ``"auto"`` (the heuristic, :mod:`cnce.eps`), a number >= 0 (also a 0-d
+            tensor or numpy scalar) or an ``(S,)`` tensor, settled by :func:`cnce.eps.resolve_eps`.
+            Flip noise (Bernoulli) needs eps in [0, 1]. The other methods take no eps
             (``ValueError`` for anything but ``"auto"``, the default).
         seed: seeds the initialisation and noise draws (a ``torch.Generator`` also works).
         theta0: initial parameters ``(S, P)`` or ``(P,)``; default ``model.init_params``.
-        noise: a :class:`~cnce.noise.ConditionalNoise`; default Eq. (13) or Eq. (64).
+        noise: a :class:`~cnce.noise.ConditionalNoise`; default Eq. (13) or Eq. (64). CNCE and
+            NCE only, as ``noise_base`` (``ValueError`` for MLE and SM).
         noise_base: pre-drawn base ``(S, >=N, >=kappa, D)`` (see :func:`cnce.noise.draw_base`);
             its prefix is used, so one base serves all N and kappa. NCE maps the same
             standard-normal numbers through its Gaussian. Default: drawn from ``seed`` with
             :func:`cnce.noise.default_base` (one numpy stream per simulation, in parallel
             threads; the same numbers for any thread count).
-        eps_rule: an :class:`~cnce.eps.EpsRule` for ``eps="auto"``; default the rule the noise
-            declares (``noise.eps_rule``: the authors' rule, or theirs for flip noise). The
-            result is clipped to the noise's largest admissible eps (``noise.eps_max``).
+        eps_rule: an :class:`~cnce.eps.EpsRule` for ``eps="auto"`` (``ValueError`` with a given
+            eps); default the rule the noise declares (``noise.eps_rule``: the authors' rule, or
+            theirs for flip noise). The result is clipped to the noise's largest admissible eps
+            (``noise.eps_max``).
         max_iter: iteration cap (default: :class:`~cnce.options.NewtonSettings` ``max_iter``,
             100, for Newton; :class:`~cnce.options.LBFGSSettings` ``max_iter``, 2000, for L-BFGS).
         tol: Newton-decrement tolerance (relative to the loss).
@@ -97,11 +103,21 @@ def fit(
             path (:mod:`cnce.backends.torch`) otherwise; ``"torch"`` forces the torch path (also
             what runs on a GPU); ``"fused"`` requires the kernels and raises ValueError saying
             why where they do not apply. Both solve the same problem with the same Newton
-            method, run as one :class:`~cnce.options.NewtonSettings` (they differ on purpose only
-            in the first trial step of a line search, ``alpha_grow``, and in the compiled
-            kernels' progressive sampling); estimates agree to the optimiser's tolerance (convex
-            problems: about 5e-7 relative or better; ICA follows the same path but its loose,
-            statistically motivated stopping rule can stop at slightly different points).
+            method, run as one :class:`~cnce.options.NewtonSettings` whose fields hold every
+            threshold of both solvers (the compiled one has those of
+            :data:`~cnce.options.COMPILED_RULES` built in at their defaults); on the same
+            settings they take the same iterations to the same estimates
+            (``tests/test_solvers.py``: equal iteration counts, estimates within 1e-10). The
+            plan (:mod:`cnce.backends.plan`) gives them different settings in exactly these
+            fields: the first trial step of a line search (``alpha_grow``, 2 compiled, 4
+            torch), the compiled solver's round-off acceptance (``roundoff_accept``, always on
+            there, off in torch), the compiled kernels' progressive sampling and Gauss-Newton matrix reuse
+            (``progressive``, ``stage_tol``, ``reuse_h``, ``carry_h``, ``h_cost``,
+            ``hess_last``, ``noise_t``, ``patience``), and the torch path's float32 feature
+            storage on GPUs (``options.feature_dtype``). Estimates of the plan's settings agree
+            to the optimiser's tolerance (convex problems: about 5e-7 relative or better; ICA
+            follows the same path but its loose, statistically motivated stopping rule can
+            stop at slightly different points).
         threads: CPU threads of the fused kernels (simulations run in parallel) and of the
             noise draw; default ``options.threads``, else ``torch.get_num_threads()``.
         options: a :class:`~cnce.options.FitOptions` (feature dtype, Gauss-Newton subsample,
@@ -140,27 +156,22 @@ def fit(
     x, batched = check_data(x, model.dim, dtype=dtype, device=dev)
     model.validate_data(x)
     S, N, D = x.shape
-    uses_noise = method in ("cnce", "nce")
+    uses_noise = method in NOISE_METHODS
+    check_applies(method, {"eps": (eps, ("cnce",)), "eps_rule": (eps_rule, ("cnce",)), "kappa": (kappa, NOISE_METHODS),
+                           "noise": (noise, NOISE_METHODS), "noise_base": (noise_base, NOISE_METHODS)},
+                  defaults={"eps": "auto"})
     if uses_noise:
-        kappa = check_kappa(kappa)
+        kappa = check_kappa(10 if kappa is None else kappa)
     if noise is None:
         noise = noise_mod.default_noise(model)
     elif not isinstance(noise, noise_mod.ConditionalNoise):
         raise ValueError(f"noise must be a cnce.noise.ConditionalNoise; got {noise!r}")
-    if eps_rule is not None and not isinstance(eps_rule, EpsRule):
-        raise ValueError(f"eps_rule must be a cnce.eps.EpsRule; got {eps_rule!r}")
-    # eps: checked and bounded here, once; the backends get a tensor or an EpsSearch
-    if method != "cnce":
-        if not (isinstance(eps, str) and eps == "auto") or eps_rule is not None:
-            given = f"eps={eps!r}" if not (isinstance(eps, str) and eps == "auto") else f"eps_rule={eps_rule!r}"
-            raise ValueError(f"{given} applies to method 'cnce' only (its conditional noise); method {method!r} takes none")
-        eps = None
-    elif isinstance(eps, str) and eps == "auto":
-        rule = (noise.eps_rule if eps_rule is None else eps_rule).bounded(noise.eps_max)
+    # eps settled here, once: the backends get an (S,) tensor or an EpsSearch
+    if method == "cnce":
         prefix, margin = options.eps_prefix_settings(N, kappa)
-        eps = EpsSearch(rule, prefix, margin)
+        eps = resolve_eps(eps, noise, S=S, rule=eps_rule, prefix=prefix, margin=margin, dtype=dtype, device=dev)
     else:
-        eps = check_eps(eps, S, upper=noise.eps_max, dtype=dtype, device=dev)
+        eps = None
     gen = make_generator(seed)
     if theta0 is None:
         theta0 = model.init_params(S, generator=gen)
@@ -169,17 +180,19 @@ def fit(
         if noise_base is None:
             noise_base = noise_mod.default_base(noise, S, N, kappa, D, gen, threads=threads)
         noise_base = _check_base(noise_base, S, N, kappa, D).to(device=dev, dtype=dtype)
-    mod = backends.choose(model, method, noise, dev, dtype, options, backend)
+    form = plan.formulation(model, method, noise, x, options)
+    mod = backends.choose(model, method, noise, dev, dtype, form, backend)
     kernel = model.compiled_kernels.get(method) if mod.NAME == "fused" else None
     problem = backends.FitProblem(
         model=model, x=x, method=method, kappa=kappa if uses_noise else None, eps=eps, noise=noise,
         noise_base=noise_base if uses_noise else None, theta0=theta0, device=dev, dtype=dtype,
         optimizer=plan.optimizer(model, method),
-        newton=plan.newton_settings(model, method, N, options, mod.NAME, kernel, max_iter=max_iter, tol=tol),
+        newton=plan.newton_settings(model, method, N, options, mod.NAME, kernel, max_iter=max_iter, tol=tol, form=form),
         lbfgs=plan.lbfgs_settings(max_iter), threads=threads,
         chunk=S if mod.NAME == "fused" else plan.chunk_size(model, method, S, N, kappa if uses_noise else None,
                                                              dtype, options, sim_batch),
-        options=options, progress=progress)
+        formulation=form, feature_dtype=plan.feature_dtype(model, method, dtype, dev, options),
+        projection_block_pairs=options.projection_block_pairs, progress=progress)
     res = mod.solve(problem)
     res.seconds = time.perf_counter() - t0
     return res if batched else res.unbatch()

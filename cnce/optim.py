@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .options import LBFGSSettings, NewtonSettings
+from .options import TINY, LBFGSSettings, NewtonSettings
 from .result import OptimResult
 
 __all__ = ["LinearLogistic", "NonlinearLogistic", "AutogradObjective", "newton", "lbfgs", "OptimResult"]
@@ -61,7 +61,8 @@ class LinearLogistic:
         #: optional per-point multiplicities ``(S, n)``: the loss is ``scale * sum_j c_j softplus(-m_j)``
         #: (identical points counted once; see ``cnce.fit`` for discrete data)
         self.c = None if weights is None else weights.to(self.dtype)
-        self.tol_floor = 1e-13 if self.Ft.dtype == torch.float32 and self.dtype == torch.float64 else 0.0
+        #: float32 features under float64 margins: the solver's tolerance is at least ``NewtonSettings.tol_float32``
+        self.float32_features = self.Ft.dtype == torch.float32 and self.dtype == torch.float64
         self._m = None  # margins at the last point passed to full()
         self._loss_cur = None
         self._line = None  # (m, Fd) of the last line search
@@ -203,15 +204,16 @@ class AutogradObjective:
         return lambda alpha: self.loss(psi + alpha.unsqueeze(-1) * d)
 
 
-def _damped_solve(H, g):
-    """Solve ``(H + lam I) d = -g`` per problem, raising ``lam`` until H + lam I is positive definite."""
+def _damped_solve(H, g, settings: NewtonSettings):
+    """Solve ``(H + lam I) d = -g`` per problem, raising ``lam`` until H + lam I is positive
+    definite (``settings.damping``, ``damping_growth``, ``damping_tries``)."""
     P = H.shape[-1]
     eye = torch.eye(P, dtype=H.dtype, device=H.device)
-    scale = H.diagonal(dim1=-2, dim2=-1).abs().mean(-1).clamp_min(1e-300)
-    lam = 1e-12 * scale
+    scale = H.diagonal(dim1=-2, dim2=-1).abs().mean(-1).clamp_min(TINY)
+    lam = settings.damping * scale
     d = torch.zeros_like(g)
     todo = torch.ones(g.shape[0], dtype=torch.bool, device=g.device)
-    for _ in range(12):
+    for _ in range(settings.damping_tries):
         L, info = torch.linalg.cholesky_ex(H + lam.view(-1, 1, 1) * eye)
         ok = (info == 0) & todo
         if ok.any():
@@ -220,22 +222,25 @@ def _damped_solve(H, g):
             todo = todo & ~ok
         if not todo.any():
             break
-        lam = torch.where(todo, lam * 1e3, lam)
+        lam = torch.where(todo, lam * settings.damping_growth, lam)
     return torch.where(todo.unsqueeze(-1), -g, d)  # gradient step if nothing worked
 
 
-def _backtrack(phi, loss, slope, alpha, active, c1, max_halvings):
+def _backtrack(phi, loss, slope, alpha, active, settings):
     """Armijo backtracking for every active problem at once: shrink each problem's step
     ``alpha`` until ``phi(alpha) <= loss + c1 * alpha * slope``. Returns the accepted step
     (0 where none was found) and which problems accepted one (inactive ones count as such).
 
     After a rejected trial the next one is the minimiser of the quadratic through ``loss``,
-    ``slope`` and the trial, kept within ``[0.1, 0.5]`` times the step (safeguarded
-    backtracking, Nocedal & Wright Sec. 3.5); plain halving where that quadratic is not convex.
-    On the kinked ICA objectives this needs far fewer trials than halving alone."""
+    ``slope`` and the trial, kept within ``[shrink_min, shrink_max]`` times the step (safeguarded
+    backtracking, Nocedal & Wright Sec. 3.5); ``shrink_max`` times the step where that quadratic
+    is not convex. On the kinked ICA objectives this needs far fewer trials than halving alone.
+    ``settings``: a :class:`NewtonSettings` or :class:`LBFGSSettings` (``c1``, ``max_halvings``,
+    ``shrink_min``, ``shrink_max``)."""
+    c1, lo, hi = settings.c1, settings.shrink_min, settings.shrink_max
     accepted = ~active
     step = torch.zeros_like(alpha)
-    for _ in range(max_halvings):
+    for _ in range(settings.max_halvings):
         trial = phi(alpha)
         ok = ~accepted & torch.isfinite(trial) & (trial <= loss + c1 * alpha * slope)
         step = torch.where(ok, alpha, step)
@@ -243,8 +248,8 @@ def _backtrack(phi, loss, slope, alpha, active, c1, max_halvings):
         if accepted.all():
             break
         curv = trial - loss - slope * alpha
-        quad = (-slope * alpha * alpha / (2.0 * curv)).clamp(min=0.1 * alpha, max=0.5 * alpha)
-        nxt = torch.where(torch.isfinite(trial) & (curv > 0), quad, 0.5 * alpha)
+        quad = (-slope * alpha * alpha / (2.0 * curv)).clamp(min=lo * alpha, max=hi * alpha)
+        nxt = torch.where(torch.isfinite(trial) & (curv > 0), quad, hi * alpha)
         alpha = torch.where(accepted, alpha, nxt)
     return step, accepted
 
@@ -254,18 +259,20 @@ def newton(problem, psi0: torch.Tensor, settings: NewtonSettings = NewtonSetting
     ``settings`` (:class:`~cnce.options.NewtonSettings`, the fields the compiled solver reads too).
 
     Stops a problem (converged) when half its Newton decrement ``-g.d / 2`` falls below
-    ``tol * max(1, |loss|)`` (at least the problem's ``tol_floor``: float32 features), or
-    when its relative loss decrease stays below ``ftol`` for ``patience`` consecutive
-    iterations (the test that ends piecewise-smooth problems such as ICA, whose gradient
-    jumps at the kinks and never vanishes exactly), or when the line search cannot decrease
-    the loss any more while the decrement is below ``1e-8``; otherwise it stops at
-    ``max_iter`` (not converged).
+    ``tol * max(1, |loss|)`` (at least ``tol_float32`` where the problem stores float32
+    features), or when its relative loss decrease stays below ``ftol`` for ``patience``
+    consecutive iterations (the test that ends piecewise-smooth problems such as ICA, whose
+    gradient jumps at the kinks and never vanishes exactly), or when the line search cannot
+    decrease the loss any more while the decrement is below ``stall_tol * max(1, |loss|)``;
+    otherwise it stops at ``max_iter`` (not converged). ``settings.roundoff_accept`` is the
+    compiled solver's rule only (``ValueError`` here).
     """
+    if settings.roundoff_accept:
+        raise ValueError("settings.roundoff_accept is a rule of the compiled solver (cnce._fused) only; got True")
     psi = psi0.clone()
     S = psi.shape[0]
-    max_iter, ftol, patience, c1, max_halvings = (settings.max_iter, settings.ftol, settings.patience, settings.c1,
-                                                  settings.max_halvings)
-    tol = max(settings.tol, getattr(problem, "tol_floor", 0.0))
+    max_iter, ftol, patience = settings.max_iter, settings.ftol, settings.patience
+    tol = max(settings.tol, settings.tol_float32 if getattr(problem, "float32_features", False) else 0.0)
     loss, g, H = problem.full(psi)
     init_loss = loss.clone()
     active = torch.ones(S, dtype=torch.bool, device=psi.device)
@@ -274,7 +281,7 @@ def newton(problem, psi0: torch.Tensor, settings: NewtonSettings = NewtonSetting
     quiet = torch.zeros(S, dtype=torch.long, device=psi.device)
     alpha0 = torch.ones(S, dtype=psi.dtype, device=psi.device)
     for it in range(max_iter):
-        d = _damped_solve(H, g)
+        d = _damped_solve(H, g, settings)
         slope = (g * d).sum(-1)  # negative
         dec = -0.5 * slope
         done = active & (dec <= tol * loss.abs().clamp_min(1.0))
@@ -286,11 +293,11 @@ def newton(problem, psi0: torch.Tensor, settings: NewtonSettings = NewtonSetting
         phi = problem.line(psi, d)
         # start where the previous search ended (times alpha_grow, at most 1): piecewise-smooth
         # problems (ICA) otherwise pay many halvings per iteration near the optimum
-        step, accepted = _backtrack(phi, loss, slope, alpha0.clone(), active, c1, max_halvings)
+        step, accepted = _backtrack(phi, loss, slope, alpha0.clone(), active, settings)
         failed = active & ~accepted
         if failed.any():
             # No decrease possible: at the optimum up to round-off if the decrement is tiny.
-            converged |= failed & (dec <= 1e-8 * loss.abs().clamp_min(1.0))
+            converged |= failed & (dec <= settings.stall_tol * loss.abs().clamp_min(1.0))
             active &= ~failed
         psi = psi + step.unsqueeze(-1) * d
         if hasattr(problem, "advance"):
@@ -324,9 +331,7 @@ def lbfgs(problem, psi0: torch.Tensor, settings: LBFGSSettings = LBFGSSettings()
     below ``ftol`` for ``patience`` consecutive iterations (the right test for piecewise
     smooth objectives such as the ICA likelihood).
     """
-    max_iter, history, gtol, ftol, patience, c1, max_halvings = (
-        settings.max_iter, settings.history, settings.gtol, settings.ftol, settings.patience, settings.c1,
-        settings.max_halvings)
+    max_iter, history, gtol, ftol, patience = settings.max_iter, settings.history, settings.gtol, settings.ftol, settings.patience
     psi = psi0.clone()
     S, P = psi.shape
     dt, dev = psi.dtype, psi.device
@@ -358,7 +363,7 @@ def lbfgs(problem, psi0: torch.Tensor, settings: LBFGSSettings = LBFGSSettings()
             yy = (y_hist[:, k - 1] ** 2).sum(-1)
             gamma = torch.where(yy > 0, sy / yy, torch.ones_like(sy))
         else:
-            gamma = 1.0 / g.norm(dim=-1).clamp_min(1e-300)
+            gamma = 1.0 / g.norm(dim=-1).clamp_min(TINY)
         r = gamma.unsqueeze(-1) * q
         for i in range(k):
             b = rho[:, i] * (y_hist[:, i] * r).sum(-1)
@@ -370,15 +375,15 @@ def lbfgs(problem, psi0: torch.Tensor, settings: LBFGSSettings = LBFGSSettings()
         slope = torch.where(bad, -(g * g).sum(-1), slope)
         d = torch.where(active.unsqueeze(-1), d, torch.zeros_like(d))
         phi = problem.line(psi, d)
-        step, accepted = _backtrack(phi, loss, slope, torch.ones(S, dtype=dt, device=dev), active, c1, max_halvings)
+        step, accepted = _backtrack(phi, loss, slope, torch.ones(S, dtype=dt, device=dev), active, settings)
         failed = active & ~accepted
-        converged |= failed & (g.abs().amax(-1) < 1e-6)
+        converged |= failed & (g.abs().amax(-1) < settings.stall_gtol)
         active &= ~failed
         psi_new = psi + step.unsqueeze(-1) * d
         loss_new, g_new, _ = problem.full(psi_new)
         s_vec, y_vec = psi_new - psi, g_new - g
         sy = (s_vec * y_vec).sum(-1)
-        keep = active & (sy > 1e-12 * (s_vec.norm(dim=-1) * y_vec.norm(dim=-1)).clamp_min(1e-300))
+        keep = active & (sy > settings.curvature_tol * (s_vec.norm(dim=-1) * y_vec.norm(dim=-1)).clamp_min(TINY))
         # shift the history of the problems that take the new pair
         if keep.any():
             idx = keep.view(-1, 1, 1)
@@ -387,7 +392,7 @@ def lbfgs(problem, psi0: torch.Tensor, settings: LBFGSSettings = LBFGSSettings()
             rho = torch.where(keep.view(-1, 1), torch.roll(rho, -1, dims=1), rho)
             s_hist[:, -1] = torch.where(keep.unsqueeze(-1), s_vec, s_hist[:, -1])
             y_hist[:, -1] = torch.where(keep.unsqueeze(-1), y_vec, y_hist[:, -1])
-            rho[:, -1] = torch.where(keep, 1.0 / sy.clamp_min(1e-300), rho[:, -1])
+            rho[:, -1] = torch.where(keep, 1.0 / sy.clamp_min(TINY), rho[:, -1])
             n_hist = min(n_hist + 1, history)
         rel = (loss - loss_new) / loss.abs().clamp_min(1.0)
         quiet = torch.where(active & (rel < ftol), quiet + 1, torch.zeros_like(quiet))

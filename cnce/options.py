@@ -27,15 +27,26 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Iterator
 
+import numpy as np
 import torch
 
-__all__ = ["FitOptions", "NewtonSettings", "LBFGSSettings", "option_context", "set_options", "get_options"]
+__all__ = ["FitOptions", "NewtonSettings", "LBFGSSettings", "COMPILED_RULES", "TINY", "option_context", "set_options", "get_options"]
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
+class _Replace:
+    def replace(self, **changes):
+        """A copy with ``changes`` (validated); unknown names raise ValueError."""
+        names = [f.name for f in dataclasses.fields(self)]
+        bad = sorted(set(changes) - set(names))
+        if bad:
+            raise ValueError(f"unknown option(s) {bad}; {type(self).__name__} has {names}")
+        return dataclasses.replace(self, **changes)
+
+
 @dataclass(frozen=True)
-class FitOptions:
+class FitOptions(_Replace):
     """How :func:`cnce.fit` computes (not what it estimates). Every field is validated.
 
     Attributes:
@@ -59,8 +70,9 @@ class FitOptions:
             the statistical resolution of the loss (order ``n_params / N``); ``0`` restores
             ``ftol = 1e-12``. At N = 2000, kappa = 10 the default changes squared errors by
             < 0.2 % (``benchmarks/``).
-        block_pairs: pairs (summed over simulations) per block of the blocked torch ICA CNCE
-            passes (the block's temporaries stay in cache).
+        projection_block_pairs: pairs, summed over the simulations of a chunk, per block of the
+            torch path's blocked absolute-projection (ICA) CNCE passes (the block's temporaries
+            stay in cache).
         memory_budget_gb: ``sim_batch="auto"`` keeps each torch chunk's features below this.
         threads: CPU threads of the compiled kernels (simulations run in parallel); ``None``
             uses ``torch.get_num_threads()``. ``cnce.fit(threads=...)`` overrides it.
@@ -82,7 +94,7 @@ class FitOptions:
     projection_hess_points: int = 32768
     projection: bool = True
     stat_ftol: float = 1e-5
-    block_pairs: int = 65536
+    projection_block_pairs: int = 65536
     memory_budget_gb: float = 1.0
     threads: int | None = None
     eps_prefix: int = 1
@@ -98,9 +110,9 @@ class FitOptions:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise ValueError(f"{name} must be an integer >= 0 (0 = all points); got {v!r}")
-        v = self.block_pairs
+        v = self.projection_block_pairs
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"block_pairs must be an integer >= 1; got {v!r}")
+            raise ValueError(f"projection_block_pairs must be an integer >= 1; got {v!r}")
         if not isinstance(self.projection, bool):
             raise ValueError(f"projection must be True or False; got {self.projection!r}")
         v = self.eps_prefix
@@ -115,13 +127,6 @@ class FitOptions:
         t = self.threads
         if t is not None and (isinstance(t, bool) or not isinstance(t, int) or t < 1):
             raise ValueError(f"threads must be None or an integer >= 1; got {t!r}")
-
-    def replace(self, **changes) -> "FitOptions":
-        """A copy with ``changes`` (validated); unknown names raise ValueError."""
-        bad = sorted(set(changes) - {f.name for f in dataclasses.fields(self)})
-        if bad:
-            raise ValueError(f"unknown option(s) {bad}; FitOptions has {[f.name for f in dataclasses.fields(self)]}")
-        return dataclasses.replace(self, **changes)
 
     def features_dtype(self, P: int, dtype: torch.dtype, device: torch.device) -> torch.dtype:
         """The storage dtype of a linear problem's features with ``P`` parameters."""
@@ -144,31 +149,82 @@ class FitOptions:
         return int(self.memory_budget_gb * 2**30)
 
 
+#: the positive floor of the solvers' denominators and scales (guards a division by zero; not a
+#: tuning constant)
+TINY = 1e-300
+
+
+def _check(obj, spec: dict) -> None:
+    """Validate the fields of a settings object: ``spec`` maps a field name to its kind,
+    ``"int>=0"``, ``"int>=1"``, ``"int>=0|None"``, ``"float>=0"``, ``"float>0"``, ``"fraction"``
+    (in (0, 1]), ``"float>1"`` or ``"bool"``. Errors name the field and value."""
+    for name, kind in spec.items():
+        v = getattr(obj, name)
+        if kind.endswith("|None"):
+            if v is None:
+                continue
+            kind = kind[:-5]
+        if kind == "bool":
+            ok = isinstance(v, (bool, np.bool_))
+            want = "True or False"
+        elif kind.startswith("int"):
+            lo = int(kind[5:])
+            ok = not isinstance(v, bool) and isinstance(v, int) and v >= lo
+            want = f"an integer >= {lo}"
+        else:
+            num = not isinstance(v, bool) and isinstance(v, (int, float)) and v == v and abs(v) != float("inf")
+            ok, want = {"float>=0": (num and v >= 0, "a finite number >= 0"),
+                        "float>0": (num and v > 0, "a finite number > 0"),
+                        "float>1": (num and v > 1, "a finite number > 1"),
+                        "fraction": (num and 0 < v <= 1, "a number in (0, 1]")}[kind]
+        if not ok:
+            raise ValueError(f"{type(obj).__name__}.{name} must be {want}{' or None' if spec[name].endswith('|None') else ''}; got {v!r}")
+
+
 @dataclass(frozen=True)
-class NewtonSettings:
+class NewtonSettings(_Replace):
     """How the damped (Gauss-)Newton solvers run: :func:`cnce.optim.newton` (torch) and
     :func:`cnce._fused.newton_all` (compiled) read the same fields; :func:`cnce.fit` builds one
-    per fit (``res.info["newton"]``).
+    per fit (``res.info["newton"]``). Every field is validated; every threshold and constant
+    of the two solvers is a field here (the conformance test, ``tests/test_solvers.py``, runs
+    both on the same problems with the same settings).
 
     Stopping (both solvers): converged when half the Newton decrement is below ``tol * max(1,
     |loss|)``, or the relative loss decrease stays below ``ftol`` for ``patience`` iterations
     (the rule for the piecewise-smooth ICA problems), or no step lowers the loss while the
-    decrement is below 1e-8; else not converged after ``max_iter`` iterations. Line search:
-    Armijo with ``c1``, at most ``max_halvings`` trials, the first at ``alpha_grow`` times the
-    last accepted step (at most 1).
+    decrement is below ``stall_tol * max(1, |loss|)``; else not converged after ``max_iter``
+    iterations; where the torch path stores float32 features, ``tol`` is at least
+    ``tol_float32`` (their round-off floor under the decrement). Direction: ``(H + lam I) d = -g`` by Cholesky with ``lam`` from ``damping``
+    times the mean absolute diagonal of ``H``, multiplied by ``damping_growth`` until the
+    factorisation succeeds, at most ``damping_tries`` times (else the gradient step). Line
+    search: Armijo with ``c1``, at most ``max_halvings`` trials, the first at ``alpha_grow``
+    times the last accepted step (at most 1); after a rejected trial the minimiser of the
+    quadratic through the loss, the slope and the trial, kept within ``[shrink_min,
+    shrink_max]`` times the step.
 
-    The two solvers differ on purpose in ``alpha_grow`` only: 2 for the compiled kernels
-    (measured there: 1.0-1.5 saved rejected trials for ICA but left NCE fits unconverged,
-    ``benchmarks/notes.md``), 4 for the torch path, the value every torch-path result was
-    computed with (not re-measured; changing it would move committed results). The
-    remaining fields are the compiled kernels' (the torch path has no progressive sampling):
-    ``progressive`` solves first on prefixes of the data (``N/16``, ``N/4``) up to
-    ``stage_tol``; ``hess_last`` pairs form the last stage's Gauss-Newton matrix (``0``: all;
-    ``None``: ``hess_points``); ``reuse_h`` keeps a matrix after a step that decreased as
-    predicted, ``carry_h`` carries it into the next stage, ``h_cost`` (a matrix pass in
-    gradient passes) lets the last stage form it anew where that saves passes; ``noise_t`` lays
-    the noise steps out once per simulation (kernels that can); ``block_pairs`` pairs per block
-    of a compiled pass (the block's scratch stays in cache).
+    The torch solver reads every field. The compiled solver has the fields of
+    :data:`COMPILED_RULES` built in at their defaults (compile-time constants: passed at run
+    time they changed how the kernels were optimised and moved estimates in the last bits) and
+    refuses other values. Where the two solvers differ, the plan (:mod:`cnce.backends.plan`)
+    sets the field: ``alpha_grow`` is 2 for the compiled kernels and 4 for the torch path (the
+    value its results were computed with; ``benchmarks/alpha_grow.py``). ``roundoff_accept``
+    (the compiled solver's rule, always on there; the torch solver refuses it): when the
+    decrement is below ``roundoff_tol * max(1, |loss|)``, the loss difference of the first
+    trial is round-off, so a rejected first trial is accepted where it shrinks the gradient
+    (else the problem stops, converged). The remaining fields are the compiled kernels'
+    (the torch path has no progressive sampling): ``progressive`` solves first on prefixes of
+    the data (``N/16``, ``N/4``) up to ``stage_tol``; ``hess_last`` pairs form the last stage's
+    Gauss-Newton matrix (``0``: all; ``None``: ``hess_points``); ``reuse_h`` keeps a matrix
+    after a full step whose decrease was ``reuse_rho_lo``-``reuse_rho_hi`` times the predicted
+    one, ``carry_h`` carries it into the next stage, ``h_cost`` (a matrix pass in gradient
+    passes) lets the last stage form it anew where that saves passes, predicting the decrement
+    after forming the matrix where it was ``d_h`` as ``h_quadratic d_h^2`` and each later one
+    as ``h_linear d_h`` times the previous (measured on the Gaussian), over at most
+    ``h_horizon`` passes; ``noise_t`` lays the
+    noise steps out once per simulation (kernels that can); ``sim_block_pairs`` pairs of one
+    simulation per block of a compiled pass (the block's scratch stays in cache), and
+    ``layout_block_pairs`` per block of the passes that read laid-out noise (the block stays in
+    L1).
     """
 
     max_iter: int = 100
@@ -178,26 +234,66 @@ class NewtonSettings:
     c1: float = 1e-4
     max_halvings: int = 40
     alpha_grow: float = 2.0
+    stall_tol: float = 1e-8
+    damping: float = 1e-12
+    damping_growth: float = 1e3
+    damping_tries: int = 12
+    shrink_min: float = 0.1
+    shrink_max: float = 0.5
+    roundoff_accept: bool = False
+    roundoff_tol: float = 1e-12
+    tol_float32: float = 1e-13
     hess_points: int = FitOptions.hess_points  # the plan sets it from FitOptions
     progressive: bool = False
     stage_tol: float = 1e-9
     hess_last: int | None = None
     reuse_h: bool = False
+    reuse_rho_lo: float = 0.5
+    reuse_rho_hi: float = 1.5
     carry_h: bool = False
     h_cost: float = 0.0
+    h_quadratic: float = 2.0
+    h_linear: float = 10.0
+    h_horizon: int = 30
     noise_t: bool = False
-    block_pairs: int = 512
+    sim_block_pairs: int = 512
+    layout_block_pairs: int = 128
 
-    def replace(self, **changes) -> "NewtonSettings":
-        return dataclasses.replace(self, **changes)
+    def __post_init__(self):
+        _check(self, {"max_iter": "int>=0", "tol": "float>=0", "ftol": "float>=0", "patience": "int>=1",
+                      "c1": "fraction", "max_halvings": "int>=1", "alpha_grow": "float>0", "stall_tol": "float>=0",
+                      "damping": "float>=0", "damping_growth": "float>1", "damping_tries": "int>=1",
+                      "shrink_min": "fraction", "shrink_max": "fraction", "roundoff_accept": "bool",
+                      "roundoff_tol": "float>=0", "tol_float32": "float>=0", "hess_points": "int>=0", "progressive": "bool",
+                      "stage_tol": "float>=0", "hess_last": "int>=0|None", "reuse_h": "bool", "reuse_rho_lo": "float>=0",
+                      "reuse_rho_hi": "float>=0", "carry_h": "bool", "h_cost": "float>=0", "h_quadratic": "float>0",
+                      "h_linear": "float>0", "h_horizon": "int>=1", "noise_t": "bool",
+                      "sim_block_pairs": "int>=1", "layout_block_pairs": "int>=1"})
+        if self.shrink_min > self.shrink_max:
+            raise ValueError(f"NewtonSettings.shrink_min must be <= shrink_max; got {self.shrink_min!r} > {self.shrink_max!r}")
+
+    @property
+    def block_pairs(self) -> int:
+        """Pairs per block of this fit's compiled passes: ``layout_block_pairs`` where the noise
+        is laid out (``noise_t``), else ``sim_block_pairs``."""
+        return self.layout_block_pairs if self.noise_t else self.sim_block_pairs
+
+
+#: the fields of :class:`NewtonSettings` that the compiled Newton solver has built in (their
+#: defaults, compile-time constants of the kernels): it refuses other values
+#: (:func:`cnce._fused.check_compiled_rules`); the torch solver reads every value
+COMPILED_RULES = ("stall_tol", "damping", "damping_growth", "damping_tries", "shrink_min", "shrink_max", "roundoff_tol",
+                  "reuse_rho_lo", "reuse_rho_hi", "h_quadratic", "h_linear", "h_horizon")
 
 
 @dataclass(frozen=True)
-class LBFGSSettings:
+class LBFGSSettings(_Replace):
     """How batched L-BFGS runs (:func:`cnce.optim.lbfgs`, and the ICA likelihood's compiled
     :func:`cnce._fused.ica_mle_all`): converged when ``max |grad| < gtol`` or the relative loss
-    decrease stays below ``ftol`` for ``patience`` iterations; Armijo with ``c1``, at most
-    ``max_halvings`` trials; ``history`` stored pairs."""
+    decrease stays below ``ftol`` for ``patience`` iterations, or when no step lowers the loss
+    while ``max |grad| < stall_gtol``; Armijo with ``c1``, at most ``max_halvings`` trials
+    (safeguarded within ``[shrink_min, shrink_max]`` times the step, as Newton's); ``history``
+    stored pairs, a pair kept when ``s.y > curvature_tol |s| |y|``."""
 
     max_iter: int = 2000
     history: int = 10
@@ -206,9 +302,17 @@ class LBFGSSettings:
     patience: int = 5
     c1: float = 1e-4
     max_halvings: int = 50
+    stall_gtol: float = 1e-6
+    curvature_tol: float = 1e-12
+    shrink_min: float = 0.1
+    shrink_max: float = 0.5
 
-    def replace(self, **changes) -> "LBFGSSettings":
-        return dataclasses.replace(self, **changes)
+    def __post_init__(self):
+        _check(self, {"max_iter": "int>=0", "history": "int>=1", "gtol": "float>=0", "ftol": "float>=0",
+                      "patience": "int>=1", "c1": "fraction", "max_halvings": "int>=1", "stall_gtol": "float>=0",
+                      "curvature_tol": "float>=0", "shrink_min": "fraction", "shrink_max": "fraction"})
+        if self.shrink_min > self.shrink_max:
+            raise ValueError(f"LBFGSSettings.shrink_min must be <= shrink_max; got {self.shrink_min!r} > {self.shrink_max!r}")
 
 
 _DEFAULT = FitOptions()

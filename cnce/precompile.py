@@ -29,7 +29,7 @@ def compile_kernels(*, progress=None) -> dict[str, float]:
     import torch
 
     from . import _fused
-    from .fit import fit
+    from .fit import NOISE_METHODS, fit
     from .models import registered
 
     seconds: dict[str, float] = {}
@@ -42,7 +42,9 @@ def compile_kernels(*, progress=None) -> dict[str, float]:
             x = model.sample(model.random_params(2, g), 40, generator=g).to(torch.float64)
             t0 = time.perf_counter()
             for kw in ([{"eps": "auto"}, {"eps": 0.5}] if method == "cnce" else [{}]):
-                fit(model, x, method, kappa=3, seed=0, threads=1, backend="fused", max_iter=2, **kw)
+                if method in NOISE_METHODS:
+                    kw["kappa"] = 3
+                fit(model, x, method, seed=0, threads=1, backend="fused", max_iter=2, **kw)
             seconds[f"{name}/{method}"] = time.perf_counter() - t0
             if progress is not None:
                 progress(f"{name}/{method}: {seconds[f'{name}/{method}']:.1f} s")

@@ -20,8 +20,9 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["REPO_ROOT", "PACKAGE_ROOT", "derive_seed", "generator", "atomic_write", "atomic_write_text",
-           "atomic_torch_save", "git", "git_state", "package_source_hash", "environment_record"]
+__all__ = ["REPO_ROOT", "PACKAGE_ROOT", "derive_seed", "int_seed", "generator", "atomic_write", "atomic_write_text",
+           "atomic_torch_save", "git", "git_object", "git_state", "source_hash", "package_source_hash",
+           "environment_record"]
 
 #: the package directory ``cnce/`` and the repository (working tree) that holds it
 PACKAGE_ROOT = Path(__file__).resolve().parent
@@ -37,11 +38,19 @@ def derive_seed(seed: int, *keys) -> int:
     return int((int(state[0]) << 31) ^ int(state[1])) & ((1 << 63) - 1)
 
 
-def generator(seed: int, *keys):
-    """A CPU ``torch.Generator`` seeded with :func:`derive_seed` ``(seed, *keys)``."""
+def int_seed(seed: int, *keys: int) -> int:
+    """A 32-bit seed from the integer ``seed`` and integer ``keys``: the first word of numpy's
+    ``SeedSequence([seed, *keys])`` (the image trainer's scheme, with which its committed runs
+    were drawn; :func:`derive_seed` for keys that are names)."""
+    return int(np.random.SeedSequence([int(seed), *map(int, keys)]).generate_state(1)[0])
+
+
+def generator(seed: int, *keys, device=None):
+    """A ``torch.Generator`` (on ``device``; default the CPU) seeded with :func:`derive_seed`
+    ``(seed, *keys)``."""
     import torch
 
-    g = torch.Generator()
+    g = torch.Generator() if device is None else torch.Generator(device=device)
     g.manual_seed(derive_seed(seed, *keys))
     return g
 
@@ -97,23 +106,65 @@ def git(*args) -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
-def git_state() -> dict:
-    """``{"git_commit": HEAD or None, "git_dirty_package": whether cnce/ has uncommitted changes}``."""
-    dirty = git("status", "--porcelain", "--", "cnce")
-    return {"git_commit": git("rev-parse", "HEAD"), "git_dirty_package": bool(dirty) if dirty is not None else None}
+def git_dirty(*paths: str) -> bool | None:
+    """Whether ``paths`` (default: ``cnce``) have uncommitted changes; ``None`` without git."""
+    out = git("status", "--porcelain", "--", *(paths or ("cnce",)))
+    return bool(out) if out is not None else None
 
 
-def package_source_hash(exclude: tuple[str, ...] = ("images",)) -> str:
-    """SHA-256 over the package's ``.py`` files (path and content), except the subpackages in
-    ``exclude``: identifies the code that computed a result even when it was not committed."""
+def git_object(rev: str = "HEAD", path: str = "cnce") -> str | None:
+    """``git rev-parse rev`` (a commit, or a tree such as ``"HEAD:cnce/images"``) with ``+dirty``
+    appended when ``path`` has uncommitted changes; ``None`` without git. A tree hash survives a
+    rebase onto a base that does not change ``path``."""
+    name = git("rev-parse", rev)
+    if not name:
+        return None
+    return name + ("+dirty" if git_dirty(path) else "")
+
+
+def git_state(*paths: str) -> dict:
+    """``{"git_commit": HEAD or None, "git_dirty_package": whether paths (default cnce/) have
+    uncommitted changes}``."""
+    return {"git_commit": git("rev-parse", "HEAD"), "git_dirty_package": git_dirty(*paths)}
+
+
+def _source_name(f: Path, root: Path) -> str:
+    for base in (root, REPO_ROOT):
+        try:
+            return str(f.relative_to(base))
+        except ValueError:
+            pass
+    return f.name
+
+
+def source_hash(*paths, root: str | os.PathLike = PACKAGE_ROOT, exclude: tuple[str, ...] = ()) -> str:
+    """SHA-256 over files (name and content): each of ``paths`` is a file (any kind: a driver
+    script, a config) or a directory (its ``.py`` files, recursively, except those under a
+    directory named in ``exclude``). Names are relative to ``root`` (else to the repository),
+    so the hash does not depend on where the checkout lies; files are taken in sorted order."""
+    root = Path(root).resolve()
+    files = []
+    for p in paths:
+        p = Path(p).resolve()
+        if p.is_dir():
+            files += [f for f in p.rglob("*.py") if not set(f.relative_to(p).parts) & set(exclude)]
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise ValueError(f"paths must name existing files or directories; got {str(p)!r}")
     h = hashlib.sha256()
-    for f in sorted(PACKAGE_ROOT.rglob("*.py")):
-        if set(f.relative_to(PACKAGE_ROOT).parts) & set(exclude):
-            continue
-        h.update(str(f.relative_to(PACKAGE_ROOT)).encode())
+    for f in sorted(files, key=lambda f: Path(_source_name(f, root)).parts):
+        h.update(_source_name(f, root).encode())
         h.update(b"\0")
         h.update(f.read_bytes())
     return h.hexdigest()
+
+
+def package_source_hash(exclude: tuple[str, ...] = ("images",), extra=()) -> str:
+    """:func:`source_hash` of the package's ``.py`` files, except the subpackages in ``exclude``,
+    and of the ``extra`` files (a driver script, a config): identifies the code that computed
+    a result even when it was not committed."""
+    return source_hash(PACKAGE_ROOT, *extra, exclude=exclude)
 
 
 def _cpu_model() -> str:

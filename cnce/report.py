@@ -1,10 +1,36 @@
 """Numbers in the book's prose come from the run: :func:`glue` puts a formatted value into a
 notebook page's markdown (myst-nb's ``glue``; the page writes ``{glue:text}`name```, another
 page ``{glue:text}`notebooks/NN_name::name```). A key that no cell glued fails the strict
-book build, so a sentence cannot keep a number that the run no longer produces."""
+book build, so a sentence cannot keep a number that the run no longer produces.
+
+:func:`t_interval` is the one Student-t interval over seeds that pages and results tables state."""
 from __future__ import annotations
 
-__all__ = ["glue", "glue_verdict", "verdict_html", "badge_html", "BADGES"]
+import math
+
+__all__ = ["glue", "glue_verdict", "verdict_html", "badge_html", "BADGES", "t_interval"]
+
+
+def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
+    """``(mean, lo, hi)``: the mean of ``values`` (e.g. one number per seed) and its ``level``
+    Student-t interval, ``mean -+ t(0.5 + level / 2, n - 1) * sd / sqrt(n)``.
+
+    One value: ``(value, nan, nan)``: no spread can be stated, and a NaN cannot be mistaken for a
+    zero-width interval. No values, or a level outside (0, 1): ``ValueError``. (With two seeds the
+    project's pages state the range instead of this interval.)"""
+    import numpy as np
+    from scipy import stats
+
+    if not (isinstance(level, float) and 0 < level < 1):
+        raise ValueError(f"level must be a float in (0, 1); got {level!r}")
+    v = np.asarray(values, dtype=float).ravel()
+    if v.size == 0:
+        raise ValueError("values must not be empty")
+    m = float(v.mean())
+    if v.size < 2:
+        return m, math.nan, math.nan
+    h = float(stats.t.ppf(0.5 + level / 2, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size))
+    return m, m - h, m + h
 
 
 class _Text:

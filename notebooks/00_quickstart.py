@@ -102,7 +102,7 @@ theta_true = model.random_params(S, generator=g)
 x = model.sample(theta_true, N, generator=g)
 print("data:", tuple(x.shape), " parameters:", tuple(theta_true.shape))
 
-results = {m: cnce.fit(model, x, method=m, kappa=10, eps="auto", seed=seed)
+results = {m: cnce.fit(model, x, method=m, seed=seed)  # kappa = 10 and eps = "auto" by default
            for m in ("cnce", "nce", "mle")}
 for name, res in results.items():
     err = model.error(res.theta, theta_true)
@@ -186,7 +186,7 @@ for name, res in fits_q.items():
 # The histogram of one simulation's data against the fitted density (normalised numerically
 # on the plotting grid, only for the picture):
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] mystnb={"image": {"alt": "Histogram of one simulation of the quartic model's data with the densities of its CNCE and NCE fits drawn over it."}}
 u = torch.linspace(-3, 3, 601, dtype=torch.float64)
 fig, ax = plt.subplots(figsize=(6, 3.5))
 ax.hist(x_q[0, :, 0].numpy(), bins=50, density=True, color="0.8", label="data (simulation 0)")

@@ -18,7 +18,9 @@
 # ```
 #
 # This page restates the construction of conditional noise-contrastive estimation (CNCE,
-# Section 2 of the paper) in our own words and then checks its main statements numerically
+# Section 2 of [the paper](https://proceedings.mlr.press/v80/ceylan18a/ceylan18a.pdf); the
+# proofs are in its supplementary material, on
+# [the paper's page](https://proceedings.mlr.press/v80/ceylan18a.html)) in our own words and then checks its main statements numerically
 # with the package:
 #
 # 1. the loss equals $2\log 2$ at $\varepsilon = 0$, for every model and every parameter value;
@@ -203,7 +205,7 @@ for model in (Gaussian(), ICA()):
     print(f"  largest J_N on the curve at the initial parameters: "
           f"{float(curve0.max()):.4f}")
 
-# %%
+# %% mystnb={"image": {"alt": "Two panels, Gaussian and ICA data: the CNCE loss against eps at the initial and at the true parameters, with shaded bands where the heuristic grows or shrinks eps and the eps values it visits."}}
 plotting.theory.eps_path_figure(paths, eps_grid);
 
 # %% [markdown]
@@ -266,35 +268,23 @@ plotting.theory.eps_path_figure(paths, eps_grid);
 # draws, 5 antithetic pairs, or 5 moment-matched antithetic pairs.
 
 # %% tags=["hide-input"]
-gauss = Gaussian()
-theta_true = gauss.random_params(1, generator=g)
-x_g = gauss.sample(theta_true, sizes["N_gauss"], generator=g)
-theta0 = gauss.init_params(1, generator=g)
-xi_g = torch.randn(1, sizes["N_gauss"], 10, gauss.dim, generator=g,
-                   dtype=torch.float64)
-noises = {
-    "independent": xi_g,
-    "antithetic": theory.antithetic(xi_g[:, :, :5]),
-    "antithetic, moment-matched": theory.moment_matched(xi_g[:, :, :5]),
-}
-eps_sm = torch.logspace(-3, 0, 31, dtype=torch.float64)
-half_sm = 0.5 * float(theory.sm_objective(gauss, x_g, theta0))
-ratio, limit = {}, {}
-for name, xi in noises.items():
-    excess = theory.loss_curve(gauss, x_g, theta0, eps_sm, xi, excess=True)
-    ratio[name] = (excess[:, 0] / eps_sm**2).numpy()
-    limit[name] = float(theory.small_eps_limit(gauss, x_g, theta0, xi))
+# the check is cnce.experiments.claims.score_matching_limit: the claims page's
+# row of the score-matching limit is this computation, at the same N and seed
+from cnce.experiments import claims
+
+check = claims.score_matching_limit(N=sizes["N_gauss"], seed=seed)
+gauss, x_g, theta0, theta_true = check["model"], check["x"], check["theta0"], check["theta_true"]
+xi_g = check["xi"]
+eps_sm = torch.as_tensor(check["eps"])
+half_sm, ratio, limit = check["half_sm"], check["ratio"], check["limit"]
+noises = check["noises"]
 print(f"half the sample score-matching objective, J_SM / 2 = {half_sm:.6f}")
 small = eps_sm <= 1e-2
 for name in noises:
-    dev = np.abs(ratio[name] - limit[name])
-    log_eps = np.log10(eps_sm[small].numpy())
-    log_dev = np.log10(dev[small.numpy()])
-    slope = np.polyfit(log_eps, log_dev, 1)[0]
     print(f"{name:>27}: (J_N - 2 log 2)/eps^2 at eps = 1e-3: "
           f"{ratio[name][0]:.6f}; "
           f"B_N = {limit[name]:.6f}; "
-          f"log-log slope of |ratio - B_N| for eps <= 0.01: {slope:.2f}")
+          f"log-log slope of |ratio - B_N| for eps <= 0.01: {check['slopes'][name]:.2f}")
 anti = noises["antithetic"]
 direct = theory.loss_curve(gauss, x_g, theta0, eps_sm, anti)[:, 0] - LOG4
 stable = theory.loss_curve(gauss, x_g, theta0, eps_sm, anti,
@@ -308,16 +298,16 @@ print("package loss minus 2 log 2 vs. the cancellation-free excess: "
 # %% tags=["remove-cell"]
 # numbers quoted in the prose (and on the claims page)
 mm = "antithetic, moment-matched"
+sm_row = claims.score_matching_row(check)
 glue("sm_half", half_sm, "{:.6f}")
 glue("sm_ratio_mm", ratio[mm][0], "{:.6f}")
 glue("sm_eps_min", float(eps_sm[0]), "{:.0e}")
-rel_dev_mm = abs(ratio[mm][0] - half_sm) / half_sm
-slope_mm = np.polyfit(np.log10(eps_sm[small].numpy()), np.log10(np.abs(ratio[mm] - limit[mm])[small.numpy()]), 1)[0]
+rel_dev_mm, slope_mm = check["rel_dev"], check["slope"]
 glue("sm_rel_dev_mm", rel_dev_mm, "{:.0e}")
 glue("sm_slope_mm", slope_mm, "{:.2f}")
 glue("sm_rel_dev_anti", abs(limit["antithetic"] - half_sm) / half_sm, "{:.1%}")
-# the claims page's verdict: the moment-matched ratio reaches J_SM / 2 at the smallest eps, at the eps^2 rate
-sm_verdict = glue("sm_verdict", "reproduced" if rel_dev_mm < 1e-3 and abs(slope_mm - 2) < 0.3 else "not reproduced")
+# the claims page's verdict: the rule of cnce.experiments.claims.score_matching_row
+sm_verdict = glue("sm_verdict", sm_row.verdict)
 # the verdict block at the top of the page
 from cnce.report import glue_verdict
 
@@ -325,16 +315,14 @@ glue_verdict("verdict", "Is the CNCE loss 2 log 2 at \u03b5 = 0 for every model,
              "(J<sub>N</sub> \u2212 2 log 2)/\u03b5<sup>2</sup> tend to half the score-matching "
              "objective as \u03b5 \u2192 0 (Section 2, Supp. B)?", [
     ("reproduced" if worst_eps0 < 1e-12 else "not reproduced",
-     f"largest |J_N \u2212 2 log 2| at \u03b5 = 0 over five models and {S} simulations: "
-     f"{worst_eps0:.0e}" if worst_eps0 else "exactly 0", "Loss at \u03b5 = 0"),
-    (sm_verdict, f"at \u03b5 = {float(eps_sm[0]):.0e} the ratio is {ratio[mm][0]:.6f} against "
-     f"J_SM/2 = {half_sm:.6f} (relative difference {rel_dev_mm:.0e}); its distance to the "
-     f"limit falls with slope {slope_mm:.2f} in \u03b5 (2 expected)",
-     "Score-matching limit (Gaussian model, moment-matched antithetic noise)")],
+     f"the loss at \u03b5 = 0 is 2 log 2 in all five models and {S} simulations: its largest "
+     "distance from 2 log 2 is " + (f"{worst_eps0:.0e}" if worst_eps0 else "exactly 0"), "Loss at \u03b5 = 0"),
+    (sm_verdict, sm_row.short,
+     "Score-matching limit (Gaussian model only, moment-matched antithetic noise)")],
     note="The ICA model, whose log-density has kinks, reaches a different small-\u03b5 limit in "
          "a finite sample: see below.")
 
-# %%
+# %% mystnb={"image": {"alt": "Two log-log panels for the Gaussian model: left, (J_N - 2 log 2) / eps^2 against eps for independent, antithetic and moment-matched noise, with half the score-matching objective dotted; right, the distance of that ratio from its small-eps limit against eps."}}
 plotting.theory.sm_limit_figure(eps_sm, ratio, limit, half_sm);
 
 # %% [markdown]
@@ -405,7 +393,7 @@ for i in range(0, len(eps_ica), 4):
 i2 = int(np.argmin(np.abs(np.log10(eps_ica.numpy()) + 2)))
 glue("kinks_at_1e-2", f"{int(kinks[i2])} of {n_pairs}");
 
-# %%
+# %% mystnb={"image": {"alt": "Two panels for the ICA model: left, (J_N - 2 log 2) / eps^2 against eps with two versions of half the score-matching objective; right, the number of data-noise pairs that straddle a kink against eps, on log axes."}}
 plotting.theory.ica_kinks_figure(eps_ica, ratio_ica, kinks, 0.5 * sm_ae,
                                  0.5 * sm_kinks, sizes["N_ica"], n_pairs);
 

@@ -71,7 +71,7 @@ provenance_table(df)
 # MLE in black for reference. Solid: the median over simulations; dashed: the 0.1 and 0.9
 # quantiles, as in the paper's Fig. 2.
 
-# %%
+# %% mystnb={"image": {"alt": "Log-log plot for the Gaussian model: median squared error against N for CNCE and NCE at each kappa, with MLE in black and the 0.1 and 0.9 quantiles dashed."}}
 kappas = list(grid.kappa)
 # the sweep's extra kappas are for Fig. 2e-f
 vsN = df[df.N.isin(grid.N) & (df.kappa.isin(grid.kappa) | df.kappa.isna())]
@@ -82,7 +82,7 @@ plotting.experiments.nce_vs_n_figure(vsN, "gaussian", kappas, panel="c");
 # over simulations (solid) and the 0.1 and 0.9 quantiles (dashed) of CNCE (blue) and NCE
 # (orange) at equal $\kappa$, with MLE (black) for reference.*
 
-# %%
+# %% mystnb={"image": {"alt": "Log-log plot for the ICA model: median squared error against N for CNCE and NCE at each kappa, with MLE in black and the 0.1 and 0.9 quantiles dashed."}}
 plotting.experiments.nce_vs_n_figure(vsN, "ica", kappas, panel="d");
 
 # %% [markdown]
@@ -115,7 +115,7 @@ for study in studies:
 # %% [markdown]
 # ## Error against κ at fixed N (Fig. 2e-f)
 
-# %%
+# %% mystnb={"image": {"alt": "Two panels, Gaussian and ICA models: median squared error of CNCE and NCE against kappa at a fixed N, with MLE's median as a black line."}}
 N_fixed = grid.N_fixed[0]
 sweep = df[(df.N == N_fixed) & df.kappa.isin(grid.kappa_sweep)]
 plotting.experiments.kappa_sweep_figure(df, N_fixed, grid.kappa_sweep);

@@ -107,7 +107,7 @@ provenance_table(df)
 # maximum-likelihood estimate, so the two lines coincide). Open markers: the two other rules, at their
 # median $\varepsilon / \varepsilon_h$.
 
-# %%
+# %% mystnb={"image": {"alt": "One panel per model: CNCE's median squared error against eps relative to the heuristic's choice, on log axes, for two sample sizes, with the heuristic's choice marked by a star on a grey vertical line and MLE's and score matching's medians as horizontal lines."}}
 labels = {s: STUDIES[s].label for s in studies}
 plotting.experiments.eps_sweep_figure(df, labels);
 
@@ -170,6 +170,8 @@ for key, value in {"cost_small_lo": f"{cont['at smallest f'].min():.1f}", "cost_
                    "cost_large_lo": f"{cont['at largest f'].min():.1f}", "cost_large_hi": f"{cont['at largest f'].max():.1f}",
                    "best_f_lo": f"{cont['best f'].min():.3g}", "best_f_hi": f"{cont['best f'].max():.3g}",
                    "n_best_above": f"{int((cont['best f'] > 1).sum())} of {len(cont)}",
+                   "n_best_at": f"{int((cont['best f'] == 1).sum())}", "n_best_below": f"{int((cont['best f'] < 1).sum())}",
+                   "best_above_lo": f"{cont.loc[cont['best f'] > 1, 'best f'].min():.3g}" if (cont['best f'] > 1).any() else "none",
                    "f_lo": f"1/{1 / factors[0]:.0f}", "f_hi": f"{factors[-1]:g}"}.items():
     glue(key, value)
 
@@ -179,9 +181,12 @@ for key, value in {"cost_small_lo": f"{cont['at smallest f'].min():.1f}", "cost_
 # {glue:text}`f_hi` times costs {glue:text}`cost_large_lo:.1f` to {glue:text}`cost_large_hi:.1f` decades: $\varepsilon$
 # matters, by orders of magnitude, once it is off by more than a factor of a few. Between the
 # two ends lies a valley, and the heuristic lands in it. The best multiple on the grid is
-# above 1 in {glue:text}`n_best_above` model-and-$N$ cases (from {glue:text}`best_f_lo:.3g` to
-# {glue:text}`best_f_hi:.3g`): where the heuristic misses, it tends to pick an $\varepsilon$ a
-# little too small.
+# larger than 1 in {glue:text}`n_best_above` model-and-$N$ cases (from
+# {glue:text}`best_above_lo` to {glue:text}`best_f_hi:.3g` times the heuristic's
+# $\varepsilon$), exactly 1 (the heuristic's own choice) in {glue:text}`n_best_at` and smaller
+# than 1 in {glue:text}`n_best_below`. So where the heuristic misses, its $\varepsilon$ is too
+# small, by a factor of up to {glue:text}`best_f_hi:.3g`; how much error that costs is the
+# efficiency loss below (largest for {glue:text}`loss_worst`).
 
 # %% [markdown]
 # ## The efficiency loss of the heuristic

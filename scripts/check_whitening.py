@@ -17,12 +17,13 @@ import numpy as np
 import torch
 
 from cnce import provenance
-from cnce.images.train import _seed, make_source
+from cnce.images.recipe import image_seed, whitener_seed
+from cnce.images.train import make_source
 
 
 def held_out_spectrum(src, n_fit: int, D: int, seed: int, n_test: int = 100_000) -> dict:
-    src.fit_whitener(n_fit, D, _seed(seed, 0, 0, 99))
-    U = src.draw(n_test, _seed(seed, 0, 0, 55)).double()
+    src.fit_whitener(n_fit, D, whitener_seed(seed))
+    U = src.draw(n_test, image_seed(seed, 0, 0, 55)).double()
     lam = torch.linalg.eigvalsh(torch.cov(U.T)).numpy()[::-1]
     order = src.whitener.lam.numpy()
     return dict(n_fit=n_fit, seed=seed, eig_max=float(lam[0]), eig_min=float(lam[-1]),

@@ -24,7 +24,7 @@ for model, methods in ((Gaussian(dim=5), ("cnce", "nce", "mle")), (ICA(dim=4), (
         r = {}
         for dev in ("cpu", "cuda", "cuda"):  # the second cuda call is warm
             t = time.perf_counter()
-            res = cnce.fit(model, x, method=method, kappa=10, seed=0, device=dev, backend="torch")
+            res = cnce.fit(model, x, method=method, seed=0, device=dev, backend="torch")  # kappa: the default 10
             r[dev] = (res.theta.detach().cpu().double(), time.perf_counter() - t,
                       float(model.error(res.theta.cpu(), theta_true).median()))
         d = float((r["cpu"][0] - r["cuda"][0]).abs().max())

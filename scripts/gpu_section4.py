@@ -1,32 +1,36 @@
-"""Section 4 on one lent GPU, as one time-boxed, resumable command.
+"""Section 4 on one lent GPU, as one time-boxed, resumable command (the runs of issue 35).
 
-    PYTHONPATH=. python3 scripts/gpu_section4.py --out "$OUT" --budget 540 --commit <HEAD> [--images PACK]
+    PYTHONPATH=. python3 scripts/gpu_section4.py --out "$OUT" --budget 500 --commit <HEAD> --images data/photos/pack.npz
 
-A queue of jobs, taken in order of priority by ``--workers`` processes that share the GPU
-(the small and the Adam runs are bound by kernel launches, so several of them overlap well).
-A worker claims a job (an exclusive file in ``<work>/claims``) when the time left covers the
-job's estimate, and after each job every worker writes what there is to at most 8 files under
-``--out`` (the device tool's limit):
+A queue of jobs, taken in order of priority by ``--workers`` processes that share the GPU. A
+worker claims a job (an exclusive file in ``<work>/claims``) when the time left covers the job's
+estimate; after each job every worker packs what there is into at most 8 files under ``--out``
+(the device tool's limit: tars of at most 15 MiB, ``results.json``, ``log.txt``). Unfinished
+runs are packed too (their ``state.pt`` holds every finished meta-iteration), so nothing that
+ran is lost when the time runs out.
 
-* ``ica``: the positive control, FastICA with a complete basis at the paper's D (600) on
-  200,000 patches, run to convergence -> ``ica.pt``;
-* ``paper/<opt>-<schedule>/s<k>``: the layer-1 ablation at the paper's sizes, optimiser
-  {cg, lbfgs, adam} x data schedule {main, fresh}, seed k -> ``ablation-paper.pt`` (final
-  first-layer weights) and ``results.json`` (every meta-iteration's record); the (cg, main) cell
-  is the ``paper`` configuration, and its job goes on to layers 2-4 -> ``full.tar``;
-* ``demo/<opt>-<schedule>/s<k>``: the same grid at ``demo`` sizes -> ``ablation-demo.pt``;
-* ``d2/s<k>``: Supp. D.2 as the authors ran it (100 first-layer units, their minimiser and main
-  sets): CNCE, NCE with c carried over, NCE with c reset to 0 -> ``d2.pt``;
-* ``photos``: the ``paper`` recipe's layer 1 on the photo pack -> ``photos.pt``.
+* ``shown/s2``: a third seed of the four-layer run the image page shows
+  (``paper-l3-ensemble``: the authors' recipe with the project's earlier layer-3 input, on the
+  bundled photographs; seeds 0 and 1 are ``data/weights/paper*``);
+* ``photos/s<k>``: the ``paper`` recipe (the authors' layer-3 input: per-sample mean removed,
+  PCA on 400,000 samples) on the photo pack (``--images``), all four layers, seeds 0-2;
+* ``pca/<n>/s<k>``: the test of the earlier failure: layer 1 of the L-BFGS, main-set cell
+  (``ablation_config(paper, "lbfgs", "main")``) for 20 meta-iterations (two main sets), PCA fitted
+  on 50,000 or 400,000 patches, seeds 0-1, logging the oriented share and J on unseen patches;
+* ``d2/s<k>``: Supp. D.2 (CNCE, NCE with c reset, NCE with c carried over) for seeds 1 and 2,
+  with the first-layer weights after every meta-iteration and the whitener.
 
 Working state lives in ``--work`` (default ``/root/cnce-work``): a second call on the same warm
-machine resumes every unfinished run and skips finished jobs. ``--bases smoke smoke --device
-cpu`` is the CPU test.
+machine resumes every unfinished run and skips finished jobs. ``--scale smoke --device cpu`` is
+the CPU test (``tests/test_gpu_section4.py``). Every call records the commit, the hash of the
+package source and the hash of this driver (:func:`driver_hash`), which
+:func:`cnce.images.runs.adopt_device_runs` checks against the commit.
 """
 from __future__ import annotations
 
 import argparse
 import fcntl
+import hashlib
 import io
 import json
 import os
@@ -35,43 +39,93 @@ import sys
 import tarfile
 import time
 import traceback
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
 
 from cnce import provenance
 from cnce.images import measures
-from cnce.images.configs import OPTIMIZERS, SCHEDULES, ablation_config, get_config
-from cnce.images.probes import fastica
-from cnce.images.train import _seed, make_source, train, train_comparison
+from cnce.images.configs import ablation_config, get_config
+from cnce.images.recipe import whitener_seed
+from cnce.images.train import branch_state, make_source, train, train_comparison
 
-CELLS = [("cg", "main"), ("adam", "fresh"), ("adam", "main"), ("lbfgs", "main"), ("cg", "fresh"), ("lbfgs", "fresh")]
-assert set(CELLS) == {(o, s) for o in OPTIMIZERS for s in SCHEDULES}
-#: seconds per layer-1 meta-iteration on one H100, from earlier runs (paper L-BFGS 0.77 s,
-#: paper Adam 2.3 s), with room for the diagnostics and for sharing the GPU
-SEC_PER_META = {("paper", "cg"): 2.2, ("paper", "lbfgs"): 1.2, ("paper", "adam"): 3.0,
-                ("demo", "cg"): 0.8, ("demo", "lbfgs"): 0.6, ("demo", "adam"): 0.9}
+#: the most a packed tar may hold (the tool returns files of at most 16 MiB)
+TAR_LIMIT = 15 * 2**20
+#: tars at most (8 files come back: these, results.json and log.txt)
+MAX_TARS = 6
+PCA_SIZES = (50_000, 400_000)
 
 
-def jobs(args) -> list[tuple[str, float]]:
-    """``(name, estimated seconds)`` in order of priority."""
-    paper, demo = get_config(args.bases[0]), get_config(args.bases[1])
-    out = [("ica", 40.0)]
+def driver_hash(path: str | os.PathLike | None = None) -> str:
+    """SHA-256 of this driver's source (the file that chose configs, seeds and whitener sharing)."""
+    return hashlib.sha256(Path(path or __file__).read_bytes()).hexdigest()
 
-    def cell(size, c, k):
-        cfg = paper if size == "paper" else demo
-        est = SEC_PER_META[(size, c[0])] * cfg.meta_iters[0] + (60.0 if (size, c) == ("paper", ("cg", "main")) else 0.0)
-        return (f"{size}/{c[0]}-{c[1]}/s{k}", est)
 
-    d2_est = 3 * 1.2 * paper.for_comparison().meta_iters[0]
-    out += [cell("paper", c, 0) for c in CELLS]
-    out += [cell("demo", c, 0) for c in CELLS]
-    out += [("d2/s0", d2_est)]
-    for k in range(1, args.seeds):
-        out += [cell("demo", c, k) for c in CELLS] + [(f"d2/s{k}", d2_est)]
-    out += [("photos", SEC_PER_META[("paper", "cg")] * paper.meta_iters[0])]
-    for k in range(1, args.seeds):
-        out += [cell("paper", c, k) for c in CELLS]
+@dataclass(frozen=True)
+class Job:
+    name: str  # e.g. "photos/s1"
+    kind: str  # "full", "layer1" or "d2"
+    config: object  # an ImageConfig
+    seed: int
+    images: str | None  # None: the bundled photographs
+    estimate: float  # seconds on the lent GPU, shared by the workers
+
+    @property
+    def tag(self) -> str:
+        return self.name.replace("/", "-")
+
+
+def configs(scale: str) -> dict:
+    """The configurations of this round at ``scale`` (``"paper"`` or ``"smoke"``)."""
+    if scale == "paper":
+        shown, paper = get_config("paper-l3-ensemble"), get_config("paper")
+        pca = {n: n for n in PCA_SIZES}
+    elif scale == "smoke":
+        paper = replace(get_config("smoke"), l3_centre="sample", n_whiten3=600)
+        shown = replace(get_config("smoke"), name="smoke-l3-ensemble")
+        pca = {n: s for n, s in zip(PCA_SIZES, (500, 2_000))}
+    else:
+        raise ValueError(f"scale must be 'paper' or 'smoke'; got {scale!r}")
+    cell = ablation_config(paper, "lbfgs", "main")
+    pca_cfg = {n: replace(cell, name=f"{paper.name}/lbfgs-main-pca{n // 1000}k", n_whiten=s,
+                          meta_iters=(min(20, cell.meta_iters[0]),) + cell.meta_iters[1:])
+               for n, s in pca.items()}
+    return dict(shown=shown, paper=paper, pca=pca_cfg)
+
+
+def parents(args) -> dict[str, Path]:
+    """The finished four-layer runs that the ``l3-input`` round branches from, by job name."""
+    if args.scale == "paper":
+        w = Path(__file__).resolve().parents[1] / "data" / "weights"
+        out = {f"l3/pack-ensemble/s{k}": w / "photos" / f"paper-seed{k}" for k in range(3)}
+        out.update({f"l3/bundled-sample/s{k}": w / ("paper" if k == 0 else f"paper-seed{k}") for k in range(3)})
+        return out
+    r = Path(args.work) / "runs"  # smoke: the first round's runs in the same work folder
+    out = {f"l3/pack-ensemble/s{k}": r / f"photos-s{k}" for k in range(3)}
+    out["l3/bundled-sample/s2"] = r / "shown-s2"
+    return out
+
+
+def jobs(args) -> list[Job]:
+    """The queue, in order of priority. Round ``runs``: the third seed of the page's run, then the
+    photo pack, then the PCA test, then D.2. Round ``l3-input``: layers 3-4 again from the
+    finished layers 1-2 of the four-layer runs with the other layer-3 input (the ensemble-centred
+    one on the photo pack, the authors' on the bundled photographs), one change at a time."""
+    c = configs(args.scale)
+    quick = args.scale == "smoke"
+    est = (lambda s: 1.0) if quick else (lambda s: s)
+    if args.round == "l3-input":
+        out = []
+        for name in parents(args):
+            images = args.images if "/pack-" in name else None
+            cfg = c["shown"] if name.startswith("l3/pack-ensemble") else c["paper"]
+            out.append(Job(name, "branch", cfg, int(name.rsplit("/s", 1)[1]), images, est(90.0)))
+        return out
+    out = [Job("shown/s2", "full", c["shown"], 2, None, est(330.0))]
+    out += [Job(f"photos/s{k}", "full", c["paper"], k, args.images, est(330.0)) for k in range(3)]
+    out += [Job(f"pca/{n // 1000}k/s{k}", "layer1", c["pca"][n], k, None, est(90.0)) for k in range(2) for n in PCA_SIZES]
+    out += [Job(f"d2/s{k}", "d2", c["paper"], k, None, est(80.0)) for k in (1, 2)]
     return out
 
 
@@ -100,92 +154,87 @@ class Worker:
         key = (images, cfg.patch, cfg.D, cfg.n_whiten, seed)
         if key not in self.sources:
             src, _ = make_source(images, patch=cfg.patch)
-            src.fit_whitener(cfg.n_whiten, cfg.D, _seed(seed, 0, 0, 99), device=self.args.device)
+            src.fit_whitener(cfg.n_whiten, cfg.D, whitener_seed(seed), device=self.args.device)
             self.sources[key] = src
         return self.sources[key]
 
     def record(self, name, st):
         self.results["runs"][name] = dict(
-            config=st["config"], seed=st["seed"], method=st["method"], seconds=st["seconds"], nce_c=st.get("nce_c"),
+            config=st["config"], seed=st["seed"], method=st["method"], seconds=st["seconds"], data=st.get("data"),
             history={k: [{kk: vv for kk, vv in r.items() if kk != "eps_trace"} for r in v] for k, v in st["history"].items()},
             eps_traces={k: [r.get("eps_trace") for r in v] for k, v in st["history"].items()},
-            sessions=st.get("sessions", []), data=st.get("data"))
+            sessions=st.get("sessions", []))
 
-    def train(self, cfg, **kw):
-        return train(cfg, device=self.args.device, progress=False, monitor=self.monitor, code_commit=self.args.commit, **kw)
-
-    # ---------------------------------------------------------------- the jobs
-    def run(self, name: str) -> None:
+    def run(self, job: Job) -> None:
         a = self.args
-        if name == "ica":
-            cfg = get_config(a.bases[0])
-            src = self.source_for(cfg, 0)
-            U = src.draw(a.ica_n, _seed(0, 0, 0, 77), a.device).double()
-            info: dict = {}
-            t = time.time()
-            W = fastica(U, cfg.D, iters=a.ica_iters, tol=1e-6, seed=0, info=info)
-            info["seconds"] = time.time() - t
-            self.log("  fastica", info)
-            provenance.atomic_torch_save(dict(W=W.cpu(), info=info, whitener=src.whitener.state_dict(), config=cfg.to_dict(),
-                                              seed=0, commit=a.commit), self.work / "ica.pt")
-            return
-        if name.startswith("d2/"):
-            seed = int(name.split("/s")[1])
-            cfg = get_config(a.bases[0])
-            res = train_comparison(cfg, out=self.work / "d2", work=self.work / "d2-runs", seed=seed, device=a.device,
-                                   progress=False, variants=("cnce", "nce-reset", "nce"), monitor=self.monitor,
-                                   code_commit=a.commit)
+        runs = self.work / "runs"
+        if job.kind == "d2":
+            res = train_comparison(job.config, out=self.work / "d2", work=self.work / "d2-runs", seed=job.seed,
+                                   device=a.device, progress=False, variants=("cnce", "nce-reset", "nce"),
+                                   monitor=self.monitor, code_commit=a.commit, driver=a.driver)
+            runs.mkdir(parents=True, exist_ok=True)
+            provenance.atomic_torch_save(res, runs / f"{job.tag}.pt")  # snapshots, histories and the whitener
             for v, h in res["history"].items():
-                self.results["runs"][f"d2/{v}/s{seed}"] = dict(
-                    seed=seed, config=res["config"], sessions=res.get("sessions"),
+                self.results["runs"][f"d2/{v}/s{job.seed}"] = dict(
+                    seed=job.seed, config=res["config"], sessions=res.get("sessions"),
                     history={"1": [{k: x for k, x in r.items() if k != "eps_trace"} for r in h]})
-            self.log(f"  D.2 seed {seed}:", {v: round(h[-1].get("oriented", float("nan")), 3) for v, h in res["history"].items()})
+            self.log(f"  {job.name}:", {v: round(h[-1].get("oriented", float("nan")), 3) for v, h in res["history"].items()})
             return
-        if name == "photos":
-            if not a.images or not Path(a.images).exists():
-                self.log("  no photo pack given")
+        if job.images is not None and not Path(job.images).exists():
+            raise ValueError(f"images={job.images!r} does not exist")
+        if job.name.startswith("photos/") and job.images is None:
+            self.log(f"  {job.name}: no photo pack given (--images); skipped")
+            return
+        if job.kind == "branch":  # layers 3-4 afresh on the parent's finished layers 1-2
+            parent = parents(a)[job.name]
+            if not (parent / "state.pt").is_file():
+                self.log(f"  {job.name}: no parent run at {parent}; skipped")
                 return
-            cfg = get_config(a.bases[0])
-            st = self.train(cfg, out=self.work / "photos" / "paper-seed0", layers=(1,), seed=0,
-                            source=self.source_for(cfg, 0, images=a.images))
-            self.record("photos/paper/s0", st)
-            return
-        size, cell, s = name.split("/")
-        seed, opt, sched = int(s[1:]), *cell.split("-")
-        cfg = ablation_config(a.bases[0] if size == "paper" else a.bases[1], opt, sched)
-        full = size == "paper" and (opt, sched) == ("cg", "main")
-        out = self.work / ("full" if full else f"abl/{size}") / (f"{cfg.name}-seed{seed}" if full else f"{opt}-{sched}-seed{seed}")
-        st = self.train(cfg, out=out, layers=(1, 2, 3, 4) if full else (1,), seed=seed, source=self.source_for(cfg, seed))
-        self.record(name, st)
+            out = runs / job.tag
+            if not (out / "state.pt").is_file():
+                st0 = torch.load(parent / "state.pt", map_location="cpu", weights_only=False)
+                rel = parent.relative_to(parent.parents[1]) if a.scale == "smoke" else parent.relative_to(
+                    Path(__file__).resolve().parents[1] / "data" / "weights")
+                out.mkdir(parents=True, exist_ok=True)
+                provenance.atomic_torch_save(branch_state(st0, job.config, parent_name=rel.as_posix()), out / "state.pt")
+        layers = {"full": (1, 2, 3, 4), "layer1": (1,), "branch": (1, 2, 3, 4)}[job.kind]
+        st = train(job.config, out=runs / job.tag, layers=layers, seed=job.seed,
+                   source=self.source_for(job.config, job.seed, job.images), device=a.device, progress=False,
+                   monitor=self.monitor, code_commit=a.commit, driver=a.driver,
+                   data=(f"photo pack {Path(job.images).name} (scripts/photo-pack.sh)" if job.images
+                         else "skimage.data bundled photographs"))
+        self.record(job.name, st)
         h = st["history"]["1"]
-        self.log(f"  {name}: oriented {h[-1].get('oriented', float('nan')):.3f}, J {h[-1]['loss']:.4f} "
-                 f"(train {h[-1]['train_loss']:.4f}, unseen {h[-1]['loss_unseen']:.4f}), eps {h[-1]['eps']:.3f}, "
-                 f"{sum(r['seconds'] for r in h):.0f} s layer 1")
+        if job.kind == "branch":
+            self.log(f"  {job.name}: final loss per layer", {k: round(v[-1]["loss"], 4) for k, v in st["history"].items()},
+                     f"seconds per layer {({k: round(v) for k, v in st['seconds'].items()})}")
+            return
+        self.log(f"  {job.name}: layer 1 oriented {h[-1].get('oriented', float('nan')):.3f}, J unseen "
+                 f"{h[-1]['loss_unseen']:.4f}; seconds per layer {({k: round(v) for k, v in st['seconds'].items()})}")
 
     def loop(self) -> None:
         claims = self.work / "claims"
         claims.mkdir(exist_ok=True)
-        for name, est in jobs(self.args):
+        for job in jobs(self.args):
             if self.left() < 20:
                 break
-            tag = name.replace("/", "_")
-            if (claims / f"{tag}.done").exists():
+            if (claims / f"{job.tag}.done").exists():
                 continue
-            if est > self.left() - 10:
+            if job.estimate > self.left() - 10:
                 continue  # a later, smaller job may still fit
             try:
-                fd = os.open(claims / f"{tag}.{self.args.call}", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                fd = os.open(claims / f"{job.tag}.{self.args.call}", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
                 os.close(fd)
             except FileExistsError:
                 continue
-            self.log(f"job {name} (estimate {est:.0f} s, {self.left():.0f} s left)")
+            self.log(f"job {job.name} (estimate {job.estimate:.0f} s, {self.left():.0f} s left)")
             t = time.time()
             try:
-                self.run(name)
-                (claims / f"{tag}.done").touch()
-                self.results["jobs"][name] = dict(seconds=time.time() - t, estimate=est)
+                self.run(job)
+                (claims / f"{job.tag}.done").touch()
+                self.results["jobs"][job.name] = dict(seconds=time.time() - t, estimate=job.estimate, worker=self.index)
             except Exception:
-                self.log(f"  {name} FAILED\n" + traceback.format_exc())
+                self.log(f"  {job.name} FAILED\n" + traceback.format_exc())
             provenance.atomic_write_text(self.res_path, json.dumps(self.results) + "\n")
             pack(self.work, self.out, self.log)
 
@@ -202,65 +251,46 @@ def _merged_results(work: Path) -> dict:
     return merged
 
 
-def _w1_table(work: Path, size: str) -> dict:
-    """Final W1 (float16) of every finished layer-1 run of ``size``, and the whitener of seed 0."""
-    out = {"W1": {}, "whitener": {}}
-    dirs = list((work / "abl" / size).glob("*-seed*")) if (work / "abl" / size).is_dir() else []
-    if size == "paper" and (work / "full").is_dir():
-        dirs += list((work / "full").glob("*-seed*"))
-    for d in dirs:
-        p = d / "state.pt"
-        if not p.is_file():
-            continue
-        st = torch.load(p, map_location="cpu", weights_only=False)
-        if len(st["history"].get("1", [])) < st["config"]["meta_iters"][0]:
-            continue
-        out["W1"][f"{st['config']['name']}/s{st['seed']}"] = st["network"]["W1"].half()
-        if st["seed"] == 0:  # the same PCA draw for every cell of a seed
-            out["whitener"].setdefault("s0", st["whitener"])
-    return out
+def _items(work: Path) -> list[tuple[Path, str]]:
+    """``(file, name in the tar)`` of every run that has saved anything, largest first."""
+    runs = work / "runs"
+    items = []
+    for d in sorted(runs.iterdir()) if runs.is_dir() else []:
+        if d.is_dir() and (d / "state.pt").is_file():
+            items += [(d / f, f"{d.name}/{f}") for f in ("state.pt", "provenance.json") if (d / f).is_file()]
+        elif d.suffix == ".pt":
+            items.append((d, d.name))
+    return sorted(items, key=lambda it: -it[0].stat().st_size)
 
 
 def pack(work: Path, out: Path, log) -> None:
-    """Everything worth keeping, in at most 8 files under ``out`` (one worker at a time)."""
+    """Everything worth keeping in at most 8 files under ``out`` (one worker at a time):
+    ``results.json``, ``log.txt`` and tars of the runs (first fit, largest first)."""
     with open(work / "pack.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             provenance.atomic_write_text(out / "results.json", json.dumps(_merged_results(work)) + "\n")
-            for size in ("paper", "demo"):
-                t = _w1_table(work, size)
-                if t["W1"]:
-                    provenance.atomic_torch_save(t, out / f"ablation-{size}.pt")
-            if (work / "ica.pt").is_file():
-                provenance.atomic_torch_save(torch.load(work / "ica.pt", weights_only=False), out / "ica.pt")
-            d2 = {}
-            for f in sorted((work / "d2").glob("compare*.pt")) if (work / "d2").is_dir() else []:
-                c = torch.load(f, map_location="cpu", weights_only=False)
-                if c["seed"] != 0:
-                    c.pop("snapshots", None)  # pictures for seed 0; histories for every seed
-                d2[f.name] = c
-            if d2:
-                provenance.atomic_torch_save(d2, out / "d2.pt")
-            done = []
-            for d in sorted((work / "full").glob("*-seed*")) if (work / "full").is_dir() else []:
-                if not (d / "state.pt").is_file():
-                    continue
-                st = torch.load(d / "state.pt", map_location="cpu", weights_only=False)
-                if all(len(st["history"].get(str(L), [])) >= n for L, n in zip((1, 2, 3, 4), st["config"]["meta_iters"])):
-                    done.append(d)
-            if done:
+            bins: list[list] = []
+            for path, arc in _items(work):
+                size = path.stat().st_size
+                for b in bins:
+                    if b[0] + size <= TAR_LIMIT:
+                        b[0] += size
+                        b[1].append((path, arc))
+                        break
+                else:
+                    bins.append([size, [(path, arc)]])
+            if len(bins) > MAX_TARS:
+                log(f"  pack: {len(bins)} tars needed, {MAX_TARS} kept:", [a for b in bins[MAX_TARS:] for _, a in b[1]])
+            for i, (_, members) in enumerate(bins[:MAX_TARS], 1):
                 buf = io.BytesIO()
                 with tarfile.open(fileobj=buf, mode="w") as tar:
-                    for d in done[:3]:
-                        for f in ("state.pt", "provenance.json"):
-                            if (d / f).is_file():
-                                tar.add(d / f, arcname=f"{d.name}/{f}")
-                provenance.atomic_write(out / "full.tar", lambda fh: fh.write(buf.getvalue()), binary=True)
-            ph = work / "photos" / "paper-seed0" / "state.pt"
-            if ph.is_file():
-                st = torch.load(ph, map_location="cpu", weights_only=False)
-                provenance.atomic_torch_save(dict(W1=st["network"]["W1"].half(), whitener=st["whitener"],
-                                                  config=st["config"], data=st["data"]), out / "photos.pt")
+                    for path, arc in members:
+                        tar.add(path, arcname=arc)
+                provenance.atomic_write(out / f"runs-{i}.tar", lambda fh: fh.write(buf.getvalue()), binary=True)
+            for stale in out.glob("runs-*.tar"):
+                if int(stale.stem.split("-")[1]) > min(len(bins), MAX_TARS):
+                    stale.unlink()
             log("  packed (MiB):", {p.name: round(p.stat().st_size / 2**20, 2) for p in sorted(out.iterdir())})
         except Exception:
             log("  pack FAILED\n" + traceback.format_exc())
@@ -270,19 +300,28 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--work", default="/root/cnce-work")
-    ap.add_argument("--budget", type=float, default=540, help="seconds from now until no job may still be running")
+    ap.add_argument("--budget", type=float, default=500, help="seconds from now after which no job starts")
+    ap.add_argument("--hard-stop", type=float, default=None,
+                    help="seconds from now at which running jobs are stopped and packed (default: budget + 40); "
+                         "their finished meta-iterations are kept")
     ap.add_argument("--commit", default=None, help="the commit this tree is (recorded in every run)")
-    ap.add_argument("--images", default=None, help="photo pack for the 'photos' job")
+    ap.add_argument("--images", default=None, help="photo pack for the photos jobs")
     ap.add_argument("--device", default="cuda")
-    ap.add_argument("--bases", nargs=2, default=["paper", "demo-authors"], help="paper-size and demo-size base configs")
-    ap.add_argument("--workers", type=int, default=4)
-    ap.add_argument("--ica-n", type=int, default=200_000)
-    ap.add_argument("--ica-iters", type=int, default=2000)
-    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--scale", default="paper", choices=("paper", "smoke"))
+    ap.add_argument("--round", default="runs", choices=("runs", "l3-input"),
+                    help="runs: the runs of issue 35; l3-input: layers 3-4 with the other layer-3 input")
+    ap.add_argument("--workers", type=int, default=6)
     ap.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--t-end", type=float, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--call", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.workers < 1:
+        raise SystemExit(f"--workers must be >= 1; got {args.workers}")
+    if args.budget <= 0:
+        raise SystemExit(f"--budget must be > 0; got {args.budget}")
+    if args.hard_stop is not None and args.hard_stop < args.budget:
+        raise SystemExit(f"--hard-stop must be >= --budget ({args.budget}); got {args.hard_stop}")
+    args.driver = os.path.abspath(__file__)
     work, out = Path(args.work), Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)
@@ -295,13 +334,12 @@ def main(argv=None) -> int:
     calls_path = work / "calls.json"
     calls = json.loads(calls_path.read_text()) if calls_path.is_file() else []
     calls.append(dict(started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), commit=args.commit,
-                      source_hash=provenance.package_source_hash(exclude=()), torch=torch.__version__,
-                      gpu=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None, budget=args.budget,
-                      workers=args.workers))
+                      source_hash=provenance.package_source_hash(exclude=()), driver_hash=driver_hash(),
+                      torch=torch.__version__, gpu=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+                      budget=args.budget, workers=args.workers, scale=args.scale, round=args.round, images=args.images))
     provenance.atomic_write_text(calls_path, json.dumps(calls) + "\n")
     base = [sys.executable, os.path.abspath(__file__), "--out", str(out), "--work", str(work), "--device", args.device,
-            "--bases", *args.bases, "--ica-n", str(args.ica_n), "--ica-iters", str(args.ica_iters),
-            "--seeds", str(args.seeds), "--t-end", str(t_end), "--call", call]
+            "--scale", args.scale, "--round", args.round, "--t-end", str(t_end), "--call", call]
     if args.commit:
         base += ["--commit", args.commit]
     if args.images:
@@ -309,10 +347,27 @@ def main(argv=None) -> int:
     procs = []
     for i in range(args.workers):
         procs.append(subprocess.Popen(base + ["--worker", str(i)]))
-        time.sleep(2.0)  # let the first worker claim the first job
-    for p in procs:
-        p.wait()
-    pack(work, out, lambda *a: print(*a, flush=True))
+        time.sleep(1.0)  # let the first worker claim the first job
+    hard = time.time() + (args.hard_stop if args.hard_stop is not None else args.budget + 40)
+    say = lambda *a: print(*a, flush=True)  # noqa: E731
+    last_pack = time.time()
+    while any(p.poll() is None for p in procs):
+        time.sleep(2.0)
+        if time.time() >= hard:
+            say(f"hard stop: {sum(p.poll() is None for p in procs)} workers still running are stopped")
+            for p in procs:
+                if p.poll() is None:
+                    p.terminate()
+            for p in procs:
+                try:
+                    p.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+            break
+        if time.time() - last_pack > 45:  # what runs is kept even if no job ends before the stop
+            pack(work, out, say)
+            last_pack = time.time()
+    pack(work, out, say)
     done = sorted(p.name[:-5] for p in (work / "claims").glob("*.done"))
     print(f"finished: {len(done)} jobs done: {done}; {t_end - time.time():.0f} s of the budget left", flush=True)
     return 0

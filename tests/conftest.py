@@ -49,6 +49,7 @@ FAST_MODULES = frozenset({
     "test_plan.py", "test_eps_rules.py", "test_validation.py", "test_losses.py", "test_models.py",
     "test_theory.py", "test_fit.py", "test_backends.py", "test_noise_eps.py", "test_experiments_analysis.py",
     "test_notebooks.py", "test_provenance.py", "test_claims.py", "test_prose_numbers.py", "test_book_ext.py",
+    "test_solvers.py", "test_names.py",
 })
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cnce import batch
+from cnce import batch, book
 from cnce.cli import main
 
 OK_NB = '''# %% [markdown]
@@ -150,7 +150,7 @@ def test_book_build_succeeds_and_is_current(tmp_path):
     root = _tiny_book(tmp_path / "b", OK_NB)
     (root / "notebooks" / "02_nb.py").write_text(OK_NB.replace("alpha = 1.5", "alpha = 2.5"))
     (root / "book" / "extra.py").write_text(OK_NB)  # not in the table of contents: not executed
-    assert batch._book_notebooks(root) == [(root / "notebooks" / f"0{i}_nb.py").resolve() for i in (1, 2)]
+    assert book._book_notebooks(root) == [(root / "notebooks" / f"0{i}_nb.py").resolve() for i in (1, 2)]
     assert not batch.book_is_current(root)
     done = batch.prefill_execution_cache(root, 2)
     assert sorted(Path(p).name for p in done) == ["01_nb.py", "02_nb.py"]

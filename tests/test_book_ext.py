@@ -20,6 +20,8 @@ def test_every_substitution_in_the_book_pages_comes_from_the_results():
     ext = _ext()
     config = SimpleNamespace(myst_substitutions={}, html_theme_options={"repository_url": "https://example.org/r"})
     ext._e2e_substitutions(None, config)
+    ext._cost_substitutions(None, config)
+    ext._authors_code_substitutions(None, config)
     ext._repo_substitutions(None, config)
     repo_keys = {"repo_url", "link_bench_notes", "link_bench_summary"}
     used = set()
@@ -34,7 +36,7 @@ def test_every_substitution_in_the_book_pages_comes_from_the_results():
         elif key == "e2e_studies_differ":  # study names (or "none")
             assert v == "none" or set(v.split(", ")) <= set(STUDIES), v
         else:  # a number or a commit
-            assert re.fullmatch(r"[0-9a-f]{7}|\d+|\d(\.\d+)?e[+-]\d+", v), (key, v)
+            assert re.fullmatch(r"[0-9a-f]{7}( and [0-9a-f]{7})?|\d+(\.\d+)?|\d(\.\d+)?e[+-]\d+", v), (key, v)
     # the page's total is the sum of the experiments it lists (each rounded to a second)
     subs = config.myst_substitutions
     parts = [int(subs[f"e2e_{e}_s"]) for e in ("consistency", "nce", "ring", "supplementary")]
@@ -114,3 +116,97 @@ def test_rerun_box_names_commands_and_measured_times():
     assert "scripts/book.sh" in ext.rerun_box("book/claims")
     box6 = ext.rerun_box("notebooks/06_image_model")
     assert "GPU" in box6 and ("image-train" in box6 or "GPU command" in box6)
+
+
+# --- sources shipped with the book, the repository setting, the cost table (issue 36) --------
+
+def test_no_repository_button_while_the_address_is_empty():
+    ext = _ext()
+    empty = SimpleNamespace(html_theme_options={"repository_url": "", "use_repository_button": True,
+                                                "use_issues_button": True})
+    ext._repository_buttons(None, empty)
+    assert not empty.html_theme_options["use_repository_button"] and not empty.html_theme_options["use_issues_button"]
+    filled = SimpleNamespace(html_theme_options={"repository_url": "https://example.org/r", "use_repository_button": True})
+    ext._repository_buttons(None, filled)
+    assert filled.html_theme_options["use_repository_button"]
+    import yaml
+
+    url = (yaml.safe_load((ROOT / "_config.yml").read_text())["repository"] or {}).get("url")
+    assert not url or "cnce-project" not in url, "the configured repository address must be a real one"
+    box = ext.rerun_box("notebooks/02_consistency", 1.0, "", [("02.py", "../downloads/notebooks/02.py")])
+    assert "book's sources" in box and 'href="../downloads/notebooks/02.py" download' in box
+    assert 'href="../book/costs.html"' in box
+    assert 'href="https://example.org/r"' in ext.rerun_box("book/claims", None, "https://example.org/r")
+
+
+def _fake_app(tmp_path, docs):
+    out = tmp_path / "_build" / "html"
+    out.mkdir(parents=True)
+    exe = tmp_path / "_build" / "jupyter_execute" / "notebooks"
+    exe.mkdir(parents=True)
+    (exe / "02_consistency.ipynb").write_text("{}")
+    paths = {"notebooks/02_consistency": ROOT / "notebooks" / "02_consistency.py", "book/intro": ROOT / "book" / "intro.md"}
+    env = SimpleNamespace(found_docs=set(docs), doc2path=lambda d: str(paths[d]),
+                          mystnb_config=SimpleNamespace(output_folder=str(exe.parent)))
+    return SimpleNamespace(outdir=str(out), env=env, builder=SimpleNamespace(format="html")), out
+
+
+def test_each_page_ships_its_sources_and_the_archive(tmp_path):
+    """After a build, every page's source, every executed notebook and the source archive are
+    in the HTML output, at the links the rerun box gives."""
+    import zipfile
+
+    ext = _ext()
+    app, out = _fake_app(tmp_path, ["notebooks/02_consistency", "book/intro"])
+    ext.ship_sources(app, None)
+    for page in ("notebooks/02_consistency", "book/intro"):
+        links = ext.source_links(app, page)
+        assert len(links) == (3 if page.startswith("notebooks/") else 2)
+        for _, href in links:
+            assert ((out / page).parent / href).resolve().is_file(), (page, href)
+    names = zipfile.ZipFile(out / ext.DOWNLOADS / ext.ARCHIVE).namelist()
+    assert "cnce-book-source/cnce/fit.py" in names and "cnce-book-source/notebooks/02_consistency.py" in names
+    assert "cnce-book-source/data/results/paper/gaussian.csv" in names
+    assert not any("/data/weights/" in n or "__pycache__" in n for n in names)
+    ext.ship_sources(app, RuntimeError("failed build"))  # nothing to do after a failed build
+
+
+def test_cost_table_rows_come_from_records_and_estimates_say_so():
+    ext = _ext()
+    table = ext.costs_markdown()
+    rows = [r for r in table.splitlines()[2:]]
+    assert rows and all(r.count("|") == 7 for r in rows)
+    assert all(("measured:" in r) or ("**estimate**" in r) or ("not measured" in r) for r in rows), rows
+    assert "shared by 4 workers" in table and "conjugate gradients" in table
+    est = ext.image_cpu_estimate()
+    # evaluations x seconds per evaluation x meta-iterations, recomputed from the inputs
+    assert est["layer1_seconds"] == est["evaluations_mean"] * est["seconds_per_eval"] * est["meta_iterations"]
+    assert est["seconds_per_eval"] == est["seconds_per_eval_measured"] * est["batch"] / est["subsample"]
+    assert 10 <= est["evaluations_mean"] <= 200  # 10 line searches of 1 to 20 evaluations each (cnce.images.cg)
+    assert ext.image_cpu_estimate(ablation={"runs": {}}) is None
+    app_deps = []
+    source = [(ROOT / "book" / "costs.md").read_text()]
+    ext._insert_costs(SimpleNamespace(env=SimpleNamespace(note_dependency=app_deps.append)), "book/costs", source)
+    assert ext.COSTS_MARK not in source[0] and "| result | notebook |" in source[0]
+    assert ext.NOTEBOOK_TIMES_SLOT in source[0]
+    html = ext.notebook_times_html({"notebooks/02_consistency": 41.0})
+    assert "02_consistency" in html and "41 s" in html
+
+
+def test_authors_code_numbers_come_from_the_recorded_octave_runs():
+    """The authors'-code page's counts are computed from data/checks/authors-code (written by
+    scripts/authors_code/run.sh from committed drivers), not typed."""
+    import json
+
+    ext = _ext()
+    a = ext.authors_code_summary()
+    assert a is not None and set(a) == {"ring", "ica"}
+    assert all(a[k]["provenance"]["drivers_dirty"] is False for k in a)
+    fits = json.loads((ext.AUTHORS_CHECKS / "ring" / "ring-nce-fminunc.json").read_text())["fits"]
+    at_max = [r for r in fits if r["N"] == max(r["N"] for r in fits)]
+    unchanged = sum(abs(r["error_end"] - r["error_start"]) <= 1e-6 * max(1.0, r["error_start"]) for r in at_max)
+    assert a["ring"]["fminunc"]["stuck_lo"] <= unchanged <= a["ring"]["fminunc"]["stuck_hi"]
+    ica = json.loads((ext.AUTHORS_CHECKS / "ica" / "ica-mle.json").read_text())["fits"]
+    assert all(r["nll_refined"] <= r["nll_theirs"] + 1e-9 for r in ica), "the refinement must not raise the loss"
+    page = (ROOT / "book" / "authors-code.md").read_text()
+    assert "{{ authors_ring_fminunc_stuck_lo }}" in page and "{{ authors_ica_short_hi }}" in page

@@ -316,12 +316,22 @@ def test_claims_table_scans(book, browser):
 
 @pytest.mark.parametrize("page", PAGES)
 def test_repository_link_and_rerun_box(page, book):
-    """Every page names its source: the theme's repository button, and the rerun box."""
+    """Every page names its source: the rerun box links the page's source, as written (and,
+    for a notebook, as executed) and the source archive, all shipped with the built book; the
+    repository is linked only when _config.yml names its address (no button otherwise)."""
     text = (book / f"{page}.html").read_text(errors="replace")
     assert 'class="admonition cnce-rerun"' in text, f"{page}: no rerun box"
     url = (yaml.safe_load((ROOT / "_config.yml").read_text()).get("repository") or {}).get("url")
-    assert url, "_config.yml names no repository url"
-    assert f'href="{url}' in text, f"{page}: no link to the repository {url}"
+    if url:
+        assert f'href="{url}' in text, f"{page}: no link to the repository {url}"
+    else:
+        assert "source-repository-button" not in text and "Open an issue" not in text, f"{page}: a repository button with no address"
+    links = re.findall(r'<a href="([^"]+)" download>', text)
+    assert any(h.endswith("cnce-source.zip") for h in links), f"{page}: no link to the source archive"
+    assert len(links) >= 2 + page.startswith("notebooks/"), f"{page}: the rerun box lacks the page's sources: {links}"
+    for h in links:
+        target = (book / page).parent / h
+        assert target.resolve().is_file(), f"{page}: {h} is not in the built book"
 
 
 @pytest.mark.parametrize("page", PAGES)

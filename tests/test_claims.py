@@ -96,6 +96,99 @@ def test_claims_table_verdicts():
     assert (t.page.isin(["02_consistency", "03_cnce_vs_nce", "04_ring", "05_supplementary"])).all()
 
 
+def test_consistency_rule_tests_the_slope_and_reports_the_rate():
+    """Errors like 1/N: reproduced, -1 inside the intervals. Errors like N^-1.5: reproduced (the
+    error falls) but the row says the intervals miss -1, and by about 0.5. Errors that do not
+    fall with N: not reproduced."""
+    def scaled(power):
+        d = table(curves=(("cnce", 2, 1.0), ("cnce", 10, 1.0), ("mle", None, 1.0)), S=200)
+        d["error"] = d["error"] * d["N"] ** (1 + power)  # c / N -> c N^power
+        return d
+
+    rows = {p: claims.claims_table({"gaussian": scaled(p)}, n_boot=300).set_index("claim").loc["Consistency (gaussian)"]
+            for p in (-1.0, -1.5, 0.0)}
+    assert rows[-1.0].verdict == "reproduced" and "inside every interval" in rows[-1.0].short
+    assert rows[-1.5].verdict == "reproduced" and "steeper than 1/N (slope -1) in 2 of 2" in rows[-1.5].short
+    assert 0.4 < rows[-1.5].stats["rate_miss"] < 0.5
+    assert rows[0.0].verdict == "not reproduced"
+
+
+def test_bernoulli_at_eps_one_is_not_testable_and_the_fixed_eps_run_decides():
+    """A Bernoulli study whose heuristic chose eps = 1 (CNCE = MLE) cannot test consistency;
+    the fixed-eps study with errors like 1/N gives the verdict."""
+    res = {"bernoulli": table("bernoulli", curves=(("cnce", 2, 1.0), ("cnce", 10, 1.0), ("mle", None, 1.0)), eps=1.0),
+           "bernoulli-eps0.2": table("bernoulli-eps0.2", curves=(("cnce", 2, 3.0), ("cnce", 10, 1.5), ("mle", None, 1.0)),
+                                     eps=0.2)}
+    t = claims.claims_table(res, n_boot=300).set_index("claim")
+    assert t.loc["Consistency (bernoulli)", "verdict"] == "not testable here"
+    assert "eps = 1 in 100% of the fits" in t.loc["Consistency (bernoulli)", "short"]
+    assert t.loc["Consistency (bernoulli, fixed eps = 0.2)", "verdict"] == "reproduced"
+    assert t.loc["CNCE approaches MLE as kappa grows (bernoulli, fixed eps = 0.2)", "verdict"] == "reproduced"
+
+
+def _eps_grid(study, N, S, medians: dict, seed=1):
+    """An eps experiment's CNCE rows: setting -> median error (log-normal scatter, shared per sim)."""
+    rng = np.random.default_rng(seed)
+    z = rng.standard_normal(S)
+    rows = []
+    for setting, c in medians.items():
+        for n in N:
+            for sim in range(S):
+                rows.append({"study": study, "method": "cnce", "kappa": 10, "N": n, "sim": sim, "eps_setting": setting,
+                             "error": c / n * math.exp(0.3 * z[sim]), "eps": 1.0})
+    d = pd.DataFrame(rows)
+    d["kappa"] = d["kappa"].astype("Int64")
+    return d
+
+
+def test_ring_row_shows_cnce_at_the_best_eps_and_says_when_the_verdict_depends_on_eps():
+    """NCE 3x CNCE at the heuristic's eps (partly reproduced), but CNCE at 3x the heuristic's eps
+    is 10 times more accurate still: NCE 30x, and the same rule gives 'reproduced' there."""
+    S, Ns = 100, (500, 5000)
+    fig = table("ring-authors", curves=(("cnce", 10, 1.0), ("nce", 10, 3.0), ("mle", None, 0.5)), Ns=Ns, S=S, shared=True)
+    eps = _eps_grid("eps-ring-authors", Ns, S, {"default": 1.0, "x3": 0.1, "x0.3": 2.0})
+    best = claims.ring_best_eps(fig, eps, n_boot=300)
+    assert list(best["table"].best_factor) == [3.0, 3.0]
+    assert best["mean_best"].value == pytest.approx(math.log10(30), abs=0.1)
+    assert best["mean_default"].value == pytest.approx(math.log10(3), abs=0.1)
+    r = claims.claims_table({"ring-authors": fig, "eps-ring-authors": eps}, n_boot=300).set_index("claim").loc[
+        "Ring model: CNCE beats NCE (authors' data generator, as in the paper)"]
+    assert r.verdict == "partly reproduced" and r.stats["verdict_at_best"] == "reproduced"
+    assert "the verdict depends on eps" in r.short
+    with pytest.raises(ValueError, match="n_boot"):
+        claims.ring_best_eps(fig, eps, n_boot=1)
+
+
+def test_score_matching_row_known_answers():
+    """The theorem holds with moment-matched antithetic noise (reproduced); with independent
+    draws the ratio diverges like 1/eps in a finite sample, so the same rule must fail."""
+    good = claims.score_matching_row(claims.score_matching_limit(N=200, seed=0))
+    bad = claims.score_matching_row(claims.score_matching_limit(N=200, seed=0, noise="independent"))
+    assert good.verdict == "reproduced" and "Gaussian model only" in good.short
+    assert bad.verdict == "not reproduced"
+    with pytest.raises(ValueError, match="noise"):
+        claims.score_matching_limit(N=10, noise="gaussian")
+
+
+def test_claim_rows_from_other_modules_join_the_table_and_the_tally():
+    extra = claims.ClaimRow("Image model: layer 1", "Gabor-like first-layer features", "80 % oriented", "80 % oriented",
+                            "beyond the paper", "06_image_model")
+    t = claims.claims_table({"gaussian": table()}, n_boot=100, extra_rows=[extra])
+    assert t.iloc[-1].claim == "Image model: layer 1" and list(t.columns) == list(claims.COLUMNS)
+    counts = claims.tally(t)
+    assert sum(len(v) for v in counts.values()) == len(t) and counts["beyond the paper"] == [len(t)]
+    line = claims.tally_html(t, href="book/claims.html")
+    assert f'href="book/claims.html#claim-{len(t)}"' in line and f"{len(t)} claims" in line
+    with pytest.raises(ValueError, match="verdict"):
+        claims.ClaimRow("x", "p", "m", "s", "agrees", "02_consistency")
+    with pytest.raises(ValueError, match="page"):
+        claims.ClaimRow("x", "p", "m", "s", "reproduced", "99_nowhere")
+    with pytest.raises(ValueError, match="unique"):
+        claims.claims_table({"gaussian": table()}, n_boot=100, extra_rows=[extra, extra])
+    with pytest.raises(TypeError, match="ClaimRow"):
+        claims.claims_table({"gaussian": table()}, n_boot=100, extra_rows=[extra.as_dict()])
+
+
 # --- the claims page and the results pages agree (issue 25) ---------------------------------
 
 import html as _html  # noqa: E402

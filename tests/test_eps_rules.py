@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from cnce.eps import IMAGE_AUTHORS_RULE, IMAGE_CARRY_RULE, RULES, EpsRule, EpsSearch, choose_eps
+from cnce.eps import AUTHORS_RULE, IMAGE_AUTHORS_RULE, IMAGE_CARRY_RULE, RULES, SCALE_RULE, EpsRule, EpsSearch, choose_eps
 from cnce.images import train as image_train
 from cnce.losses import LOG4
 
@@ -148,4 +148,73 @@ def test_the_trainers_rules_are_cnce_eps_rules(name):
     for cap in (4.0, 8.0):
         assert image_train.choose_eps_authors(J, eps_base=0.5, cap=cap) == authors_scalar(J, eps_base=0.5, cap=cap)
     for eps0 in (0.5, 2.0):
-        assert image_train.choose_eps(J, eps0=eps0)[0] == carry_scalar(J, eps0=eps0)[0]
+        assert image_train.choose_eps_carry(J, eps0=eps0)[0] == carry_scalar(J, eps0=eps0)[0]
+
+
+# --------------------------------------------------------------------------- the one resolver
+def test_resolve_eps_accepts_numbers_of_every_kind_and_expands_them():
+    import numpy as np
+
+    from cnce.eps import resolve_eps
+    from cnce.noise import BernoulliFlipNoise, GaussianNoise
+
+    for given in (0.5, np.float64(0.5), np.float32(0.5), torch.tensor(0.5), np.array(0.5), 1 / 2):
+        e = resolve_eps(given, GaussianNoise(), S=3)
+        assert e.shape == (3,) and e.dtype == torch.float64 and torch.equal(e, torch.full((3,), 0.5))
+    e = resolve_eps(np.array([0.1, 0.2]), None, S=2)
+    assert e.tolist() == [0.1, 0.2]
+    with pytest.raises(ValueError, match=r"eps must lie in \[0, 1\.0\] .*got 1\.5"):
+        resolve_eps(torch.tensor(1.5), BernoulliFlipNoise(), S=2)
+    with pytest.raises(ValueError, match=r"eps must be finite and > 0; got 0\.0"):
+        resolve_eps(0.0, GaussianNoise(), positive=True)
+    assert resolve_eps(0.0, GaussianNoise()).tolist() == [0.0]
+    with pytest.raises(ValueError, match=r"eps_rule applies to eps='auto' only"):
+        resolve_eps(0.5, GaussianNoise(), rule=AUTHORS_RULE)
+    with pytest.raises(ValueError, match=r"eps must be 'auto' or a number >= 0; got 'big'"):
+        resolve_eps("big")
+
+
+def test_resolve_eps_applies_the_noises_rule_and_bound():
+    from cnce.eps import NETWORK_RULE, EpsSearch, resolve_eps
+    from cnce.noise import BernoulliFlipNoise, GaussianNoise
+
+    s = resolve_eps("auto", BernoulliFlipNoise())
+    assert isinstance(s, EpsSearch) and s.rule == RULES["bernoulli"]
+    assert resolve_eps("auto", GaussianNoise()).rule is AUTHORS_RULE
+    assert resolve_eps("auto", GaussianNoise(), rule=NETWORK_RULE, prefix=64, margin=0.1) == EpsSearch(NETWORK_RULE, 64, 0.1)
+    # a rule without a bound is bounded by the noise
+    assert resolve_eps("auto", BernoulliFlipNoise(), rule=SCALE_RULE).rule.limit == 1.0
+    with pytest.raises(ValueError, match="eps_rule must be a cnce.eps.EpsRule"):
+        resolve_eps("auto", GaussianNoise(), rule="authors")
+
+
+def test_the_image_and_network_rules_are_rules_with_their_caps_as_data():
+    from cnce.eps import IMAGE_LAYER_CAPS, NETWORK_RULE, image_rule
+
+    assert NETWORK_RULE == AUTHORS_RULE.replace(cap=4.0) and RULES["network"] is NETWORK_RULE
+    assert [image_rule(k).cap for k in (1, 2, 3, 4)] == list(IMAGE_LAYER_CAPS) == [4.0, 4.0, 4.0, 8.0]
+    assert image_rule(4, IMAGE_CARRY_RULE) == IMAGE_CARRY_RULE.replace(cap=8.0)
+    with pytest.raises(ValueError, match="layer must be an integer in \\[1, 4\\]; got 5"):
+        image_rule(5)
+
+
+@pytest.mark.parametrize("text", ["default", "x0.5", "x1", "x0.0333", "x30", "rule:scale", "rule:pilot", "rule:authors"])
+def test_eps_setting_round_trips(text):
+    from cnce.eps import EpsSetting
+
+    s = EpsSetting.parse(text)
+    assert str(s) == text and EpsSetting.parse(str(s)) == s
+
+
+def test_eps_setting_multiples_order_and_errors():
+    import math
+
+    from cnce.eps import EpsSetting
+
+    assert EpsSetting.parse("default").multiple == 1.0 and EpsSetting.parse("x0.25").multiple == 0.25
+    assert math.isnan(EpsSetting.parse("rule:scale").multiple)
+    texts = ["rule:scale", "x2", "default", "x0.5"]
+    assert sorted(texts, key=lambda t: EpsSetting.parse(t).sort_key()) == ["default", "x0.5", "x2", "rule:scale"]
+    for bad in ("x", "x-1", "x0", "xnan", "rule:nope", "auto", None, 3):
+        with pytest.raises(ValueError, match="eps setting must be"):
+            EpsSetting.parse(bad)

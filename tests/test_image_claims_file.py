@@ -28,6 +28,13 @@ def test_provenance_is_a_clean_commit_of_this_repository(committed):
     assert provenance.git("merge-base", "--is-ancestor", commit, "HEAD") is not None, f"{commit} is not in this history"
 
 
+def test_every_group_and_d2_seed_was_measured(committed):
+    measured, tables, meta = committed
+    for g in meta["groups"]:
+        assert f"{g}layer3_contours" in measured and f"{g}layer2_position_extended" in measured, g
+    assert {"d2_table", "d2_table_s1", "d2_table_s2"} <= set(tables) and "d2_similar_s2" in measured
+
+
 def test_d2_faster_remeasured(committed):
     measured, _, _ = committed
     again = d2.faster_claim(runs.load_pt(measured_args(committed)["d2"]))
@@ -40,7 +47,7 @@ def test_layer2_frequency_remeasured(committed):
     that decides it, from the committed first layers alone."""
     measured, _, _ = committed
     props = []
-    for r in measured_args(committed)["runs"]:
+    for r in committed[2]["groups"][""]["runs"]:
         net, wh = runs.network_from_state(runs.load_state(runs.weights_dir() / r))
         props.append(measures.filter_properties(measures.unit_images(net.W1.detach(), wh)["receptive fields"]))
     q = [np.zeros((2, len(p))) for p in props]  # not used when the claim is not testable
@@ -67,10 +74,12 @@ def test_script_remeasures_every_claim(tmp_path, committed):
     spec.loader.exec_module(mod)
     args = measured_args(committed)
     out = tmp_path / "claims.json"
-    assert mod.main(["--out", str(out), "--runs", *args["runs"], "--d2", args["d2"], "--n-random", str(args["n_random"]),
+    assert mod.main(["--out", str(out), "--groups", "", "--d2", args["d2"], "--n-random", str(args["n_random"]),
                      "--seed", str(args["seed"]), "--allow-dirty"]) == 0
     again, _, _ = claims.load_measured(out)
     for k, old in committed[0].items():
+        if k not in again:  # the other groups of runs
+            continue
         new = again[k]
         assert claims.badge(new) == claims.badge(old), k
         if old.testable:

@@ -92,3 +92,19 @@ def test_seed_table_and_faster_claim_rules():
     assert D.faster_claim(d2, meta=2).verdict.startswith("contradicted")
     with pytest.raises(ValueError, match="meta"):
         D.faster_claim(d2, meta=5)
+
+
+def test_similar_over_seeds_pools_the_per_seed_verdicts():
+    from cnce.images.d2 import similar_over_seeds
+    from cnce.images.verdicts import Measured
+
+    def m(word, v, kind):
+        return Measured(claim="c", measure="m", value=v, baselines={"random sets": 0.3}, verdict=f"{word}: x",
+                        extra={"same kind": kind})
+
+    all_partly = similar_over_seeds([m("partly", 0.5, False), m("partly", 0.6, False), m("partly", 0.55, False)])
+    assert all_partly.verdict.startswith("partly:") and all_partly.n_seeds == 3 and "0 of 3" in all_partly.verdict
+    assert all_partly.interval[0] < 0.55 < all_partly.interval[1]
+    mixed = similar_over_seeds([m("supported", 0.7, True), m("not supported", 0.3, False)])
+    assert mixed.verdict.startswith("partly:") and mixed.rule == "range of 2 seeds" and mixed.interval == (0.3, 0.7)
+    assert similar_over_seeds([m("not supported", 0.3, False)] * 2).verdict.startswith("not supported:")

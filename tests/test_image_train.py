@@ -133,20 +133,20 @@ def test_patch_source_whitens_on_device():
 
 
 def test_main_set_batches_alternate_within_an_epoch():
-    from cnce.images.train import _batch
+    from cnce.images.recipe import meta_batch
 
     src = _source()
     src.fit_whitener(2000, 20, seed=0)
     cfg = replace(get_config("smoke"), n_patches=(100, 100, 100, 100), main_set=(300, 200, 100, 100), epoch=(4, 3, 2, 2),
                   redraw="blocks")
     cache: dict = {}
-    b = [_batch(src, cfg, 1, m, 0, "cpu", cache) for m in range(6)]
-    main0 = src.draw(300, seed=__import__("cnce.images.train", fromlist=["_seed"])._seed(0, 1, 0, 2))
+    b = [meta_batch(src, cfg, 1, m, 0, "cpu", cache) for m in range(6)]
+    main0 = src.draw(300, seed=__import__("cnce.images.recipe", fromlist=["image_seed"]).image_seed(0, 1, 0, 2))
     for m, j in zip(range(4), (0, 1, 2, 0)):  # epoch 0: batches 0, 1, 2 of the main set, then 0 again
         torch.testing.assert_close(b[m], main0[j * 100:(j + 1) * 100])
     assert not torch.equal(b[4], b[0])  # epoch 1: a new main set
     fresh = replace(cfg, main_set=None)
-    assert not torch.equal(_batch(src, fresh, 1, 0, 0, "cpu", {}), _batch(src, fresh, 1, 1, 0, "cpu", {}))
+    assert not torch.equal(meta_batch(src, fresh, 1, 0, 0, "cpu", {}), meta_batch(src, fresh, 1, 1, 0, "cpu", {}))
     with pytest.raises(ValueError, match="main_set"):
         replace(cfg, main_set=(50, 100, 100, 100))
 
@@ -270,3 +270,70 @@ def test_comparison_variants_share_the_start_and_nce_reset_restarts_c(tmp_path, 
     assert (tmp_path / "out" / T.COMPARE_FILE).is_file()
     with pytest.raises(ValueError, match="variants"):
         T.train_comparison(cfg, out=tmp_path / "o2", work=tmp_path / "w2", variants=("ncex",), progress=False)
+
+
+def test_layer3_input_sample_centred_hand_computed():
+    """The authors' layer-3 input (``l3_centre="sample"``): each sample's mean over its K2 outputs
+    is removed before the PCA. Rows a (1,-1,0,0) + b (0,0,1,-1) + m (1,1,1,1) with
+    (a, b) in {(2,0), (-2,0), (0,1), (0,-1)}: after the per-sample centring the ensemble mean is 0
+    and the covariance (n - 1 = 3) has eigenvalues 16/3 along (1,-1,0,0)/sqrt(2) and 4/3 along
+    (0,0,1,-1)/sqrt(2), whatever the offsets m."""
+    m = torch.tensor([3.0, -7.0, 0.5, 100.0])
+    ab = torch.tensor([[2.0, 0.0], [-2.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
+    e1, e2 = torch.tensor([1.0, -1, 0, 0]), torch.tensor([0.0, 0, 1, -1])
+    z2 = ab[:, :1] * e1 + ab[:, 1:] * e2 + m[:, None]
+    net = ImageNetwork(D=6, K1=5, K2=4, D3=2, K3=2, K4=2, l3_centre="sample")
+    retained = net.fit_whitening2(z2)
+    assert retained == pytest.approx(1.0)
+    torch.testing.assert_close(net.wh2_mean, torch.zeros(4), atol=1e-6, rtol=0)
+    want = torch.stack([e1 / 2**0.5 / (16 / 3) ** 0.5, e2 / 2**0.5 / (4 / 3) ** 0.5], 1)
+    torch.testing.assert_close(net.wh2_P.abs(), want.abs(), atol=1e-6, rtol=0)
+    # the offsets do not reach layer 3; with the ensemble centring they dominate the PCA
+    torch.testing.assert_close(net.u3(z2), net.u3(z2 - m[:, None]), atol=1e-5, rtol=0)
+    ens = ImageNetwork(D=6, K1=5, K2=4, D3=2, K3=2, K4=2)
+    assert ens.l3_centre == "ensemble"
+    ens.fit_whitening2(z2)
+    assert not torch.allclose(ens.u3(z2), ens.u3(z2 - m[:, None]), atol=1e-3)
+    with pytest.raises(ValueError, match="l3_centre"):
+        ImageNetwork(D=6, K1=5, K2=4, D3=2, K3=2, K4=2, l3_centre="batch")
+
+
+def test_paper_config_uses_the_authors_layer3_input():
+    from cnce.images.configs import CONFIGS, ImageConfig
+
+    assert CONFIGS["paper"].l3_centre == "sample" and CONFIGS["paper"].whiten3_samples() == 400_000
+    old = CONFIGS["paper-l3-ensemble"]
+    assert old.l3_centre == "ensemble" and old.whiten3_samples() == 150_000
+    # a config saved before the option existed reads as the ensemble-centred input
+    legacy = {k: v for k, v in CONFIGS["paper"].to_dict().items() if k not in ("l3_centre", "n_whiten3")}
+    assert ImageConfig(**{**legacy, "main_set": tuple(legacy["main_set"])}).l3_centre == "ensemble"
+    from cnce.images.runs import _network_options
+
+    assert _network_options(legacy)["l3_centre"] == "ensemble"
+    with pytest.raises(ValueError, match="n_whiten3"):
+        ImageConfig(name="x", n_whiten3=10)
+
+
+def test_branch_at_layer3_changes_one_thing():
+    """A branch with the parent's own config retrains layers 3-4 to the parent's weights exactly
+    (same initial weights, batches and noise); with the other layer-3 input it keeps layers 1-2;
+    a change of a field that layers 1-2 read is refused."""
+    import tempfile
+
+    from cnce.images.train import branch_state
+
+    cfg = _tiny()
+    with tempfile.TemporaryDirectory() as tmp:
+        parent = train(cfg, out=Path(tmp) / "p", source=_source(), progress=False, device="cpu")
+        same = branch_state(parent, cfg, parent_name="p")
+        assert set(same["history"]) == {"1", "2"} and same["branched_from"]["run"] == "p" and same["sessions"] == []
+        torch.save(same, Path(tmp) / "state.pt")
+        again = train(cfg, out=tmp, source=_source(), progress=False, device="cpu")
+        for k in ("W3", "b3", "W4", "b4", "wh2_P"):
+            torch.testing.assert_close(again["network"][k], parent["network"][k], rtol=0, atol=0)
+        other = branch_state(parent, replace(cfg, l3_centre="sample", n_whiten3=400))
+        assert other["config"]["l3_centre"] == "sample" and other["wh2_retained"] is None
+        for k in ("W1", "b1", "W2", "b2"):
+            assert torch.equal(other["network"][k], parent["network"][k])
+        with pytest.raises(ValueError, match="kappa"):
+            branch_state(parent, replace(cfg, kappa=3))

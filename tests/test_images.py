@@ -12,7 +12,8 @@ from cnce.losses import LOG4
 from cnce.images import data as D
 from cnce.images.configs import get_config
 from cnce.images.network import ImageNetwork, f_th, gain_control
-from cnce.images.train import choose_eps, load_state, network_from_state, train
+from cnce.images.recipe import choose_eps_carry
+from cnce.images.train import load_state, network_from_state, train
 from cnce.plotting import PAGE_WIDTH
 
 TORCH_THREADS = 2  # torch's threads in this module's tests (tests/conftest.py)
@@ -177,17 +178,17 @@ def test_cnce_loss_is_log4_at_eps_zero():
 # -- eps rule --------------------------------------------------------------------------------
 def test_choose_eps_rule():
     J = lambda e: LOG4 * math.exp(-e)  # noqa: E731  (falls from 2 log 2 as eps grows)
-    eps, trace = choose_eps(J)
+    eps, trace = choose_eps_carry(J)
     assert 0.05 * LOG4 <= LOG4 - J(eps) and J(eps) >= 0.2 * LOG4
     assert trace[0][0] == 0.5 and len(trace) <= 20
     # too small everywhere: grows to the cap and stops
-    eps, _ = choose_eps(lambda e: LOG4, cap=4.0)
+    eps, _ = choose_eps_carry(lambda e: LOG4, cap=4.0)
     assert eps == 4.0
     # too large at the start: bisects downwards
-    eps, trace = choose_eps(lambda e: LOG4 * math.exp(-20 * e))
+    eps, trace = choose_eps_carry(lambda e: LOG4 * math.exp(-20 * e))
     assert eps < 0.5 and 0.2 * LOG4 <= LOG4 * math.exp(-20 * eps) <= 0.95 * LOG4
     with pytest.raises(ValueError, match="eps0"):
-        choose_eps(J, eps0=0)
+        choose_eps_carry(J, eps0=0)
 
 
 # -- training: resume, NCE -----------------------------------------------------------------
@@ -210,7 +211,7 @@ def test_train_resume_matches_uninterrupted(tmp_path, monkeypatch):
 
     import cnce.images.train as T
 
-    real, calls = T._run_meta_iteration, {"n": 0}
+    real, calls = T.run_meta_iteration, {"n": 0}
 
     def flaky(*a, **k):
         calls["n"] += 1
@@ -218,11 +219,11 @@ def test_train_resume_matches_uninterrupted(tmp_path, monkeypatch):
             raise KeyboardInterrupt  # interrupted during layer 1's third meta-iteration
         return real(*a, **k)
 
-    monkeypatch.setattr(T, "_run_meta_iteration", flaky)
+    monkeypatch.setattr(T, "run_meta_iteration", flaky)
     with pytest.raises(KeyboardInterrupt):
         train(cfg, out=tmp_path / "resumed", layers=(1, 2, 3, 4), source=_source(), progress=False)
     assert len(load_state(tmp_path / "resumed")["history"]["1"]) == 2
-    monkeypatch.setattr(T, "_run_meta_iteration", real)
+    monkeypatch.setattr(T, "run_meta_iteration", real)
     resumed = train(cfg, out=tmp_path / "resumed", layers=(1, 2, 3, 4), source=_source(), progress=False)
     for k, v in full["network"].items():
         torch.testing.assert_close(resumed["network"][k], v, rtol=1e-4, atol=1e-5)
@@ -352,7 +353,7 @@ def test_fastica_recovers_sources_and_gabor_summary():
 
 
 def test_start_pooling_layer_continues_the_layer_below():
-    from cnce.images.train import start_pooling_layer
+    from cnce.images.recipe import start_pooling_layer
 
     net = ImageNetwork(D=40, K1=12, K2=8, D3=6, K3=5, K4=3, seed=0)
     with torch.no_grad():

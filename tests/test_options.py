@@ -27,7 +27,7 @@ def test_no_environment_reads_in_the_package():
 
 
 @pytest.mark.parametrize("kw", [dict(feature_dtype="float16"), dict(hess_points=-1), dict(hess_points=1.5),
-                                dict(block_pairs=0), dict(projection="yes"), dict(stat_ftol=-1.0),
+                                dict(projection_block_pairs=0), dict(projection="yes"), dict(stat_ftol=-1.0),
                                 dict(memory_budget_gb=0.0), dict(threads=0)])
 def test_bad_options_name_the_field(kw):
     name = next(iter(kw))

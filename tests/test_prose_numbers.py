@@ -46,6 +46,7 @@ ALLOWED = {
         "100": "the paper's '13 of 100' and '7 of 100' (quote)",
         "13": "the paper's 13 stuck MLE fits (quote)",
         "15": "the 5-D Gaussian's free parameters (a fact of the model)",
+        "95": "95 % bootstrap intervals (setting)",
     },
     "notebooks/03_cnce_vs_nce.py": {
         "0.1": "quantile plotted, as in the paper",

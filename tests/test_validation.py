@@ -142,3 +142,36 @@ def test_model_specific_inputs(gen):
         Gaussian().sample(torch.ones(15), 0)
     with pytest.raises(ValueError, match=r"theta_hat has 3 rows but theta_true has 2"):
         Gaussian().error(torch.ones(3, 15), torch.ones(2, 15))
+
+
+@pytest.mark.parametrize("method", ["mle", "sm"])
+def test_arguments_that_do_not_apply_to_the_method_are_named(data, method):
+    base = torch.zeros(2, 20, 3, 5, dtype=torch.float64)
+    with pytest.raises(ValueError, match=rf"kappa=3 applies to methods \('cnce', 'nce'\) only; method '{method}' takes none"):
+        _fit(Gaussian(), data, method=method, kappa=3)
+    with pytest.raises(ValueError, match=r"noise=.* applies to .*; noise_base=tensor of shape \(2, 20, 3, 5\) applies to"):
+        _fit(Gaussian(), data, method=method, noise=cnce.noise.GaussianNoise(), noise_base=base)
+    _fit(Gaussian(), data, method=method)  # the defaults are not "given"
+
+
+def test_eps_of_any_numeric_kind(data):
+    for eps in (np.float64(0.25), torch.tensor(0.25), np.array([0.25, 0.25])):
+        assert torch.equal(_fit(Gaussian(), data, eps=eps).eps, torch.full((2,), 0.25, dtype=torch.float64))
+    with pytest.raises(ValueError, match="eps_rule applies to eps='auto' only"):
+        _fit(Gaussian(), data, eps=0.3, eps_rule=cnce.eps.AUTHORS_RULE)
+
+
+def test_check_rows_for_one_problems_data():
+    from cnce._validation import check_rows
+
+    x = check_rows(np.ones((4, 2), dtype=np.float32))
+    assert x.dtype == torch.float32 and x.shape == (4, 2)
+    assert check_rows([[1, 2], [3, 4]]).dtype == torch.float64
+    with pytest.raises(ValueError, match=r"x_val must have D = 3 columns; got shape \(4, 2\)"):
+        check_rows(torch.ones(4, 2), name="x_val", D=3)
+    bad = torch.ones(4, 2)
+    bad[2, 1] = math.nan
+    with pytest.raises(ValueError, match=r"x must be finite; row 2 is \[1.0, nan\]"):
+        check_rows(bad)
+    with pytest.raises(ValueError, match=r"x must have shape \(N, D\)"):
+        check_rows(torch.ones(2, 4, 2))

@@ -35,6 +35,8 @@ from pybtex.plugin import register_plugin
 from pybtex.style.formatting.unsrt import Style as UnsrtStyle
 from pybtex.style.labels import BaseLabelStyle
 
+from cnce.names import PAGES
+
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks"
 MARK = "<!-- generated: benchmarks -->"
@@ -88,6 +90,264 @@ def book_times_markdown(path: Path = BOOK_TIMES) -> str:
     if any(r["load_average"][0] > m["cores"] for r in rows):
         out += ["", note]
     return "\n".join(out)
+
+
+# --- what each result costs (issue 36) ------------------------------------------------------
+
+COSTS_MARK = "<!-- generated: costs -->"
+#: Where the cost page's per-notebook rows go; filled when the page is written (the notebooks'
+#: execution times of this build are known then).
+NOTEBOOK_TIMES_SLOT = '<div id="cnce-notebook-times"></div>'
+WEIGHTS = ROOT / "data" / "weights"
+ABLATION = WEIGHTS / "ablation" / "results.json"
+EXPERIMENT_NOTEBOOK = {"consistency": "02", "nce": "03", "ring": "04", "supplementary": "05", "eps": "07"}
+
+
+def _h(seconds: float) -> str:
+    """``"203 s"``, ``"12 min"`` or ``"12.4 h"``."""
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+
+
+def _load_json(path: Path):
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def image_cpu_estimate(ablation: dict | None = None, images: dict | None = None, flops: dict | None = None) -> dict | None:
+    """The CPU time of the paper configuration's image model (the authors' recipe: conjugate
+    gradients), **estimated**: the mean number of loss-and-gradient evaluations per
+    meta-iteration of layer 1 in the recorded GPU runs of that recipe (``history`` of the
+    ``paper/cg-*`` runs of ``data/weights/ablation/results.json``) times one evaluation's CPU
+    time (``benchmarks/results/images.json``: measured on a subsample, scaled linearly to the
+    recipe's batch) times layer 1's meta-iterations; the whole model adds layers 2-4 in the
+    proportion of their floating-point operations (``image_gpu_estimate.json``). The eps
+    heuristic's evaluations of the loss are not counted. ``None`` when a record is missing."""
+    ablation = ablation if ablation is not None else _load_json(ABLATION)
+    images = images if images is not None else _load_json(BENCH / "results" / "images.json")
+    flops = flops if flops is not None else _load_json(BENCH / "results" / "image_gpu_estimate.json")
+    if not ablation or not images:
+        return None
+    runs = {k: r for k, r in ablation.get("runs", {}).items() if k.startswith("paper/cg-")}
+    evals = [h["evaluations"] for r in runs.values() for h in (r.get("history") or {}).get("1", []) if h.get("evaluations")]
+    cpu = next((r for r in images.get("results", []) if r.get("estimated") and r.get("seconds_per_eval_measured")), None)
+    if not evals or cpu is None:
+        return None
+    cfg = next(iter(runs.values()))["config"]
+    batch, metas = int(cfg["n_patches"][0]), int(cfg["meta_iters"][0])
+    per_eval = float(cpu["seconds_per_eval_measured"]) * batch / float(cpu["subsample"])
+    per_meta = sum(evals) / len(evals) * per_eval
+    layer1 = per_meta * metas
+    share = None
+    if flops and flops.get("flops_per_layer"):
+        f = {int(k): float(v) for k, v in flops["flops_per_layer"].items()}
+        share = sum(v for k, v in f.items() if k != 1) / f[1]
+    return dict(runs=sorted(runs), evaluations_mean=sum(evals) / len(evals), evaluations_min=min(evals),
+                evaluations_max=max(evals), batch=batch, meta_iterations=metas, subsample=int(cpu["subsample"]),
+                seconds_per_eval_measured=float(cpu["seconds_per_eval_measured"]), seconds_per_eval=per_eval,
+                seconds_per_meta=per_meta, layer1_seconds=layer1, other_layers_share=share,
+                model_seconds=layer1 * (1 + share) if share is not None else None,
+                cpu_machine=images.get("machine", {}))
+
+
+def costs_markdown() -> str:
+    """The cost table of ``book/costs.md``: every row from a record in the repository (named in
+    its last column), measured unless it says *estimate*."""
+    rows = []  # (result, notebook, scale, hardware, wall time, record)
+    e2e = _load_json(BENCH / "results" / "e2e.json")
+    if e2e:
+        m = e2e["machine"]
+        hw = f"CPU: {m['cpu']}, {m['cores']} cores, {e2e['settings'].get('threads', 2)} threads"
+        for r in e2e["results"]:
+            parts = r.get("parts") or [{"experiment": r["experiment"], "wall_seconds": r["seconds"]}]
+            for q in parts:
+                studies = ", ".join(f"{k} {v:.0f} s" for k, v in (q.get("study_seconds") or {}).items())
+                nb = EXPERIMENT_NOTEBOOK.get(q["experiment"], "-")
+                rows.append((f"`python -m cnce run {q['experiment']}`" + (f" ({studies})" if studies else ""), nb, "paper",
+                             hw, _h(q["wall_seconds"]), f"measured: `benchmarks/results/e2e.json`, commit {str(m['git_commit'])[:7]}"))
+        rows.append(("the same experiments on a GPU", "02-05, 07", "paper", "GPU", "not measured",
+                     "the fits are small; single fits are compared in `benchmarks/results/cuda-fit-check.json`"))
+    book = _load_json(BOOK_TIMES)
+    if book:
+        m = book["machine"]
+        for r in book["results"]:
+            rows.append((f"the whole book, {r['experiment'].split('(')[-1].rstrip(')')} build (`scripts/book.sh`)", "all",
+                         "quick", f"CPU: {m['cpu']}, {m['cores']} cores, 1 thread per notebook", _h(r["seconds"]),
+                         f"measured: `benchmarks/results/e2e_book.json`, commit {str(m['git_commit'])[:7]}"))
+    abl = _load_json(ABLATION)
+    workers = max((c.get("workers", 1) for c in (abl or {}).get("calls", [])), default=None)
+    gpus = sorted({c.get("gpu") for c in (abl or {}).get("calls", []) if c.get("gpu")})
+    shared = f", shared by {workers} workers" if workers and workers > 1 else ""
+    for name in ("paper", "paper-seed1"):
+        p = _load_json(WEIGHTS / name / "provenance.json")
+        if not p:
+            continue
+        secs = {k: float(v) for k, v in (p.get("wall_seconds_per_layer") or {}).items()}
+        gpu = next((x.get("gpu") for x in p.get("sessions") or [] if x.get("gpu")), None)
+        if not secs:
+            continue
+        per = ", ".join(f"layer {k} {_h(v)}" for k, v in sorted(secs.items()))
+        rows.append((f"image model, four layers, the authors' recipe (`data/weights/{name}`: {per})", "06", "paper",
+                     f"GPU: {gpu or 'not recorded'}{shared if gpu in gpus else ''}", _h(sum(secs.values())),
+                     f"measured: `data/weights/{name}/provenance.json`"))
+    if abl and abl.get("jobs"):
+        groups = {}
+        for k, v in abl["jobs"].items():
+            groups.setdefault(k.split("/")[0], []).append(float(v["seconds"]))
+        what = {"demo": "ablation runs at the demo size (optimiser x data schedule x seed)",
+                "paper": "ablation runs at the paper's size (optimiser x data schedule x seed; the two runs above are "
+                         "two of them)",
+                "d2": "Supp. D.2 runs (CNCE, NCE, NCE with the authors' reset)", "ica": "FastICA positive control",
+                "photos": "the recipe on the photographs"}
+        for g, v in sorted(groups.items()):
+            span = _h(v[0]) if len(v) == 1 else f"{_h(min(v))} to {_h(max(v))} each, {_h(sum(v))} in all"
+            rows.append((f"{what.get(g, g)}: {len(v)} job{'s' if len(v) > 1 else ''}", "06", "demo" if g == "demo" else "paper",
+                         f"GPU: {', '.join(gpus) or 'not recorded'}{shared}", span,
+                         "measured: `data/weights/ablation/results.json` (`jobs`)"))
+    demo = _load_json(WEIGHTS / "demo-d600-layer1" / "provenance.json")
+    if demo and demo.get("wall_seconds_per_layer"):
+        s1 = float(demo["wall_seconds_per_layer"].get("1", 0))
+        thr = next((x.get("threads") for x in demo.get("sessions") or [] if x.get("threads")), None)
+        rows.append((f"image model, layer 1 only, CPU-sized recipe ({demo['config'].get('optimizer')}, "
+                     f"{demo['config']['n_patches'][0]} patches, {demo['meta_iterations_done'].get('1')} meta-iterations)",
+                     "06", "demo", f"CPU: {demo.get('machine', 'x86_64')}, {thr or '?'} thread(s)", _h(s1),
+                     "measured: `data/weights/demo-d600-layer1/provenance.json`"))
+    est = image_cpu_estimate(abl)
+    if est:
+        m = est["cpu_machine"]
+        hw = f"CPU: {m.get('cpu', 'x86_64')}, {m.get('cores', '?')} cores, 1 thread"
+        rows.append((f"image model, layer 1, the authors' recipe (conjugate gradients): {est['evaluations_mean']:.1f} "
+                     f"evaluations per meta-iteration (GPU runs: {est['evaluations_min']} to {est['evaluations_max']}) x "
+                     f"{est['seconds_per_eval']:.0f} s per evaluation on {est['batch']} patches x {est['meta_iterations']} "
+                     f"meta-iterations", "06", "paper", hw, f"**estimate** {_h(est['layer1_seconds'])}",
+                     "`data/weights/ablation/results.json` (evaluations) and `benchmarks/results/images.json` (one "
+                     f"evaluation measured on {est['subsample']} patches: {est['seconds_per_eval_measured']:.1f} s, scaled linearly)"))
+        if est["model_seconds"] is not None:
+            rows.append(("image model, all four layers, the authors' recipe: layer 1 and layers 2-4 in proportion to "
+                         f"their floating-point operations (+{100 * est['other_layers_share']:.0f} %)", "06", "paper", hw,
+                         f"**estimate** {_h(est['model_seconds'])}",
+                         "the row above and `benchmarks/results/image_gpu_estimate.json` (`flops_per_layer`)"))
+    if not rows:
+        return "No run times are recorded in this checkout."
+    out = ["| result | notebook | scale | hardware | wall time | record |", "|---|---|---|---|---|---|"]
+    out += [f"| {' | '.join(str(c).replace('|', '/') for c in r)} |" for r in rows]
+    return "\n".join(out)
+
+
+def _cost_substitutions(app, config):
+    """``cost_image_cpu_layer1_h`` and ``cost_image_cpu_model_h`` (hours, estimated by
+    :func:`image_cpu_estimate`) and ``cost_image_gpu_min`` (minutes of the shown run's
+    training on its GPU, measured), for the prose of the reproduce and cost pages."""
+    subs = dict(getattr(config, "myst_substitutions", None) or {})
+    est = image_cpu_estimate()
+    if est:
+        subs["cost_image_cpu_layer1_h"] = f"{est['layer1_seconds'] / 3600:.1f}"
+        if est["model_seconds"] is not None:
+            subs["cost_image_cpu_model_h"] = f"{est['model_seconds'] / 3600:.1f}"
+    p = _load_json(IMAGE_RUN)
+    if p and p.get("wall_seconds_per_layer"):
+        subs["cost_image_gpu_min"] = f"{sum(float(v) for v in p['wall_seconds_per_layer'].values()) / 60:.0f}"
+    config.myst_substitutions = subs
+
+
+AUTHORS_CHECKS = ROOT / "data" / "checks" / "authors-code"
+
+
+def authors_code_summary(folder: Path = AUTHORS_CHECKS) -> dict | None:
+    """What ``scripts/authors_code/run.sh`` recorded under GNU Octave: ``ring`` (their NCE on
+    their ring model; per optimiser, the fits per N, the fewest and most fits over N whose
+    error did not change, i.e. the fit did not move, and the median share of noise terms in the
+    saturated branch of their NCE loss at the start) and ``ica`` (their ICA maximum
+    likelihood; per N, the fits whose likelihood the refinement with the true gradient raised
+    by more than :data:`ICA_GAP` nats per data point, and the fits in a wrong basin, squared
+    error above 1, before and after the refinement), each with its provenance; ``None``
+    without any record."""
+    out = {}
+    ring = folder / "ring"
+    prov = _load_json(ring / "provenance.json")
+    if prov:
+        out["ring"] = {"provenance": prov}
+        for alg in ("fminunc", "minimize"):
+            d = _load_json(ring / f"ring-nce-{alg}.json")
+            if not d:
+                continue
+            byN = {}
+            for r in d["fits"]:
+                same = abs(r["error_end"] - r["error_start"]) <= 1e-6 * max(1.0, abs(r["error_start"]))
+                byN.setdefault(int(r["N"]), []).append(bool(same))
+            sat = sorted(float(r["saturated_noise_share"]) for r in d["fits"])
+            out["ring"][alg] = dict(per_N=len(next(iter(byN.values()))), Ns=sorted(byN),
+                                    stuck_lo=min(sum(v) for v in byN.values()),
+                                    stuck_hi=max(sum(v) for v in byN.values()),
+                                    saturated_median=sat[len(sat) // 2], kappa=int(d["kappa"]))
+    ica = folder / "ica"
+    prov = _load_json(ica / "provenance.json")
+    d = _load_json(ica / "ica-mle.json")
+    if prov and d:
+        byN = {}
+        for r in d["fits"]:
+            byN.setdefault(int(r["N"]), []).append(r)
+        out["ica"] = {"provenance": prov, "per_N": {
+            N: dict(fits=len(rs), short=sum(r["gap"] > ICA_GAP for r in rs),
+                    wrong_theirs=sum(r["error_theirs"] > 1 for r in rs),
+                    wrong_refined=sum(r["error_refined"] > 1 for r in rs)) for N, rs in sorted(byN.items())}}
+    return out or None
+
+
+#: Nats per data point by which the refinement must lower their ICA fit's mean negative
+#: log-likelihood for the fit to count as stopped short of the optimum.
+ICA_GAP = 1e-3
+
+
+def _authors_code_substitutions(app, config):
+    """``authors_ring_*`` and ``authors_ica_*`` numbers of the authors'-code page from
+    :func:`authors_code_summary`."""
+    a = authors_code_summary()
+    if not a:
+        return
+    subs = dict(getattr(config, "myst_substitutions", None) or {})
+    ring = a.get("ring") or {}
+    for alg in ("fminunc", "minimize"):
+        if alg in ring:
+            r = ring[alg]
+            subs[f"authors_ring_{alg}_stuck_lo"] = str(r["stuck_lo"])
+            subs[f"authors_ring_{alg}_stuck_hi"] = str(r["stuck_hi"])
+            subs[f"authors_ring_{alg}_saturated_pct"] = f"{100 * r['saturated_median']:.0f}"
+            subs["authors_ring_fits"] = str(r["per_N"])
+            subs["authors_ring_kappa"] = str(r["kappa"])
+            subs["authors_ring_N_lo"], subs["authors_ring_N_hi"] = str(r["Ns"][0]), str(r["Ns"][-1])
+    if ring:
+        subs["authors_ring_commit"] = str(ring["provenance"].get("project_commit", ""))[:7]
+    ica = a.get("ica")
+    if ica:
+        for tag, N in (("lo", min(ica["per_N"])), ("hi", max(ica["per_N"]))):
+            r = ica["per_N"][N]
+            subs[f"authors_ica_N_{tag}"] = str(N)
+            for k in ("fits", "short", "wrong_theirs", "wrong_refined"):
+                subs[f"authors_ica_{k}_{tag}"] = str(r[k])
+        subs["authors_ica_commit"] = str(ica["provenance"].get("project_commit", ""))[:7]
+        subs["authors_ica_gap"] = f"{ICA_GAP:g}"
+    commits = sorted({str(v["provenance"].get("project_commit", ""))[:7] for v in a.values()})
+    subs["authors_code_commits"] = " and ".join(commits)
+    config.myst_substitutions = subs
+
+
+def _insert_costs(app, docname, source):
+    if COSTS_MARK not in source[0]:
+        return
+    for f in (BENCH / "results" / "e2e.json", BOOK_TIMES, ABLATION, BENCH / "results" / "images.json",
+              BENCH / "results" / "image_gpu_estimate.json", *WEIGHTS.glob("*/provenance.json")):
+        app.env.note_dependency(str(f))
+    source[0] = source[0].replace(COSTS_MARK, costs_markdown())
+
+
+def notebook_times_html(times: dict) -> str:
+    """``{docname: seconds}`` of this build's notebook executions as an HTML table (quick scale)."""
+    import html as _html
+
+    if not times:
+        return "<p>This build recorded no notebook execution times (every notebook came from the cache).</p>"
+    rows = "".join(f"<tr><td>{_html.escape(d.split('/')[-1])}</td><td>{_fmt_s(t)}</td></tr>" for d, t in sorted(times.items()))
+    return ('<table class="table"><thead><tr><th>notebook (quick scale, CPU, one thread)</th><th>execution time in '
+            f"this build</th></tr></thead><tbody>{rows}</tbody></table>")
 
 
 def _insert_book_times(app, docname, source):
@@ -178,8 +438,8 @@ PAPER_PDF = "https://proceedings.mlr.press/v80/ceylan18a/ceylan18a.pdf"
 PAPER_PAGE = "https://proceedings.mlr.press/v80/ceylan18a.html"  # the paper and its supplementary material
 
 #: notebook -> (experiment of ``python -m cnce run``, or None)
-EXPERIMENT_OF = {"02_consistency": "consistency", "03_cnce_vs_nce": "nce", "04_ring": "ring",
-                 "05_supplementary": "supplementary", "07_choosing_eps": "eps"}
+#: notebook name -> the experiment it runs (the notebook registry, :data:`cnce.names.PAGES`)
+EXPERIMENT_OF = {p.name: p.experiment for p in PAGES if p.experiment}
 IMAGE_RUN = ROOT / "data" / "weights" / "paper" / "provenance.json"
 
 _SKIP = {"a", "pre", "code", "script", "style", "textarea", "title", "h1"}
@@ -217,11 +477,15 @@ def _fmt_s(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
-def rerun_box(docname: str, quick_seconds: float | None = None) -> str:
+def rerun_box(docname: str, quick_seconds: float | None = None, repo_url: str = "",
+              sources: list[tuple[str, str]] | None = None) -> str:
     """The "rerun this page" box: the exact commands for this page and their measured times
     at quick and paper scale, on a CPU and a GPU, from the build's execution record
     (``quick_seconds``), ``benchmarks/results/e2e.json``, ``e2e_book.json`` and the image run's
-    provenance. A time that no record holds is said to be unmeasured, never guessed."""
+    provenance. A time that no record holds is said to be unmeasured, never guessed.
+    ``repo_url``: the repository's address (``_config.yml``; empty: the box names the sources
+    that come with the book instead); ``sources``: ``(label, relative link)`` of this page's
+    downloadable sources (:func:`source_links`)."""
     import html as _html
 
     rows = []
@@ -264,8 +528,8 @@ def rerun_box(docname: str, quick_seconds: float | None = None) -> str:
             rows.append(("paper scale, GPU (everything on the page)",
                          "PYTHONPATH=. python3 scripts/gpu_section4.py --out OUT --commit COMMIT",
                          "two calls of at most 10 minutes on one GPU (README)"))
-            rows.append(("paper scale, CPU", ".venv/bin/python -m cnce image-train --config demo --compare",
-                         "the CPU-sized run; see the image page for its time"))
+            rows.append(("paper scale, CPU", ".venv/bin/python -m cnce image-train --config paper",
+                         "not run on a CPU; estimated in the cost table (book/costs)"))
         elif name.startswith("06_"):  # the committed runs moved: their provenance holds the times
             rows.append(("paper scale, GPU", "the one-call GPU command that the image page and the README give",
                          "in each committed run's provenance under data/weights/"))
@@ -276,10 +540,18 @@ def rerun_box(docname: str, quick_seconds: float | None = None) -> str:
         rows.append(("this page", "scripts/book.sh", book_t or "see the reproduce page"))
     items = "".join(f"<tr><td>{_html.escape(w)}</td><td><code>{_html.escape(c)}</code></td><td>{_html.escape(t)}</td></tr>"
                     for w, c, t in rows)
+    where = (f'From a clone of <a href="{_html.escape(repo_url)}">the repository</a>' if repo_url else
+             "From the book's sources (the archive linked below, unpacked)")
+    up = "../" * docname.count("/")
+    costs = f'<a href="{up}book/costs.html">the cost table</a>'
+    src = ""
+    if sources:
+        src = ("<p>Sources of this page: " + " &middot; ".join(
+            f'<a href="{_html.escape(href)}" download>{_html.escape(label)}</a>' for label, href in sources) + "</p>")
     return ('<div class="admonition cnce-rerun"><p class="admonition-title">Rerun this page</p>'
-            "<p>From a clone of the repository (the repository button at the top of the page), after "
-            "<code>scripts/ensure-env.sh</code>:</p>"
-            f'<table class="cnce-rerun-table"><tbody>{items}</tbody></table></div>')
+            f"<p>{where}, after <code>scripts/ensure-env.sh</code> (what each result costs, on a CPU "
+            f"and a GPU: {costs}):</p>"
+            f'<table class="cnce-rerun-table"><tbody>{items}</tbody></table>{src}</div>')
 
 
 def _page_additions(app, pagename, templatename, context, doctree):
@@ -295,7 +567,20 @@ def _page_additions(app, pagename, templatename, context, doctree):
         quick = (data or {}).get("runtime")
     except Exception:  # pragma: no cover - not a notebook, or another myst-nb
         quick = None
-    context["body"] = link_figures(body) + rerun_box(pagename, quick)
+    repo = (app.config.html_theme_options or {}).get("repository_url") or ""
+    if NOTEBOOK_TIMES_SLOT in body:
+        times = {}
+        try:
+            from myst_nb.sphinx_ import NbMetadataCollector
+
+            for d in sorted(app.env.found_docs):
+                t = (NbMetadataCollector.get_exec_data(app.env, d) or {}).get("runtime")
+                if d.startswith("notebooks/") and t:
+                    times[d] = float(t)
+        except Exception:  # pragma: no cover - another myst-nb
+            times = {}
+        body = body.replace(NOTEBOOK_TIMES_SLOT, notebook_times_html(times))
+    context["body"] = link_figures(body) + rerun_box(pagename, quick, repo, source_links(app, pagename))
 
 
 def _repo_substitutions(app, config):
@@ -303,17 +588,115 @@ def _repo_substitutions(app, config):
     opts = getattr(config, "html_theme_options", None) or {}
     url = opts.get("repository_url") or ""
     subs = dict(getattr(config, "myst_substitutions", None) or {})
-    subs["repo_url"] = url or "(the repository's address is not configured)"
+    subs["repo_url"] = f"<{url}>" if url else "its address is not configured in this build"
     for key, path in (("link_bench_notes", "benchmarks/notes.md"), ("link_bench_summary", "benchmarks/results/SUMMARY.md")):
         subs[key] = f"[`{path}`]({url.rstrip('/')}/blob/main/{path})" if url else f"`{path}`"
     config.myst_substitutions = subs
 
 
+def _repository_buttons(app, config):
+    """No repository, issues or edit button while ``_config.yml``'s ``repository: url`` is
+    empty: the book never links to an address nobody filled in."""
+    opts = dict(getattr(config, "html_theme_options", None) or {})
+    if not (opts.get("repository_url") or "").strip():
+        opts["repository_url"] = ""
+        for key in ("use_repository_button", "use_issues_button", "use_edit_page_button", "use_source_button"):
+            opts[key] = False
+        config.html_theme_options = opts
+
+
+#: Where the built book keeps the sources it ships (under the HTML output folder).
+DOWNLOADS = "downloads"
+#: The archive of the package, notebooks, book, tests, scripts and committed results tables.
+ARCHIVE = "cnce-source.zip"
+#: What the archive holds (paths relative to the repository root); data/weights is left out (42 MB).
+ARCHIVE_ROOTS = ("cnce", "notebooks", "book", "tests", "scripts", "examples", "benchmarks", "_static", "jupyter",
+                 "data/results", "data/checks", "pyproject.toml", "requirements.in", "requirements-lock.txt",
+                 "environment.yml", "README.md", "CONTRIBUTING.md", "_config.yml", "_toc.yml")
+
+
+def _rel(href: str, pagename: str) -> str:
+    import posixpath
+
+    return posixpath.relpath(href, posixpath.dirname(pagename) or ".")
+
+
+def source_links(app, pagename: str) -> list[tuple[str, str]]:
+    """``(label, link relative to the page)`` for the page's own source, its executed notebook
+    (notebooks only) and the source archive, as :func:`ship_sources` writes them."""
+    if app is None or pagename not in getattr(app.env, "found_docs", ()):
+        return []
+    src = Path(app.env.doc2path(pagename))
+    try:
+        rel = src.resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        return []
+    links = [(f"{src.name} (as written)", _rel(f"{DOWNLOADS}/{rel}", pagename))]
+    if src.suffix in (".py", ".ipynb") and rel.startswith("notebooks/"):
+        links.append((f"{src.stem}.ipynb (as executed for this book)", _rel(f"{DOWNLOADS}/{pagename}.ipynb", pagename)))
+    links.append((f"{ARCHIVE} (the package and every page's source)", _rel(f"{DOWNLOADS}/{ARCHIVE}", pagename)))
+    return links
+
+
+def _archive_files(root: Path = ROOT) -> list[Path]:
+    """The files of :data:`ARCHIVE_ROOTS`: those git tracks when ``root`` is a git checkout,
+    else every file under them (caches and notebooks' checkpoints left out)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--", *ARCHIVE_ROOTS], capture_output=True,
+                             check=True, timeout=60).stdout.decode()
+        files = [root / f for f in out.split("\0") if f]
+    except (OSError, subprocess.SubprocessError):
+        files = []
+        for r in ARCHIVE_ROOTS:
+            p = root / r
+            files += [p] if p.is_file() else sorted(q for q in p.rglob("*") if q.is_file())
+    skip = ("__pycache__", ".ipynb_checkpoints", ".pytest_cache")
+    return sorted(f for f in files if f.is_file() and not any(k in f.parts for k in skip))
+
+
+def ship_sources(app, exception):
+    """After an HTML build: every page's source and every notebook as executed for the book
+    under ``downloads/`` (same paths as in the repository), and :data:`ARCHIVE`."""
+    import shutil
+    import zipfile
+
+    if exception is not None or getattr(app.builder, "format", "") != "html":
+        return
+    out = Path(app.outdir) / DOWNLOADS
+    out.mkdir(parents=True, exist_ok=True)
+    executed = Path(getattr(getattr(app.env, "mystnb_config", None), "output_folder", "") or
+                    Path(app.outdir).parent / "jupyter_execute")
+    for doc in sorted(app.env.found_docs):
+        src = Path(app.env.doc2path(doc)).resolve()
+        try:
+            rel = src.relative_to(ROOT)
+        except ValueError:
+            continue
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, out / rel)
+        nb = executed / f"{doc}.ipynb"
+        if nb.is_file():
+            (out / f"{doc}.ipynb").parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(nb, out / f"{doc}.ipynb")
+    tmp = out / (ARCHIVE + ".part")
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+        for f in _archive_files():
+            z.write(f, Path("cnce-book-source") / f.relative_to(ROOT))
+    tmp.replace(out / ARCHIVE)
+
+
 def setup(app):
     app.connect("html-page-context", _page_additions, priority=800)
     app.connect("config-inited", _repo_substitutions)
+    app.connect("config-inited", _repository_buttons)
+    app.connect("build-finished", ship_sources)
     app.connect("html-page-context", _dedupe_scripts, priority=900)
     app.connect("source-read", _insert_benchmarks)
     app.connect("source-read", _insert_book_times)
+    app.connect("source-read", _insert_costs)
     app.connect("config-inited", _e2e_substitutions)
+    app.connect("config-inited", _cost_substitutions)
+    app.connect("config-inited", _authors_code_substitutions)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -3,8 +3,9 @@
 A backend is a module with
 
 * ``NAME``: the name :func:`cnce.fit` accepts as ``backend=`` (and reports in ``res.info``);
-* ``supports(model, method, noise, device, dtype, options) -> str | None``: ``None`` if it can
-  solve such a fit, else the reason it cannot;
+* ``supports(model, method, noise, device, dtype, form) -> str | None``: ``None`` if it can
+  solve such a fit in the formulation ``form`` (:func:`~cnce.backends.plan.formulation`), else
+  the reason it cannot;
 * ``solve(problem) -> FitResult``: ``problem`` is a :class:`~cnce.backends.problem.FitProblem`,
   settled by :func:`cnce.fit` (:mod:`cnce.backends.plan`); the backend only reads it.
 
@@ -24,10 +25,11 @@ __all__ = ["FitProblem", "BACKENDS", "choose", "plan"]
 BACKENDS = {compiled.NAME: compiled, torch_backend.NAME: torch_backend}
 
 
-def choose(model, method, noise, device, dtype, options, backend: str = "auto"):
-    """The backend module that solves the fit: the first that supports it for ``"auto"``,
-    else the named one (``ValueError`` with its reason where it does not apply)."""
-    args = (model, method, noise, device, dtype, options)
+def choose(model, method, noise, device, dtype, form: str, backend: str = "auto"):
+    """The backend module that solves the fit in the formulation ``form``: the first that
+    supports it for ``"auto"``, else the named one (``ValueError`` with its reason where it
+    does not apply)."""
+    args = (model, method, noise, device, dtype, form)
     if backend == "auto":
         for mod in BACKENDS.values():
             if mod.supports(*args) is None:

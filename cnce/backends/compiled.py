@@ -23,13 +23,14 @@ from .. import _fused
 from .. import noise as noise_mod
 from ..eps import EpsSearch
 from ..result import FitResult, OptimResult
+from . import plan
 
 __all__ = ["NAME", "supports", "solve"]
 
 NAME = "fused"
 
 
-def supports(model, method, noise, device, dtype, options) -> str | None:
+def supports(model, method, noise, device, dtype, form: str) -> str | None:
     """``None`` where a compiled kernel serves the fit, else the reason it does not."""
     name = model.compiled_kernels.get(method)
     if name is None:
@@ -41,8 +42,8 @@ def supports(model, method, noise, device, dtype, options) -> str | None:
         return "numba is not installed"
     if device.type != "cpu" or dtype != torch.float64:
         return f"the compiled kernels need float64 on the CPU; got dtype={dtype}, device={device}"
-    if method in ("cnce", "nce") and model.abs_projection_coef is not None and not options.projection:
-        return "options.projection is False (the kernel is the projection formulation)"
+    if method in ("cnce", "nce") and model.abs_projection_coef is not None and form != plan.PROJECTIONS:
+        return f"the formulation is {form!r} (options.projection is False); the kernel is the projection formulation"
     if method == "cnce" and type(noise) is not noise_mod.GaussianNoise:
         return f"the CNCE kernels form the Gaussian noise of Eq. (13); got noise={type(noise).__name__}"
     return None
@@ -73,7 +74,7 @@ def solve(problem) -> FitResult:
             res = _cnce(problem, kind, X, XI, psi0, consts, a)
     res.seconds = time.perf_counter() - t0
     res.info.update(chunks=1, sim_batch=S, device=str(problem.device), backend=NAME, kernel=name,
-                    newton=problem.newton, optimizer=problem.optimizer)
+                    formulation=problem.formulation, newton=problem.newton, optimizer=problem.optimizer)
     return res
 
 
@@ -93,7 +94,8 @@ def _cnce(problem, kind, X, XI, psi0, consts, a):
             e_all = np.zeros(X.shape[0])
             e_all[sims.numpy()] = e.numpy()
             return torch.from_numpy(_fused.loss_all(kind, X, XI, _with(e_all, consts), P0, a=a, threads=threads,
-                                                    sims=sims.numpy(), n_data=n_data))
+                                                    block_pairs=problem.newton.sim_block_pairs, sims=sims.numpy(),
+                                                    n_data=n_data))
 
         eps = eps.run(J_of_eps, problem.x, active_only=True)
     out = _fused.newton_all(kind, X, XI, _with(eps.numpy(), consts), psi0.numpy(), problem.newton, a=a, threads=threads)
@@ -105,7 +107,8 @@ def _nce(problem, kind, X, XI, psi0, consts, a):
     fly from the base; ``c`` starts at the importance-sampling estimate of ``-log Z(theta0)``."""
     pn = noise_mod.NCEGaussianNoise.fit(problem.x)
     prm = _with(_fused.nce_params(pn.mean.numpy(), pn.chol.numpy(), problem.kappa), consts)
-    c0 = _fused.nce_c0(kind, X, XI, prm, psi0.numpy(), a=a, n_points=noise_mod.NCE_C0_POINTS, threads=problem.threads)
+    c0 = _fused.nce_c0(kind, X, XI, prm, psi0.numpy(), a=a, n_points=noise_mod.NCE_C0_POINTS, threads=problem.threads,
+                       block_pairs=problem.newton.sim_block_pairs)
     psi0 = torch.cat([psi0, torch.from_numpy(c0).unsqueeze(-1)], -1)
     out = _fused.newton_all(kind, X, XI, prm, psi0.numpy(), problem.newton, a=a, threads=problem.threads)
     return _result(problem.model, out, "nce", problem.kappa, log_normaliser=True)

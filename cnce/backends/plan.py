@@ -1,7 +1,8 @@
 """How a fit is solved, settled once from :class:`~cnce.options.FitOptions` and the model's
-declarations: the optimiser, its :class:`~cnce.options.NewtonSettings` /
-:class:`~cnce.options.LBFGSSettings`, and the torch path's chunk of simulations. Every
-tuning choice of the solvers is made here and documented here; the backends only read it.
+declarations: the formulation of the problem, the features' storage dtype, the optimiser, its
+:class:`~cnce.options.NewtonSettings` / :class:`~cnce.options.LBFGSSettings`, and the torch
+path's chunk of simulations. Every tuning choice of the solvers is made here and documented
+here; the backends only read it (a :class:`~cnce.backends.FitProblem` carries no options).
 """
 from __future__ import annotations
 
@@ -10,16 +11,52 @@ import torch
 from .. import _fused
 from ..options import FitOptions, LBFGSSettings, NewtonSettings
 
-__all__ = ["optimizer", "newton_settings", "lbfgs_settings", "chunk_size", "COMPILED_ALPHA_GROW",
-           "TORCH_ALPHA_GROW", "LAYOUT_BLOCK_PAIRS"]
+__all__ = ["formulation", "feature_dtype", "optimizer", "newton_settings", "lbfgs_settings", "chunk_size",
+           "COMPILED_ALPHA_GROW", "TORCH_ALPHA_GROW", "COUNTS_MAX_DIM", "PROJECTIONS", "PAIR_COUNTS"]
 
 #: the first trial step of a line search, as a multiple of the last accepted step (at most 1):
 #: the compiled kernels' value (1.0-1.5 measured and not adopted: ``benchmarks/notes.md``) and
 #: the torch path's (the value its results were computed with); see :class:`NewtonSettings`
 COMPILED_ALPHA_GROW = NewtonSettings.alpha_grow
 TORCH_ALPHA_GROW = 4.0
-#: pairs per block of the passes that read laid-out noise (``noise_t``): the block stays in L1
-LAYOUT_BLOCK_PAIRS = 128
+#: the stopping tolerance of the earlier stages of progressive sampling (compiled kernels)
+PROGRESSIVE_STAGE_TOL = 1e-5
+
+
+#: discrete data of at most this dimension are fitted from pair-type counts (4^D types)
+COUNTS_MAX_DIM = 6
+#: the formulation of the absolute-projection problems (ICA) and of binary data fitted from counts
+PROJECTIONS = "absolute projections"
+PAIR_COUNTS = "linear, pair-type counts"
+
+
+def formulation(model, method: str, noise=None, x: torch.Tensor | None = None,
+                options: FitOptions | None = None) -> str:
+    """The formulation that solves the fit, decided here only: ``"closed form"``,
+    ``"likelihood, <optimiser>"``, ``"score matching, autograd"``, ``"linear, pair-type counts"``
+    (CNCE for binary data ``x`` of a linear discrete model with symmetric ``noise``, at most
+    :data:`COUNTS_MAX_DIM` dimensions), ``"linear"``, ``"absolute projections"`` (models that
+    declare ``abs_projection_coef``, unless ``options.projection`` is off) or
+    ``"nonlinear, <optimiser>"``."""
+    options = FitOptions() if options is None else options
+    if method == "mle":
+        return "closed form" if model.closed_form_mle else f"likelihood, {model.mle_optimizer}"
+    if method == "sm":
+        return "score matching, autograd"
+    if (method == "cnce" and model.linear and model.discrete and noise is not None and noise.symmetric
+            and x is not None and x.shape[-1] <= COUNTS_MAX_DIM and bool(((x == 0) | (x == 1)).all())):
+        return PAIR_COUNTS
+    if model.linear:
+        return "linear"
+    if model.abs_projection_coef is not None and options.projection:
+        return PROJECTIONS
+    return f"nonlinear, {model.contrastive_optimizer}"
+
+
+def feature_dtype(model, method: str, dtype: torch.dtype, device, options: FitOptions) -> torch.dtype:
+    """The storage dtype of a linear problem's features on the torch path
+    (:meth:`~cnce.options.FitOptions.features_dtype` of its parameters, NCE's ``c`` included)."""
+    return options.features_dtype(model.n_params + (method == "nce"), dtype, device)
 
 
 def optimizer(model, method: str) -> str:
@@ -32,7 +69,8 @@ def optimizer(model, method: str) -> str:
 
 
 def newton_settings(model, method: str, N: int, options: FitOptions, backend: str, kernel: str | None = None,
-                    max_iter: int | None = None, tol: float = NewtonSettings.tol) -> NewtonSettings:
+                    max_iter: int | None = None, tol: float = NewtonSettings.tol,
+                    form: str | None = None) -> NewtonSettings:
     """The Newton settings of one fit.
 
     * Absolute projections (``abs_projection_coef``, ICA; non-convex, piecewise linear): the
@@ -40,36 +78,43 @@ def newton_settings(model, method: str, N: int, options: FitOptions, backend: st
       stop ``ftol = max(1e-12, options.stat_ftol * n_params / N)``; no progressive sampling
       (it would change which local optimum is reached).
     * Compiled kernels of convex problems: progressive sampling, earlier stages stopped at
-      ``stage_tol = 1e-5``, the matrix kept after a step that decreased as predicted. With at
+      ``stage_tol =`` :data:`PROGRESSIVE_STAGE_TOL`, the matrix kept after a step that decreased as predicted. With at
       least 3 parameters (the Gaussian, P = 15) the matrix comes from ``options.hess_points``
       points and the last stage forms it from all pairs (a subsample converges only linearly
       there), once, where the first step lands, carried over from the previous stage and
       formed anew where that saves passes (a matrix pass costs about 2 gradient passes); with
       1-2 parameters (ring, log-normal) the full matrix costs little and is used throughout.
       Kernels that can lay their noise out once per simulation (:data:`cnce._fused.LAYS_OUT_NOISE`)
-      do so, in blocks of :data:`LAYOUT_BLOCK_PAIRS` pairs. These problems stop on the Newton
+      do so (in blocks of ``NewtonSettings.layout_block_pairs`` pairs). These problems stop on the Newton
       decrement only (``patience`` off): the relative-decrease rule would stop the last stage
       early when it starts close to the optimum.
     * Otherwise: the defaults, the matrix from ``options.hess_points`` points.
+
+    The compiled kernels run with ``alpha_grow =`` :data:`COMPILED_ALPHA_GROW` and the round-off
+    acceptance rule (``roundoff_accept``), the torch path with :data:`TORCH_ALPHA_GROW` and without.
+    ``form``: the fit's :func:`formulation` (default: decided from the model and ``options``).
     """
-    s = NewtonSettings(alpha_grow=COMPILED_ALPHA_GROW if backend == "fused" else TORCH_ALPHA_GROW,
+    if form is None:
+        form = formulation(model, method, options=options)
+    fused = backend == "fused"
+    s = NewtonSettings(alpha_grow=COMPILED_ALPHA_GROW if fused else TORCH_ALPHA_GROW, roundoff_accept=fused,
                        hess_points=options.hess_points, tol=tol)
     if max_iter is not None:
         s = s.replace(max_iter=max_iter)
     if method not in ("cnce", "nce"):
         return s
-    if model.abs_projection_coef is not None and options.projection:
+    if form == PROJECTIONS:
         return s.replace(hess_points=options.projection_hess_points,
                          ftol=max(NewtonSettings.ftol, options.stat_ftol * model.n_params / N))
-    if backend != "fused":
+    if not fused:
         return s
-    s = s.replace(progressive=True, reuse_h=True, patience=1 << 30, stage_tol=1e-5)
+    s = s.replace(progressive=True, reuse_h=True, patience=1 << 30, stage_tol=PROGRESSIVE_STAGE_TOL)
     P = model.n_params + (method == "nce")
     if P < 3:
         return s.replace(hess_points=0)
     s = s.replace(hess_last=0, carry_h=True, h_cost=1.0)
     if kernel is not None and _fused.KERNELS[kernel] in _fused.LAYS_OUT_NOISE:
-        s = s.replace(noise_t=True, block_pairs=LAYOUT_BLOCK_PAIRS)
+        s = s.replace(noise_t=True)
     return s
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import torch
 
 from ..eps import EpsSearch
-from ..options import FitOptions, LBFGSSettings, NewtonSettings
+from ..options import LBFGSSettings, NewtonSettings
 
 __all__ = ["FitProblem"]
 
@@ -21,8 +21,11 @@ class FitProblem:
     :class:`~cnce.eps.EpsSearch` (the heuristic still to run, its rule already bounded);
     ``None`` for the other methods. ``optimizer``: ``"newton"``, ``"lbfgs"`` or ``"closed
     form"`` (what the model declares for the method). ``threads``: CPU threads (an integer).
-    ``chunk``: simulations per torch chunk (``S`` for the compiled backend). ``options``: the
-    :class:`~cnce.options.FitOptions` of the fit (feature storage, projection, block size)."""
+    ``chunk``: simulations per torch chunk (``S`` for the compiled backend). What the plan
+    settled from the :class:`~cnce.options.FitOptions` (the problem carries no options):
+    ``formulation`` (:func:`cnce.backends.plan.formulation`), ``feature_dtype`` (the storage
+    dtype of a linear problem's features on the torch path) and ``projection_block_pairs``
+    (pairs, over the simulations of a chunk, per block of the torch projection passes)."""
 
     model: object
     x: torch.Tensor
@@ -39,7 +42,9 @@ class FitProblem:
     lbfgs: LBFGSSettings
     threads: int
     chunk: int
-    options: FitOptions
+    formulation: str
+    feature_dtype: torch.dtype
+    projection_block_pairs: int
     progress: bool = False
 
     @property

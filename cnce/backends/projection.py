@@ -32,8 +32,8 @@ class AbsProjectionLogistic:
     ``lp(x) + c + b_x`` and ``-(lp(y) + c) + b_y``; the last parameter is ``c``.
     """
 
-    def __init__(self, x, y, a: float, scale: float, *, mode: str = "cnce", b=None, kappa: int = 1,
-                 hess_points: int = 32768):
+    def __init__(self, x, y, a: float, scale: float, *, hess_points: int, mode: str = "cnce", b=None,
+                 kappa: int = 1):
         # points stored transposed, (S, D, n): projections come out as (S, D, n), so the sum
         # over j and the element-wise work run along contiguous rows
         self.x, self.y = x.transpose(1, 2).contiguous(), y.transpose(1, 2).contiguous()
@@ -174,7 +174,7 @@ class BlockedAbsProjectionCNCE(AbsProjectionLogistic):
     Results equal the unblocked class up to the order of floating-point summation.
     """
 
-    def __init__(self, x, y, a, scale, *, b=None, kappa=1, hess_points=32768, block_pairs=65536):
+    def __init__(self, x, y, a, scale, *, hess_points: int, block_pairs: int, b=None, kappa=1):
         super().__init__(x, y, a, scale, mode="cnce", b=b, kappa=kappa, hess_points=hess_points)
         self.nb = max(1, block_pairs // (self.S * kappa))  # data points per block
 

@@ -27,6 +27,7 @@ from ..eps import EpsSearch
 from ..losses import cnce_loss, mle_loss, score_matching_loss
 from ..optim import AutogradObjective, LinearLogistic, NonlinearLogistic, lbfgs, newton
 from ..result import FitResult
+from .plan import PAIR_COUNTS, PROJECTIONS
 from .projection import AbsProjectionLogistic, BlockedAbsProjectionCNCE
 
 __all__ = ["NAME", "supports", "solve"]
@@ -34,7 +35,7 @@ __all__ = ["NAME", "supports", "solve"]
 NAME = "torch"
 
 
-def supports(model, method, noise, device, dtype, options) -> str | None:
+def supports(model, method, noise, device, dtype, form: str) -> str | None:
     """Every problem."""
     return None
 
@@ -67,43 +68,17 @@ def solve(problem) -> FitResult:
     res = FitResult.concat(parts)
     res.seconds = time.perf_counter() - t0
     res.info.update(chunks=len(starts), sim_batch=chunk, device=str(problem.device), backend=NAME,
-                    formulation=formulation(problem), optimizer=problem.optimizer, newton=problem.newton)
+                    formulation=problem.formulation, optimizer=problem.optimizer, newton=problem.newton)
     return res
 
 
-def _solve(objective, psi0, plan):
+def _solve(objective, psi0, problem):
     """Gauss-Newton (:func:`~cnce.optim.newton`), or L-BFGS where the plan says so (nonlinear
     models that declare ``contrastive_optimizer = "lbfgs"``: margins whose Gauss-Newton matrix
     misses most of the curvature)."""
-    if plan.optimizer == "newton":
-        return newton(objective, psi0, plan.newton)
-    return lbfgs(AutogradObjective(lambda psi: objective.loss(psi), hessian=False), psi0, plan.lbfgs)
-
-
-#: discrete data of at most this dimension are fitted from pair-type counts (4^D types)
-COUNTS_MAX_DIM = 6
-
-
-def _use_counts(model, x, noise):
-    """Binary data of a linear discrete model with symmetric noise: fit from pair-type counts."""
-    return (model.linear and model.discrete and noise.symmetric and x.shape[-1] <= COUNTS_MAX_DIM
-            and bool(((x == 0) | (x == 1)).all()))
-
-
-def formulation(problem) -> str:
-    """Which formulation of the torch path solves ``problem`` (what the model's declarations select)."""
-    m, method = problem.model, problem.method
-    if method == "mle":
-        return "closed form" if m.closed_form_mle else f"likelihood, {m.mle_optimizer}"
-    if method == "sm":
-        return "score matching, autograd"
-    if method == "cnce" and _use_counts(m, problem.x, problem.noise):
-        return "linear, pair-type counts"
-    if m.linear:
-        return "linear"
-    if m.abs_projection_coef is not None and problem.options.projection:
-        return "absolute projections"
-    return f"nonlinear, {m.contrastive_optimizer}"
+    if problem.optimizer == "newton":
+        return newton(objective, psi0, problem.newton)
+    return lbfgs(AutogradObjective(lambda psi: objective.loss(psi), hessian=False), psi0, problem.lbfgs)
 
 
 def _binary_pair_types(D, like):
@@ -129,7 +104,7 @@ def _pair_counts(x, y):
     return torch.bincount(code, minlength=S * T).view(S, T).to(x.dtype)
 
 
-def _fit_cnce_counts(model, x, psi0, kappa, eps, noise, base, plan):
+def _fit_cnce_counts(model, x, psi0, kappa, eps, noise, base, problem):
     """CNCE for binary data with symmetric noise: J_N (Eq. 8) depends on the pairs only through
     how often each pair type ``(x, y)`` occurs, so it is a logistic regression over the ``4^D``
     types weighted by their counts -- the same loss summed in another order, at a cost that no
@@ -153,15 +128,15 @@ def _fit_cnce_counts(model, x, psi0, kappa, eps, noise, base, plan):
             return scale * (counts(e) * sp0).sum(-1)
 
         eps = eps.on_all_points().run(J_of_eps, x)  # the counts cost the same for any prefix
-    problem = LinearLogistic(None, b, scale, Ft=Ft, dtype=x.dtype, weights=counts(eps), hess_points=plan.newton.hess_points)
-    return FitResult.from_optim(model, _solve(problem, psi0, plan), method="cnce", kappa=kappa, eps=eps)
+    objective = LinearLogistic(None, b, scale, Ft=Ft, dtype=x.dtype, weights=counts(eps), hess_points=problem.newton.hess_points)
+    return FitResult.from_optim(model, _solve(objective, psi0, problem), method="cnce", kappa=kappa, eps=eps)
 
 
-def _fit_cnce(model, x, theta0, kappa, eps, noise, base, plan):
+def _fit_cnce(model, x, theta0, kappa, eps, noise, base, problem):
     S, N, D = x.shape
     psi0 = model.to_free(theta0)
-    if _use_counts(model, x, noise):
-        return _fit_cnce_counts(model, x, psi0, kappa, eps, noise, base, plan)
+    if problem.formulation == PAIR_COUNTS:
+        return _fit_cnce_counts(model, x, psi0, kappa, eps, noise, base, problem)
     if isinstance(eps, EpsSearch):
         lp_x0 = model._log_phi_free(x, psi0)
 
@@ -179,7 +154,7 @@ def _fit_cnce(model, x, theta0, kappa, eps, noise, base, plan):
     P = psi0.shape[-1]
     yf = y.reshape(S, N * kappa, D)
     if model.linear:
-        fdt = plan.options.features_dtype(P, x.dtype, x.device)
+        fdt = problem.feature_dtype
         Tx, hx = model.features_t(x, fdt)
         Ty, hy = model.features_t(yf, fdt)
         # F = T(x) - T(y) for every pair, built in place in the (S, P, N * kappa) layout
@@ -195,11 +170,12 @@ def _fit_cnce(model, x, theta0, kappa, eps, noise, base, plan):
                 b = b + log_ratio
             b = b.reshape(S, N * kappa)
         del Tx, Ty, hy, y, yf
-        problem = LinearLogistic(None, b, scale, Ft=Ft, dtype=x.dtype, hess_points=plan.newton.hess_points)
-    elif model.abs_projection_coef is not None and plan.options.projection:
+        objective = LinearLogistic(None, b, scale, Ft=Ft, dtype=x.dtype, hess_points=problem.newton.hess_points)
+    elif problem.formulation == PROJECTIONS:
         lr = None if log_ratio is None else log_ratio.reshape(S, N * kappa)
-        problem = BlockedAbsProjectionCNCE(x, yf, model.abs_projection_coef, scale, b=lr, kappa=kappa,
-                                           hess_points=plan.newton.hess_points, block_pairs=plan.options.block_pairs)
+        objective = BlockedAbsProjectionCNCE(x, yf, model.abs_projection_coef, scale, b=lr, kappa=kappa,
+                                             hess_points=problem.newton.hess_points,
+                                             block_pairs=problem.projection_block_pairs)
     else:
         lr = None if log_ratio is None else log_ratio.reshape(S, N * kappa)
 
@@ -223,8 +199,8 @@ def _fit_cnce(model, x, theta0, kappa, eps, noise, base, plan):
 
             return margins
 
-        problem = NonlinearLogistic(margin_fn, scale, line_fn)
-    return FitResult.from_optim(model, _solve(problem, psi0, plan), method="cnce", kappa=kappa, eps=eps)
+        objective = NonlinearLogistic(margin_fn, scale, line_fn)
+    return FitResult.from_optim(model, _solve(objective, psi0, problem), method="cnce", kappa=kappa, eps=eps)
 
 
 def _nce_setup(model, x, theta0, kappa, base):
@@ -249,7 +225,7 @@ def _nce_c0(model, psi0, y, lpn_y, kappa):
     return torch.where(torch.isfinite(c0), c0, torch.zeros_like(c0))
 
 
-def _fit_nce(model, x, theta0, kappa, base, plan):
+def _fit_nce(model, x, theta0, kappa, base, problem):
     S, N, D = x.shape
     pn, y, lpn_x, lpn_y, psi0 = _nce_setup(model, x, theta0, kappa, base)
     log_nu = math.log(kappa)
@@ -258,7 +234,7 @@ def _fit_nce(model, x, theta0, kappa, base, plan):
     ones_x = x.new_ones(S, N, 1)
     ones_y = x.new_ones(S, N * kappa, 1)
     if model.linear:
-        fdt = plan.options.features_dtype(P + 1, x.dtype, x.device)
+        fdt = problem.feature_dtype
         Tx, hx = model.features_t(x, fdt)
         Ty, hy = model.features_t(y, fdt)
         Ft = torch.cat([torch.cat([Tx, ones_x.to(fdt).transpose(1, 2)], 1), torch.cat([Ty, ones_y.to(fdt).transpose(1, 2)], 1).neg_()], 2)
@@ -266,11 +242,11 @@ def _fit_nce(model, x, theta0, kappa, base, plan):
         hy = 0.0 if hy is None else hy
         b = torch.cat([hx - lpn_x - log_nu, -(hy - lpn_y - log_nu)], 1)
         del Tx, Ty
-        problem = LinearLogistic(None, b, scale, Ft=Ft, dtype=x.dtype, hess_points=plan.newton.hess_points)
-    elif model.abs_projection_coef is not None and plan.options.projection:
+        objective = LinearLogistic(None, b, scale, Ft=Ft, dtype=x.dtype, hess_points=problem.newton.hess_points)
+    elif problem.formulation == PROJECTIONS:
         b = torch.cat([-lpn_x - log_nu, lpn_y + log_nu], 1)
-        problem = AbsProjectionLogistic(x, y.contiguous(), model.abs_projection_coef, scale, mode="nce", b=b,
-                                        hess_points=plan.newton.hess_points)
+        objective = AbsProjectionLogistic(x, y.contiguous(), model.abs_projection_coef, scale, mode="nce", b=b,
+                                          hess_points=problem.newton.hess_points)
     else:
         def margin_fn(psi, jac):
             th, c = psi[:, :P], psi[:, P:]
@@ -293,11 +269,11 @@ def _fit_nce(model, x, theta0, kappa, base, plan):
 
             return margins
 
-        problem = NonlinearLogistic(margin_fn, scale, line_fn)
-    return FitResult.from_optim(model, _solve(problem, psi0, plan), method="nce", kappa=kappa, log_normaliser=True)
+        objective = NonlinearLogistic(margin_fn, scale, line_fn)
+    return FitResult.from_optim(model, _solve(objective, psi0, problem), method="nce", kappa=kappa, log_normaliser=True)
 
 
-def _fit_mle(model, x, theta0, plan):
+def _fit_mle(model, x, theta0, problem):
     S = x.shape[0]
     if model.closed_form_mle:
         closed = model.mle_closed_form(x)
@@ -311,16 +287,16 @@ def _fit_mle(model, x, theta0, plan):
         return mle_loss(lambda u, th: model._log_phi(u, th) - model.log_partition(th).unsqueeze(-1), x, model.from_free(psi))
 
     psi0 = model.to_free(theta0)
-    if plan.optimizer == "lbfgs":
-        res = lbfgs(AutogradObjective(f, hessian=False), psi0, plan.lbfgs)
+    if problem.optimizer == "lbfgs":
+        res = lbfgs(AutogradObjective(f, hessian=False), psi0, problem.lbfgs)
     else:
-        res = newton(AutogradObjective(f), psi0, plan.newton)
+        res = newton(AutogradObjective(f), psi0, problem.newton)
     return FitResult.from_optim(model, res, method="mle", kappa=None)
 
 
-def _fit_sm(model, x, theta0, plan):
+def _fit_sm(model, x, theta0, problem):
     def f(psi):
         return score_matching_loss(model._log_phi_free, x, psi)
 
-    res = newton(AutogradObjective(f), model.to_free(theta0), plan.newton)
+    res = newton(AutogradObjective(f), model.to_free(theta0), problem.newton)
     return FitResult.from_optim(model, res, method="sm", kappa=None)

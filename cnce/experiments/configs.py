@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..eps import RULES, EpsRule
+from ..eps import PILOT, RULES, EpsRule, EpsSetting
 
 __all__ = [
     "Scale",
@@ -48,6 +48,7 @@ __all__ = [
     "EPS_RULES",
     "PILOT_RULES",
     "eps_factor",
+    "EpsSetting",
 ]
 
 #: Methods whose fit takes a number of noise samples per data point.
@@ -78,7 +79,8 @@ class Scale:
     @property
     def eps_settings(self) -> tuple[str, ...]:
         """The eps axis of the eps experiment: the heuristic, the fixed multiples, the other rules."""
-        return ("default",) + tuple(f"x{f:g}" for f in self.eps_factors) + tuple(f"rule:{r}" for r in EPS_RULES)
+        return tuple(str(e) for e in (EpsSetting(), *(EpsSetting(factor=f) for f in self.eps_factors),
+                                      *(EpsSetting(rule=r) for r in EPS_RULES)))
 
     @property
     def kappa_max(self) -> int:
@@ -149,40 +151,36 @@ class Cell:
     N: int
     eps: str = "default"
 
+    @property
+    def eps_setting(self) -> EpsSetting:
+        """``eps`` parsed (:class:`cnce.eps.EpsSetting`)."""
+        return EpsSetting.parse(self.eps)
+
     def sort_key(self):
         # the heuristic's cell of an (N, kappa) runs before the fixed multiples that read its eps
-        order = 0 if self.eps == "default" else 2 if self.eps.startswith("rule:") else 1
-        f = eps_factor(self.eps) if order == 1 else 0.0
+        order, f, _ = self.eps_setting.sort_key()
         return (self.study, self.method, -1 if self.kappa is None else self.kappa, self.N, order, f, self.eps)
 
     def key(self) -> tuple:
-        if self.eps == "default":
+        if self.eps_setting.is_default:
             return (self.method, self.N, self.kappa)
         return (self.method, self.N, self.kappa, self.eps)
 
     def __str__(self) -> str:
         k = "" if self.kappa is None else f" kappa={self.kappa}"
-        e = "" if self.eps == "default" else f" eps={self.eps}"
+        e = "" if self.eps_setting.is_default else f" eps={self.eps}"
         return f"{self.study} {self.method}{k} N={self.N}{e}"
 
 
 def eps_factor(setting: str) -> float:
     """The multiple of the heuristic's eps in an eps setting: ``"x0.5"`` -> 0.5, ``"default"`` -> 1.0;
-    NaN for another rule. Raises ``ValueError`` naming a malformed setting."""
-    if setting == "default":
-        return 1.0
-    if isinstance(setting, str) and setting.startswith("rule:") and setting[5:] in EPS_RULES:
-        return float("nan")
-    try:
-        if not setting.startswith("x"):
-            raise ValueError
-        f = float(setting[1:])
-        if not f > 0:
-            raise ValueError
-        return f
-    except (ValueError, AttributeError):
+    NaN for another rule (:attr:`cnce.eps.EpsSetting.multiple`). Raises ``ValueError`` naming a
+    malformed setting or a rule that the eps experiment does not measure."""
+    e = EpsSetting.parse(setting)
+    if e.rule is not None and e.rule not in EPS_RULES:
         raise ValueError(f"eps setting must be 'default', 'x<factor>' with factor > 0 or 'rule:<name>' with a name "
-                         f"in {sorted(EPS_RULES)}; got {setting!r}") from None
+                         f"in {sorted(EPS_RULES)}; got {setting!r}")
+    return e.multiple
 
 
 @dataclass(frozen=True)
@@ -260,9 +258,9 @@ STUDIES: dict[str, Study] = {
 #: * ``"pilot"`` (listed in :data:`PILOT_RULES`): two-stage; fit once with the heuristic, then
 #:   rerun the heuristic's search (the noise's own rule) with J evaluated at that estimate
 #:   (instead of at the arbitrary initial parameters) and refit from the estimate.
-EPS_RULES: dict[str, EpsRule | None] = {"scale": RULES["scale"], "pilot": None}
+EPS_RULES: dict[str, EpsRule | None] = {"scale": RULES["scale"], PILOT: None}
 #: the rules of :data:`EPS_RULES` that run the noise's own rule twice, the second time from a pilot fit
-PILOT_RULES = frozenset({"pilot"})
+PILOT_RULES = frozenset({PILOT})
 
 
 FIGURES: dict[str, Figure] = {

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from .analysis import quantile_summary
+from ..eps import EpsSetting
 from .configs import eps_factor
 
 __all__ = ["FLAT_WITHIN", "with_factor", "sweep_summary", "reference_levels", "efficiency_loss", "rule_comparison", "flat_range"]
@@ -31,7 +32,8 @@ FLAT_WITHIN = 1.25
 
 
 def _grid_setting(s: str) -> bool:
-    return s == "default" or s.startswith("x")
+    """The heuristic or a multiple of it (not another rule)."""
+    return EpsSetting.parse(s).rule is None
 
 
 def with_factor(df: pd.DataFrame) -> pd.DataFrame:

@@ -172,17 +172,17 @@ def run_cell(problem: StudyProblem, cell: Cell, *, fit=None, device="cpu") -> pd
     if cell.method in KAPPA_METHODS:
         kw["kappa"] = cell.kappa
         kw["noise_base"] = problem.noise_base(cell.N, cell.kappa)
+    setting = cell.eps_setting
+    eps_factor(cell.eps)  # a rule the eps experiment measures
     if cell.method == "cnce":
         kw["eps"] = "auto" if problem.study.cnce_eps is None else float(problem.study.cnce_eps)
-        if cell.eps.startswith("x"):
-            kw["eps"] = eps_factor(cell.eps) * problem.heuristic(cell.N, cell.kappa)
-        elif cell.eps != "default":
-            eps_factor(cell.eps)  # validates the name
-    elif cell.eps != "default":
+        if setting.factor is not None:
+            kw["eps"] = setting.factor * problem.heuristic(cell.N, cell.kappa)
+    elif not setting.is_default:
         raise ValueError(f"cell.eps must be 'default' for method {cell.method!r}; got {cell.eps!r}")
     t0 = time.perf_counter()
-    if cell.eps.startswith("rule:"):
-        res = _fit_rule(fit, problem.model, x, kw, cell.eps[5:])
+    if setting.rule is not None:
+        res = _fit_rule(fit, problem.model, x, kw, setting.rule)
     else:
         res = fit(problem.model, x, **kw)
     seconds = time.perf_counter() - t0
@@ -366,7 +366,7 @@ def _run_study(config, store, study, cells, env, bar, fit, draw_base, device) ->
                 bar.set_postfix_str(str(cell))
             rows = run_cell(problem, cell, fit=fit, device=device)
             stored = store.append(study, rows, n_sims=config.n_sims)
-            if cell.method == "cnce" and cell.eps == "default" and cell.kappa is not None:
+            if cell.method == "cnce" and cell.eps_setting.is_default and cell.kappa is not None:
                 problem.remember_eps(stored)  # as stored (9 digits), whether or not the run is resumed
             n_run += 1
             entry["cells_computed"] += 1

@@ -1,4 +1,5 @@
-"""Named configurations of the image-model training: ``quick``, ``demo``, ``paper``, ``paper-adam``, ``smoke``.
+"""Named configurations of the image-model training: ``quick``, ``demo``, ``paper``, ``paper-l3-ensemble``,
+``paper-adam``, ``smoke``.
 
 Every configuration follows the authors' code where the paper is silent (see
 :mod:`cnce.images.train`): their initialisation (``init="authors"``), dense pooling starts
@@ -13,21 +14,24 @@ choices stay available as options (``"orthonormal"``, ``"planted"``, ``"linear"`
   20/21/8/8 (``redraw="authors"``: layer 1 draws three sets, at meta-iterations 1, 20 and 40),
   40/20/20/20 meta-iterations, each one call of their minimiser (``optimizer="cg"``,
   :mod:`cnce.images.cg`: Polak-Ribiere conjugate gradients, 10 near-exact line searches); J of
-  the eps rule on 100k points of the batch. Meant for one GPU
+  the eps rule on 100k points of the batch; the layer-3 input as their code builds it (each
+  sample's mean over its 200 layer-2 outputs removed, then a PCA to 196 dimensions fitted on
+  400k samples: ``l3_centre="sample"``, ``n_whiten3``). Meant for one GPU
   (``python -m cnce image-train --config paper --device cuda --out DIR``).
+* ``paper-l3-ensemble``: ``paper`` with the project's earlier layer-3 input (the ensemble mean
+  removed, PCA on 150k samples), the configuration of the committed four-layer runs on the
+  bundled photographs (``data/weights/paper*``; their saved configs are named ``paper`` and
+  predate the option, which is why a config without ``l3_centre`` reads as ``"ensemble"``).
 * ``demo``: the paper's layer widths (K1 = 600, K2 = 200, D3 = 196, K3 = 60, K4 = 30) on a
   CPU budget: fresh patches every meta-iteration (20,000 for layer 1, 5,000 above it; the
   authors' 40/20/20/20 meta-iterations), one pass of Adam minibatches per meta-iteration
   instead of full-batch line searches (full-batch L-BFGS on a few thousand patches overfits
   the first-layer weights within one meta-iteration), J of the eps rule on 2,000 points, and
   PCA to ``D = 200`` instead of 600. Its layer 1 is measured by the ablation of the image
-  page (``data/weights/ablation/``: the cell "adam, fresh" of the demo size, 3 seeds). Earlier
-  measurements (the run ``data/weights/demo``, removed because one of its sessions ran from an
-  uncommitted tree; commit 66a53af holds it) and ``data/weights/demo-d600-layer1`` found that
-  at ``D = 600`` (Adam step scaled by ``sqrt(200/600)``; the unscaled step first drove the loss
-  up) the first layer learns too, but more slowly per
-  meta-iteration, and each costs 2.5 times the arithmetic (30 instead of 12 TFLOP in all).
-  Layer 1 uses a larger Adam step (1e-2) than layers 2-4 (1e-3).
+  page (``data/weights/ablation/``: the cell "adam, fresh" of the demo size, 3 seeds). At
+  ``D = 600`` each meta-iteration costs 2.5 times the arithmetic (30 instead of 12 TFLOP in
+  all, :func:`cnce.images.train.estimate_flops`). Layer 1 uses a larger Adam step (1e-2) than
+  layers 2-4 (1e-3).
 * ``quick``: the ``demo`` recipe with few units and a short schedule (a minute or two on a
   CPU); the image notebook trains it when no committed weights are found.
 * ``paper-adam``: ``paper`` with two things changed: fresh patches every meta-iteration
@@ -42,7 +46,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-__all__ = ["ImageConfig", "CONFIGS", "get_config", "ablation_config", "OPTIMIZERS", "SCHEDULES"]
+from cnce.eps import IMAGE_LAYER_CAPS
+
+__all__ = ["ImageConfig", "CONFIGS", "get_config", "ablation_config", "estimate_flops", "OPTIMIZERS", "SCHEDULES"]
 
 OPTIMIZERS = ("cg", "lbfgs", "adam")
 SCHEDULES = ("main", "fresh")
@@ -71,11 +77,18 @@ class ImageConfig:
     pool_start: str = "dense"
     # layer-3 unit while training layer 3: "max" (authors' rectifying activator) or "linear"
     l3_nonlinearity: str = "max"
+    # the layer-3 input (the whitening of z2 before the intermediate gain control):
+    # "ensemble" removes the ensemble mean of z2 before the PCA (the project's earlier input, and
+    # what a saved config without this key used); "sample" first removes each sample's mean over
+    # its K2 layer-2 outputs (the authors' code), then the ensemble mean. The PCA is fitted on
+    # `n_whiten3` samples (None: max(n_patches[2], 4 K2), the earlier size).
+    l3_centre: str = "ensemble"
+    n_whiten3: int | None = None
     # CNCE
     kappa: int = 6
     eps_rule: str = "authors"  # "authors": NoiseProcessor.m, from eps_base every meta-iteration; "carry"
     eps_base: float = 0.5
-    eps_cap: tuple[float, float, float, float] = (4.0, 4.0, 4.0, 8.0)  # cap of the multiplier f
+    eps_cap: tuple[float, float, float, float] = IMAGE_LAYER_CAPS  # cap of the multiplier f per layer
     eps_n: int = 100_000  # data points on which the epsilon rule evaluates J (authors: the batch)
     # schedule per layer: patches per meta-iteration (the batch), meta-iterations, optimiser
     # steps each; `main_set` patches are drawn anew at the meta-iterations `redraw` names and
@@ -110,11 +123,15 @@ class ImageConfig:
 
     def __post_init__(self):
         for name, allowed in (("init", ("authors", "orthonormal")), ("pool_start", ("dense", "planted")),
-                              ("l3_nonlinearity", ("max", "linear")), ("eps_rule", ("authors", "carry")),
+                              ("l3_nonlinearity", ("max", "linear")), ("l3_centre", ("ensemble", "sample")),
+                              ("eps_rule", ("authors", "carry")),
                               ("optimizer", OPTIMIZERS), ("redraw", ("authors", "blocks")),
                               ("nce_c", ("carry", "reset"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}; got {getattr(self, name)!r}")
+        if self.n_whiten3 is not None and (isinstance(self.n_whiten3, bool) or not isinstance(self.n_whiten3, int)
+                                           or self.n_whiten3 < 2 * self.K2):
+            raise ValueError(f"n_whiten3 must be None or an int >= 2 K2 = {2 * self.K2}; got {self.n_whiten3!r}")
         if self.main_set is not None and any(m < n for m, n in zip(self.main_set, self.n_patches)):
             raise ValueError(f"main_set must be >= n_patches per layer; got {self.main_set!r} and {self.n_patches!r}")
 
@@ -128,7 +145,11 @@ class ImageConfig:
     def network_kwargs(self) -> dict:
         """Arguments of :class:`~cnce.images.network.ImageNetwork` (sizes and initialisation)."""
         return dict(self.sizes(), init=self.init, init_scale=self.init_scale, b_init=self.b_init,
-                    l3_nonlinearity=self.l3_nonlinearity)
+                    l3_nonlinearity=self.l3_nonlinearity, l3_centre=self.l3_centre)
+
+    def whiten3_samples(self) -> int:
+        """Patches whose layer-2 outputs the layer-3 PCA is fitted on."""
+        return int(self.n_whiten3) if self.n_whiten3 is not None else max(self.n_patches[2], 4 * self.K2)
 
     def for_comparison(self) -> "ImageConfig":
         """The smaller first layer trained for the CNCE/NCE comparison of Supp. D.2."""
@@ -146,13 +167,20 @@ class ImageConfig:
 PAPER_ADAM_LR = (1e-2 * (200 / 600) ** 0.5, 1e-3, 1e-3, 1e-3)
 
 CONFIGS: dict[str, ImageConfig] = {
-    "paper": ImageConfig(name="paper", chunk=16_384, n_whiten=400_000, lr=PAPER_ADAM_LR),
+    "paper": ImageConfig(name="paper", chunk=16_384, n_whiten=400_000, lr=PAPER_ADAM_LR, l3_centre="sample",
+                         n_whiten3=400_000),
+    # `paper` with the project's earlier layer-3 input (ensemble-centred z2, PCA on 150,000
+    # samples): the configuration of the committed runs `paper/` and `paper-seed<k>/` on the
+    # bundled photographs (their saved configs, named "paper", predate the option)
+    "paper-l3-ensemble": ImageConfig(name="paper-l3-ensemble", chunk=16_384, n_whiten=400_000, lr=PAPER_ADAM_LR),
     # the paper's sizes and batch sizes with fresh patches and Adam (two changes at once; the
     # ablation of notebook 06 changes one at a time)
     "paper-adam": ImageConfig(
         name="paper-adam",
         chunk=16_384,
         n_whiten=400_000,
+        l3_centre="sample",
+        n_whiten3=400_000,
         main_set=None,
         optimizer="adam",
         lr=PAPER_ADAM_LR,
@@ -255,3 +283,38 @@ def get_config(name: str | ImageConfig) -> ImageConfig:
     if name not in CONFIGS:
         raise ValueError(f"config must be one of {sorted(CONFIGS)}; got {name!r}")
     return CONFIGS[name]
+
+
+def estimate_flops(config: str | ImageConfig, *, eps_evals: float = 6.0, cg_evals: float = 3.0) -> dict:
+    """Floating-point operations of a training run, per layer, counting the matrix products
+    (2 per multiply-add; gain control, f_th and the loss are O(rows x width) and left out).
+
+    Per meta-iteration of layer L with batch N and ``rows = N (1 + kappa)``:
+
+    * frozen layers below L: one forward pass of the batch and its noise;
+    * the eps rule: ``eps_evals`` evaluations of J on ``eps_n`` points (each a forward pass of
+      the noise through the frozen layers and layer L); the authors' rule needs 1-20;
+    * optimisation: L-BFGS with at most ``steps * 5 // 4`` loss + gradient evaluations (torch's
+      ``max_eval`` default), conjugate gradients with ``cg_evals`` evaluations per line search
+      (an assumption: up to 20 are allowed), or one Adam pass; a loss + gradient counted as 3 forward passes of
+      layer L (only weight gradients are needed); plus two loss-only passes (the fresh-sample
+      loss and the training loss).
+
+    Returns ``{"per_layer": {L: flops}, "total": flops, "evals_per_meta": ..}``.
+    """
+    cfg = get_config(config)
+    D, K1, K2, D3, K3, K4 = (cfg.sizes()[k] for k in ("D", "K1", "K2", "D3", "K3", "K4"))
+    below = {1: 0, 2: D * K1, 3: D * K1 + K1 * K2 + K2 * D3, 4: D * K1 + K1 * K2 + K2 * D3 + D3 * K3}
+    top = {1: D * K1, 2: K1 * K2, 3: D3 * K3, 4: K3 * K4}
+    evals = {"lbfgs": cfg.steps * 5 // 4, "cg": cfg.steps * cg_evals}.get(cfg.optimizer, 1)
+    per = {}
+    for L in (1, 2, 3, 4):
+        N = cfg.n_patches[L - 1]
+        rows = N * (1 + cfg.kappa)
+        n_e = min(cfg.eps_n, N)
+        frozen = 2 * rows * below[L]
+        eps = eps_evals * 2 * n_e * cfg.kappa * (below[L] + top[L])
+        opt = (3 * evals + 2) * 2 * rows * top[L]
+        per[L] = float(cfg.meta_iters[L - 1] * (frozen + eps + opt))
+    return dict(per_layer=per, total=float(sum(per.values())), evals_per_meta=evals, eps_evals=eps_evals)
+

@@ -235,3 +235,24 @@ def similar_claim(table, *, meta: int = 11, max_oriented_gap: float = 0.10, max_
                     rule="t-interval over the matched pairs of one run; no interval over seeds", verdict=verdict,
                     n_units=0, n_seeds=1, extra={"matching": match, "same kind": kind, "oriented gap": gap,
                                                  "radius ratio": ratio, "row": {k: float(v) for k, v in r.items()}})
+
+
+def similar_over_seeds(per_seed: list[Measured]) -> Measured:
+    """:func:`similar_claim` over seeds (one :class:`Measured` per seed's :func:`d2_table`): the
+    matched similarity with its interval over seeds (:func:`cnce.images.verdicts.seed_interval`),
+    the baselines averaged, and the verdict word the seeds share, or "partly" when they differ
+    (some seeds supporting it)."""
+    if not per_seed:
+        raise ValueError("per_seed must hold at least one seed's similar_claim")
+    words = [m.verdict.split(":")[0] for m in per_seed]
+    value, interval, rule = seed_interval([m.value for m in per_seed])
+    word = words[0] if len(set(words)) == 1 else ("partly" if any(w in ("supported", "partly") for w in words)
+                                                    else "not supported")
+    base = {k: float(np.mean([m.baselines[k] for m in per_seed])) for k in per_seed[0].baselines}
+    kinds = [bool(m.extra.get("same kind")) for m in per_seed]
+    verdict = (f"{word}: matched |cos| {value:.2f} [{interval[0]:.2f}, {interval[1]:.2f}] over {len(per_seed)} seeds "
+               f"against {base.get('random sets', float('nan')):.2f} for random sets; features of the same kind in "
+               f"{sum(kinds)} of {len(kinds)} seeds (per seed: {'; '.join(words)})")
+    return Measured(claim=per_seed[0].claim, measure=per_seed[0].measure, value=value, baselines=base,
+                    interval=interval, rule=rule, verdict=verdict, n_units=0, n_seeds=len(per_seed),
+                    extra={"per_seed": [m.verdict for m in per_seed], "same kind": kinds})

@@ -59,6 +59,7 @@ def _orthonormal_rows(K: int, D: int, g: torch.Generator) -> torch.Tensor:
 
 INITS = ("authors", "orthonormal")
 L3_NONLINEARITIES = ("max", "linear")
+L3_CENTRES = ("ensemble", "sample")
 
 
 class ImageNetwork(nn.Module):
@@ -81,12 +82,17 @@ class ImageNetwork(nn.Module):
             ``run_L3_training.m`` trains layer 3 with): ``log phi~^(3)`` thresholds
             ``max(z3, 0)``; ``"linear"``: ``z3`` as Eq. (24) reads. Layer 4 pools the linear
             ``z3`` either way (their "LinearLinear" layer).
+        l3_centre: how ``z2`` is centred before the intermediate whitening: ``"ensemble"``
+            (default; the ensemble mean, fitted by :meth:`fit_whitening2`) or ``"sample"`` (the
+            authors' code: each sample's mean over its ``K2`` outputs first, then the ensemble
+            mean of what remains).
     """
 
     LAYERS = (1, 2, 3, 4)
 
     def __init__(self, D: int = 600, K1: int = 600, K2: int = 200, D3: int = 196, K3: int = 60, K4: int = 30, seed: int = 0,
-                 init: str = "authors", init_scale: float = 1.0, b_init: float = -2.0, l3_nonlinearity: str = "max"):
+                 init: str = "authors", init_scale: float = 1.0, b_init: float = -2.0, l3_nonlinearity: str = "max",
+                 l3_centre: str = "ensemble"):
         super().__init__()
         for name, v in dict(D=D, K1=K1, K2=K2, D3=D3, K3=K3, K4=K4).items():
             if isinstance(v, bool) or not isinstance(v, int) or v < 2:
@@ -97,9 +103,12 @@ class ImageNetwork(nn.Module):
             raise ValueError(f"init must be one of {INITS}; got {init!r}")
         if l3_nonlinearity not in L3_NONLINEARITIES:
             raise ValueError(f"l3_nonlinearity must be one of {L3_NONLINEARITIES}; got {l3_nonlinearity!r}")
+        if l3_centre not in L3_CENTRES:
+            raise ValueError(f"l3_centre must be one of {L3_CENTRES}; got {l3_centre!r}")
         self.sizes = dict(D=D, K1=K1, K2=K2, D3=D3, K3=K3, K4=K4)
         self.init = init
         self.l3_nonlinearity = l3_nonlinearity
+        self.l3_centre = l3_centre
         g = torch.Generator().manual_seed(int(seed))
         if init == "authors":
             self._init_authors(g)
@@ -157,8 +166,12 @@ class ImageNetwork(nn.Module):
     def z2(self, z1: torch.Tensor) -> torch.Tensor:
         return torch.log1p((z1**2) @ (self.W2**2).T)
 
+    def _centre2(self, z2: torch.Tensor) -> torch.Tensor:
+        """``z2`` less each sample's mean over its outputs (``l3_centre="sample"``), else as is."""
+        return z2 - z2.mean(-1, keepdim=True) if self.l3_centre == "sample" else z2
+
     def u3(self, z2: torch.Tensor) -> torch.Tensor:
-        return gain_control((z2 - self.wh2_mean) @ self.wh2_P)
+        return gain_control((self._centre2(z2) - self.wh2_mean) @ self.wh2_P)
 
     def z3(self, u3: torch.Tensor) -> torch.Tensor:
         return u3 @ self.W3.T
@@ -167,9 +180,10 @@ class ImageNetwork(nn.Module):
         return z3 @ (self.W4**2).T
 
     def fit_whitening2(self, z2: torch.Tensor) -> float:
-        """PCA-whiten the layer-2 outputs to ``D3`` dimensions (the intermediate gain control);
-        returns the fraction of variance retained."""
-        z2 = z2.double()
+        """PCA-whiten the layer-2 outputs ``z2 (n, K2)`` to ``D3`` dimensions (the intermediate
+        gain control), after the centring of ``l3_centre``; returns the fraction of variance
+        retained."""
+        z2 = self._centre2(z2.double())
         mean = z2.mean(0)
         lam, V = torch.linalg.eigh(torch.cov((z2 - mean).T))
         lam, V = lam.flip(0).clamp_min(1e-12), V.flip(1)
@@ -216,4 +230,5 @@ class ImageNetwork(nn.Module):
         return self.layer_log_phi(self.layer_input(u, layer), layer)
 
     def extra_repr(self) -> str:
-        return ", ".join(f"{k}={v}" for k, v in self.sizes.items()) + f", init={self.init}, l3={self.l3_nonlinearity}"
+        return (", ".join(f"{k}={v}" for k, v in self.sizes.items())
+                + f", init={self.init}, l3={self.l3_nonlinearity}, l3_centre={self.l3_centre}")

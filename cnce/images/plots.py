@@ -810,3 +810,36 @@ def plot_d2_measures(table, names: dict[str, str] | None = None):
     h, lab = axes[2].get_legend_handles_labels()
     fig.legend(h, lab, loc="lower center", ncol=len(lab), frameon=False, fontsize=9)
     return fig
+
+
+def plot_pca_test(histories: dict[str, dict[int, list[dict]]], chance: float = 0.05):
+    """The PCA-sample test (:func:`cnce.images.attribution.pca_test`): per meta-iteration the
+    oriented share of layer 1 (left) and J on unseen patches with fresh noise (right), one line
+    per seed, coloured by the number of patches the PCA was fitted on."""
+    plt = _pyplot()
+
+    from cnce.losses import LOG4
+
+    fig, axes = plt.subplots(1, 2, figsize=(PAGE_WIDTH, 3.6))
+    colours = {"50k": "C3", "400k": "C0"}
+    names = {"50k": "PCA on 50,000 patches", "400k": "PCA on 400,000 patches"}
+    for arm, per_seed in histories.items():
+        for k, (seed, h) in enumerate(sorted(per_seed.items())):
+            m = [r["meta"] + 1 for r in h]
+            lab = names.get(arm, arm) if k == 0 else None
+            axes[0].plot(m, [100 * r["oriented"] for r in h], color=colours.get(arm), lw=1.5, ls="-" if k == 0 else "--", label=lab)
+            axes[1].plot(m, [r["loss_unseen"] for r in h], color=colours.get(arm), lw=1.5, ls="-" if k == 0 else "--")
+    axes[0].axhline(100 * chance, color="gray", ls=":", lw=1)
+    axes[0].text(1, 100 * chance + 1, "chance", color="gray", fontsize=9)
+    axes[0].set_ylabel("oriented share of layer 1 (%)")
+    axes[1].axhline(LOG4, color="gray", ls=":", lw=1)
+    axes[1].text(0.98, LOG4 + 0.02, "2 log 2", color="gray", fontsize=9, ha="right",
+                 transform=axes[1].get_yaxis_transform())
+    axes[1].set_ylabel("J on unseen patches")
+    for ax in axes:
+        ax.set_xlabel("meta-iteration")
+        _integer_ticks(ax)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=2, frameon=False, fontsize=9.5)
+    return fig

@@ -11,30 +11,85 @@ Layout under ``data/weights/``:
   Supp. D.2, the photo pack);
 * ``d2/paper.pt``: Supp. D.2 as the authors ran it (snapshots of seed 0, histories of all seeds);
 * ``ica/paper.pt``: the FastICA positive control at the paper's D;
-* ``photos/paper.pt``: the authors' recipe, layer 1, on the photo pack.
+* ``photos/paper.pt``: the authors' recipe, layer 1, on the photo pack (the first GPU call).
+
+The second GPU call (``scripts/gpu_section4.py`` at its commit; ``call2/results.json`` holds every
+meta-iteration's record, the jobs' times and the call):
+
+* ``paper-seed2/``: a third seed of the four-layer run on the bundled photographs
+  (``paper-l3-ensemble``, the configuration of ``paper/`` and ``paper-seed1/``);
+* ``photos/paper-seed<k>/`` (k = 0, 1, 2): the ``paper`` recipe, all four layers, on the photo pack,
+  with the authors' layer-3 input;
+* ``pca/paper.pt``: the test of the earlier failure, layer 1 of the L-BFGS main-set cell with PCA
+  fitted on 50,000 or 400,000 patches (``runs["50k/s0"]``...: final ``W1`` in float16 and the
+  whitener, or a reference to the committed run that has the same one, see :func:`whitener_of`);
+* ``d2/paper.pt``: ``compare-seed1.pt`` and ``compare-seed2.pt`` now hold every meta-iteration's
+  first-layer weights and a whitener reference too.
+
+The third GPU call (``--round l3-input``; ``call3/results.json``): ``l3/paper.pt`` holds layers 3-4
+trained again on the finished layers 1-2 of the four-layer runs with the other layer-3 input
+(``runs["pack-ensemble/s<k>"]``: the ensemble-centred input on the photo pack;
+``runs["bundled-sample/s<k>"]``: the authors' input on the bundled photographs), as the upper
+layers' weights and a reference to the parent (:func:`network_from_branch`).
 """
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
+import platform
 import subprocess
 import sys
 import tarfile
 import tempfile
 from pathlib import Path
+from typing import TypedDict
 
 import numpy as np
 import torch
 
 from cnce import provenance
+from cnce.report import t_interval
 from cnce.images.data import Whitener
 from cnce.images.network import ImageNetwork
 
 STATE_FILE = "state.pt"
 
-__all__ = ["weights_dir", "load_state", "find_weights", "network_from_state", "STATE_FILE", "load_results", "load_pt", "ablation_records", "ablation_table", "d2_records",
-           "interval", "adopt_device_runs", "commit_source_hash", "OPT_NAMES", "SCHEDULE_NAMES"]
+
+class RunState(TypedDict, total=False):
+    """What ``<out>/state.pt`` of an image-model run holds (:func:`cnce.images.train.train` writes it
+    after every meta-iteration; saved as a plain dict so that every committed run loads)."""
+
+    config: dict  # ImageConfig.to_dict()
+    sizes: dict  # D, K1, K2, D3, K3, K4
+    method: str  # "cnce" or "nce"
+    seed: int
+    history: dict  # layer ("1".."4") -> one record per meta-iteration (eps, the losses, the monitor's numbers)
+    seconds: dict  # layer -> wall seconds
+    snapshots: dict  # meta-iteration -> float16 W1 (Supp. D.2)
+    opt: dict  # layer -> Adam state (unfinished layers only)
+    data: str  # description of the images
+    whitener: dict  # Whitener.state_dict()
+    network: dict  # ImageNetwork.state_dict()
+    nce_c: dict  # layer -> NCE's log-normaliser c
+    wh2_retained: float  # variance kept by the layer-3 PCA
+    device: str
+    torch: str
+    package: str
+    git_commit: str
+    sessions: list  # one record per invocation: commit, source and driver hashes, device, threads
+    branched_from: dict  # branch_state: the parent run, the layer and the parent's sessions
+#: the driver of the GPU runs, whose hash every run records
+DRIVER = "scripts/gpu_section4.py"
+#: the folders of the second and third GPU calls' results (``results.json``)
+CALL2, CALL3 = "call2", "call3"
+
+__all__ = ["RunState", "write_provenance", "writes_dirty_weights", "DirtyTreeError", "git_commit", "cnce_tree",
+           "driver_record", "weights_dir", "load_state", "find_weights", "network_from_state", "STATE_FILE", "load_results", "load_pt", "ablation_records", "ablation_table", "d2_records",
+           "adopt_device_runs", "commit_source_hash", "commit_driver_hash", "whitener_of", "load_call2",
+           "network_from_branch",
+           "OPT_NAMES", "SCHEDULE_NAMES"]
 
 OPT_NAMES = {"cg": "their CG", "lbfgs": "L-BFGS", "adam": "Adam"}
 SCHEDULE_NAMES = {"main": "their main sets", "fresh": "fresh patches"}
@@ -79,8 +134,9 @@ def network_from_state(state: dict) -> tuple[ImageNetwork, Whitener]:
 
 def _network_options(config: dict) -> dict:
     """Initialisation and layer-3 options of a saved config (runs saved before these options
-    existed used the orthonormal start and the linear z3)."""
-    return dict(init=config.get("init", "orthonormal"), l3_nonlinearity=config.get("l3_nonlinearity", "linear"))
+    existed used the orthonormal start, the linear z3 and the ensemble-centred layer-3 input)."""
+    return dict(init=config.get("init", "orthonormal"), l3_nonlinearity=config.get("l3_nonlinearity", "linear"),
+                l3_centre=config.get("l3_centre", "ensemble"))
 
 
 def load_results(root: str | os.PathLike | None = None) -> dict:
@@ -91,27 +147,21 @@ def load_results(root: str | os.PathLike | None = None) -> dict:
     return json.loads(p.read_text())
 
 
+def load_call2(root: str | os.PathLike | None = None) -> dict:
+    """``call2/results.json``: the runs of the second GPU call (the third seed of ``paper``, the photo
+    pack, the PCA test, D.2 seeds 1-2): ``{"runs": {name: {history, config, seed, sessions}}, "jobs", "calls"}``."""
+    p = Path(root or weights_dir()) / CALL2 / "results.json"
+    if not p.is_file():
+        raise ValueError(f"no results of the second GPU call at {p}")
+    return json.loads(p.read_text())
+
+
 def load_pt(rel: str, root: str | os.PathLike | None = None):
     """A committed ``.pt`` file under ``data/weights`` (``"ablation/paper.pt"``, ``"d2/paper.pt"``...)."""
     p = Path(root or weights_dir()) / rel
     if not p.is_file():
         raise ValueError(f"no committed file {rel!r} under {p.parent}")
     return torch.load(p, map_location="cpu", weights_only=False)
-
-
-def interval(values, level: float = 0.95) -> tuple[float, float, float]:
-    """Mean and a Student-t interval over seeds: ``(mean, lo, hi)`` (``lo = hi = mean`` for one
-    value: no spread can be stated)."""
-    from scipy import stats
-
-    v = np.asarray(values, dtype=float)
-    if v.size == 0:
-        raise ValueError("values must not be empty")
-    m = float(v.mean())
-    if v.size < 2:
-        return m, m, m
-    h = float(stats.t.ppf(0.5 + level / 2, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size))
-    return m, m - h, m + h
 
 
 def ablation_records(results: dict, size: str) -> list[dict]:
@@ -146,7 +196,7 @@ def ablation_table(results: dict, size: str, columns=("oriented", "J_train", "J_
     for (opt, sched), g in df.groupby(["optimiser", "schedule"], sort=False):
         rec = {"optimiser": opt, "schedule": sched, "seeds": len(g)}
         for c in columns:
-            m, lo, hi = interval(g[c])
+            m, lo, hi = t_interval(g[c])
             rec.update({f"{c}": m, f"{c}_lo": lo, f"{c}_hi": hi})
         out.append(rec)
     order = {k: i for i, k in enumerate(OPT_NAMES)}
@@ -167,6 +217,89 @@ def d2_records(results: dict) -> list[dict]:
                              oriented=r.get("oriented", float("nan")), J_unseen=r["loss_unseen"], eps=r["eps"],
                              c=r.get("c", float("nan"))))
     return rows
+
+
+# -- provenance of a run --------------------------------------------------------------------------
+
+
+def git_commit() -> str | None:
+    """HEAD of the repository holding this package, with ``+dirty`` when ``cnce/`` has
+    uncommitted changes (the run then used code that is not in that commit)."""
+    return provenance.git_object("HEAD", "cnce")
+
+
+def cnce_tree(sub: str = "cnce") -> str | None:
+    """The git tree hash of ``sub`` (``cnce`` or ``cnce/images``) at HEAD (``+dirty`` as in
+    :func:`git_commit`). Unlike a commit hash it survives a rebase onto a base that does not
+    change ``sub``, so ``cnce/images`` names the image code of a run after a branch is merged."""
+    return provenance.git_object(f"HEAD:{sub}", sub)
+
+
+
+def driver_record(driver: str | os.PathLike) -> dict:
+    """``{"path": <relative to the repository>, "sha256": <of its source>}`` of a driver script."""
+    import hashlib
+
+    p = Path(driver).resolve()
+    if not p.is_file():
+        raise ValueError(f"driver={str(driver)!r} is not a file")
+    try:
+        rel = p.relative_to(provenance.REPO_ROOT.resolve()).as_posix()
+    except ValueError:
+        rel = str(p)
+    return {"path": rel, "sha256": hashlib.sha256(p.read_bytes()).hexdigest()}
+
+
+
+class DirtyTreeError(ValueError):
+    """A run would be written under ``data/weights/`` from code with uncommitted changes."""
+
+
+def writes_dirty_weights(out: Path) -> str:
+    """The uncommitted changes of ``cnce/`` (``git status --porcelain``) when ``out`` lies under
+    ``data/weights/`` of this repository; ``""`` otherwise or without git."""
+    try:
+        Path(out).resolve().relative_to(weights_dir().resolve())
+    except ValueError:
+        return ""
+    status = provenance.git("status", "--porcelain", "--", "cnce")
+    return " ".join(status.split()[:6]) if status else ""
+
+
+def write_provenance(state: dict, out: Path) -> None:
+    import numpy
+    import scipy
+
+    try:
+        import skimage
+
+        skv = skimage.__version__
+    except ImportError:  # pragma: no cover
+        skv = None
+    prov = {
+        "package": "cnce " + state["package"],
+        "git_commit": state["git_commit"],
+        "sessions": state.get("sessions", []),
+        "config": state["config"],
+        "method": state["method"],
+        "seed": state["seed"],
+        "device": state["device"],
+        "data": state["data"],
+        "pca_retained_variance": round(Whitener.from_state_dict(state["whitener"]).retained, 4),
+        "layer2_whitening_retained_variance": state["wh2_retained"],
+        "meta_iterations_done": {k: len(v) for k, v in state["history"].items()},
+        "wall_seconds_per_layer": {k: round(v, 1) for k, v in state["seconds"].items()},
+        "final_eps": {k: round(v[-1]["eps"], 4) for k, v in state["history"].items() if v},
+        "final_loss": {k: round(v[-1]["loss"], 5) for k, v in state["history"].items() if v},
+        "versions": {"python": platform.python_version(), "torch": torch.__version__, "numpy": numpy.__version__,
+                     "scipy": scipy.__version__, "scikit-image": skv},
+        "machine": platform.machine(),
+    }
+    if state.get("branched_from"):
+        b = state["branched_from"]
+        prov["branched_from"] = {k: b.get(k) for k in ("run", "at_layer", "git_commit")}
+    provenance.atomic_write_text(out / "provenance.json", json.dumps(prov, indent=2) + "\n")
+
 
 
 # -- taking GPU runs into the repository ---------------------------------------------------------
@@ -199,65 +332,132 @@ def _clean_sessions(sessions, commit: str, tree: dict) -> list:
     return out
 
 
-def adopt_device_runs(src: str | os.PathLike, commit: str, *, root: str | os.PathLike | None = None) -> dict:
-    """Take the output of ``scripts/gpu_section4.py`` (a folder of ``results.json``, ``full.tar``,
-    ``ablation-*.pt``, ``d2.pt``, ``ica.pt``, ``photos.pt``) into ``data/weights``.
+def commit_driver_hash(commit: str, path: str = DRIVER) -> str:
+    """SHA-256 of the driver script ``path`` as committed at ``commit``."""
+    data = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=provenance.REPO_ROOT, capture_output=True,
+                          check=True).stdout
+    return hashlib.sha256(data).hexdigest()
 
-    Every run records the hash of the package source it ran with; this checks that hash against
-    ``commit`` (``git archive``) and raises ``ValueError`` when they differ. The lent machine's
-    copy of the tree carries the ``.git`` of the session's starting checkout, so what git said
-    there is replaced by ``commit`` once the source hash has been checked. Returns
-    ``{file: destination}``.
+
+def whitener_of(entry: dict, root: str | os.PathLike | None = None) -> Whitener:
+    """The whitener of a packed run: its state dict, or ``{"ref": <state.pt under data/weights>}``
+    for a run that shares the whitener of a committed four-layer run (same images, seed and PCA
+    sample: the lent GPU draws the same patches for the same seed)."""
+    w = entry["whitener"]
+    if "ref" in w:
+        return Whitener.from_state_dict(load_pt(w["ref"], root)["whitener"])
+    return Whitener.from_state_dict(w)
+
+
+def network_from_branch(entry: dict, root: str | os.PathLike | None = None) -> tuple[ImageNetwork, Whitener, dict]:
+    """The network of a run of ``l3/paper.pt``: its parent's layers 1-2 and whitener with the
+    branch's own layers 3-4 and layer-3 input. Returns ``(net, whitener, parent_state)``."""
+    parent = load_pt(entry["parent"], root)
+    state = dict(parent, config=entry["config"], network={**parent["network"], **entry["upper"]})
+    net, wh = network_from_state(state)
+    return net, wh, parent
+
+
+def _shared_whitener(wh: dict, seed: int, root: Path) -> dict:
+    """``{"ref": ...}`` when a committed four-layer run on the bundled photographs of seed ``seed``
+    has exactly this whitener, else ``wh`` itself."""
+    for rel in ("paper/state.pt" if seed == 0 else f"paper-seed{seed}/state.pt",):
+        p = root / rel
+        if p.is_file():
+            other = torch.load(p, map_location="cpu", weights_only=False)["whitener"]
+            if all(torch.equal(wh[k], other[k]) for k in ("mean", "V", "lam")):
+                return {"ref": rel}
+    return wh
+
+
+def adopt_device_runs(src: str | os.PathLike, commit: str, *, root: str | os.PathLike | None = None) -> dict:
+    """Take the output of ``scripts/gpu_section4.py`` (``results.json`` and ``runs-<i>.tar``) into
+    ``data/weights`` (the layout of this module's docstring). Returns ``{run: destination}``.
+
+    Every call and every session records the hash of the package source and of the driver it ran
+    with; both are checked against ``commit`` (``git archive`` and ``git show``), and a
+    ``ValueError`` is raised when one differs. The lent machine's copy of the tree carries the
+    ``.git`` of the session's starting checkout, so what git said there is replaced by
+    ``commit`` once the hashes have been checked.
     """
     src = Path(src)
     root = Path(root or weights_dir())
-    want = commit_source_hash(commit)
+    want, want_driver = commit_source_hash(commit), commit_driver_hash(commit)
     results = json.loads((src / "results.json").read_text())
-    got = {c["source_hash"] for c in results["calls"]}
-    if got != {want}:
-        raise ValueError(f"the runs' source hashes {sorted(got)} differ from commit {commit}'s {want}")
+    got = {(c.get("source_hash"), c.get("driver_hash")) for c in results["calls"]}
+    if got != {(want, want_driver)}:
+        raise ValueError(f"the calls' (source, driver) hashes {sorted(got)} differ from commit {commit}'s "
+                         f"{(want, want_driver)}")
     tree = {p: provenance.git("rev-parse", f"{commit}:{p}") for p in ("cnce", "cnce/images")}
+
+    def clean(sessions):
+        for s in sessions or []:  # (D.2's sessions name no driver: the call's hash covers them)
+            if s.get("source_hash") != want or s.get("driver", {"sha256": want_driver})["sha256"] != want_driver:
+                raise ValueError(f"a session's source or driver hash differs from commit {commit}'s")
+        return _clean_sessions(sessions, commit, tree)
+
     for run in results["runs"].values():
-        run["sessions"] = _clean_sessions(run.get("sessions"), commit, tree)
+        run["sessions"] = clean(run.get("sessions"))
     for c in results["calls"]:
         c["commit"] = commit
-    placed = {}
-    dest = root / "ablation" / "results.json"
+    placed: dict = {}
+    pca: dict = {"runs": {}}
+    branches: dict = {"runs": {}}
+    d2_path = root / "d2" / "paper.pt"
+    d2 = torch.load(d2_path, map_location="cpu", weights_only=False) if d2_path.is_file() else {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for t in sorted(src.glob("runs-*.tar")):
+            with tarfile.open(t) as tar:
+                tar.extractall(tmp, filter="data")
+        # the four-layer runs first: the others may share their whiteners
+        for p in sorted(Path(tmp).iterdir(), key=lambda q: (not q.is_dir() or q.name.startswith("pca"), q.name)):
+            if p.suffix == ".pt" and p.name.startswith("d2-s"):  # Supp. D.2, one seed
+                c = torch.load(p, map_location="cpu", weights_only=False)
+                c["sessions"] = clean(c.get("sessions"))
+                c["whitener"] = _shared_whitener(c["whitener"], int(c["seed"]), root)
+                d2[f"compare-seed{c['seed']}.pt"] = c
+                placed[p.stem] = d2_path
+                continue
+            st = torch.load(p / STATE_FILE, map_location="cpu", weights_only=False)
+            st["git_commit"] = commit
+            st["sessions"] = clean(st.get("sessions"))
+            kind, seed = p.name.split("-")[0], int(st["seed"])
+            if kind == "l3":  # layers 3-4 on a committed run's layers 1-2: the upper layers only
+                variant = p.name[3:].rsplit("-s", 1)[0]
+                parent = st["branched_from"]["run"]
+                if not (root / parent / STATE_FILE).is_file():
+                    raise ValueError(f"{p.name}: its parent run {parent!r} is not under {root}")
+                upper = {k: v for k, v in st["network"].items() if k[1:] in ("3", "4") or k.startswith("wh2")}
+                branches["runs"][f"{variant}/s{seed}"] = dict(
+                    parent=f"{parent}/{STATE_FILE}", upper=upper, config=st["config"], seed=seed,
+                    wh2_retained=st["wh2_retained"], sessions=st["sessions"], data=st["data"],
+                    history={k: v for k, v in st["history"].items() if int(k) >= 3},
+                    seconds={k: v for k, v in st["seconds"].items() if int(k) >= 3})
+                placed[p.name] = root / "l3" / "paper.pt"
+                continue
+            if kind == "pca":  # layer 1 only: the final weights and the whitener
+                n = p.name.split("-")[1]
+                pca["runs"][f"{n}/s{seed}"] = dict(W1=st["network"]["W1"].half(), config=st["config"], seed=seed,
+                                                   whitener=_shared_whitener(st["whitener"], seed, root),
+                                                   sessions=st["sessions"], data=st["data"])
+                placed[p.name] = root / "pca" / "paper.pt"
+                continue
+            out = root / {"shown": f"paper-seed{seed}", "photos": f"photos/paper-seed{seed}"}[kind]
+            out.mkdir(parents=True, exist_ok=True)
+            provenance.atomic_torch_save(st, out / STATE_FILE)
+            write_provenance(st, out)
+            placed[p.name] = out
+    if pca["runs"]:
+        (root / "pca").mkdir(parents=True, exist_ok=True)
+        provenance.atomic_torch_save(pca, root / "pca" / "paper.pt")
+    if branches["runs"]:
+        (root / "l3").mkdir(parents=True, exist_ok=True)
+        provenance.atomic_torch_save(branches, root / "l3" / "paper.pt")
+    if any(k.startswith("d2-") for k in placed):
+        d2_path.parent.mkdir(parents=True, exist_ok=True)
+        provenance.atomic_torch_save(d2, d2_path)
+    dest = root / (CALL2 if not branches["runs"] else CALL3) / "results.json"
+    dest.parent.mkdir(parents=True, exist_ok=True)
     provenance.atomic_write_text(dest, json.dumps(results) + "\n")
     placed["results.json"] = dest
-    for name, rel in (("ablation-paper.pt", "ablation/paper.pt"), ("ablation-demo.pt", "ablation/demo.pt"),
-                      ("ica.pt", "ica/paper.pt"), ("photos.pt", "photos/paper.pt")):
-        if (src / name).is_file():
-            obj = torch.load(src / name, map_location="cpu", weights_only=False)
-            if isinstance(obj, dict) and "commit" in obj:
-                obj["commit"] = commit
-            if isinstance(obj, dict) and obj.get("data") == "given PatchSource":  # the photos job's source
-                obj["data"] = "photo pack data/photos/pack.npz (scripts/photo-pack.sh; source built by scripts/gpu_section4.py)"
-            provenance.atomic_torch_save(obj, root / rel)
-            placed[name] = root / rel
-    if (src / "d2.pt").is_file():
-        d2 = torch.load(src / "d2.pt", map_location="cpu", weights_only=False)
-        for c in d2.values():
-            c["sessions"] = _clean_sessions(c.get("sessions"), commit, tree)
-        provenance.atomic_torch_save(d2, root / "d2" / "paper.pt")
-        placed["d2.pt"] = root / "d2" / "paper.pt"
-    if (src / "full.tar").is_file():
-        from cnce.images.train import _write_provenance
-
-        with tempfile.TemporaryDirectory() as tmp, tarfile.open(src / "full.tar") as tar:
-            tar.extractall(tmp, filter="data")
-            for d in sorted(Path(tmp).iterdir()):
-                st = torch.load(d / "state.pt", map_location="cpu", weights_only=False)
-                if {s.get("source_hash") for s in st.get("sessions", [])} != {want}:
-                    raise ValueError(f"{d.name}: a session's source hash differs from commit {commit}'s")
-                st["git_commit"] = commit
-                st["sessions"] = _clean_sessions(st.get("sessions"), commit, tree)
-                if st.get("data") == "given PatchSource":  # the script built the source with make_source(None)
-                    st["data"] = "skimage.data bundled photographs (source built by scripts/gpu_section4.py)"
-                name = "paper" if st["seed"] == 0 else f"paper-seed{st['seed']}"
-                out = root / name
-                out.mkdir(parents=True, exist_ok=True)
-                provenance.atomic_torch_save(st, out / "state.pt")
-                _write_provenance(st, out)
-                placed[f"full.tar:{d.name}"] = out
     return placed

@@ -89,24 +89,36 @@ def kappa_sweep_figure(df: pd.DataFrame, N_fixed: int, kappas, studies=("gaussia
 
 def ring_noise_figure(model, theta, y_nce, y_cnce, eps: float, lim: float = 9.0):
     """Paper Fig. 1: the 2-D ring's normalised density (a), NCE's noise (b) and CNCE's noise
-    with scale ``eps`` (c), as 2-D histograms on ``[-lim, lim]^2``."""
+    with scale ``eps`` (c), as 2-D histograms on ``[-lim, lim]^2``; a colour bar beside each
+    panel (density; noise points per bin)."""
+    import matplotlib as mpl
+
     grid = torch.linspace(-lim, lim, 301, dtype=torch.float64)
     U = torch.stack(torch.meshgrid(grid, grid, indexing="xy"), -1).reshape(1, -1, 2)
     dens = model.log_prob(U, theta).exp().reshape(301, 301)
-    fig, axes = figure(3, height=2.5)
+    fig, axes = figure(3, height=3.0)
     a = axes[0]
-    a[0].contourf(grid, grid, dens, levels=12, cmap="Blues")
+    cs = a[0].contourf(grid, grid, dens, levels=12, cmap="Blues")
+    cbars = [fig.colorbar(cs, ax=a[0], fraction=0.046, pad=0.04)]
     a[0].set_title("(a) model density")
     bins = np.linspace(-lim, lim, 90)
-    a[1].hist2d(*y_nce.numpy().T, bins=bins, cmap="Oranges")
+    *_, im = a[1].hist2d(*y_nce.numpy().T, bins=bins, cmap="Oranges")
+    cbars.append(fig.colorbar(im, ax=a[1], fraction=0.046, pad=0.04))
     a[1].set_title("(b) NCE noise")
-    a[2].hist2d(*y_cnce.numpy().T, bins=bins, cmap="Blues")
+    *_, im = a[2].hist2d(*y_cnce.numpy().T, bins=bins, cmap="Blues")
+    cbars.append(fig.colorbar(im, ax=a[2], fraction=0.046, pad=0.04))
     a[2].set_title(f"(c) CNCE noise, \u03b5 = {eps:.2f}")
     for ax in a:
         ax.set_aspect("equal")
         ax.set_xlim(-lim, lim)
         ax.set_ylim(-lim, lim)
+        ax.set_xlabel("$u_1$")
+        ax.set_ylabel("$u_2$")
+        ax.title.set_fontsize("medium")
         ax.grid(False)
+    for cb in cbars:  # colour: the density (a), noise points per histogram bin (b, c)
+        cb.ax.yaxis.set_major_locator(mpl.ticker.MaxNLocator(3))
+        cb.ax.tick_params(labelsize="small")
     fig.tight_layout()
     return fig
 
@@ -127,7 +139,8 @@ def radii_figure(radii: dict, mu: float, gamma: float, dim: int):
             label=f"model: $r^{dim - 1} e^{{-\\gamma(r-\\mu)^2/2}}$")
     ax.set_xlabel("radius r")
     ax.set_ylabel("density")
-    ax.legend(loc="upper left")
+    # the legend goes below the axes: inside, it covered the bars of one generator
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1, frameon=False)
     fig.tight_layout()
     return fig
 

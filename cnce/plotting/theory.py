@@ -119,6 +119,6 @@ def ica_kinks_figure(eps, ratio, kinks, half_sm_ae: float, half_sm_kinks: float,
     ax.set_yscale("log")
     ax.set_xlabel(r"$\varepsilon$")
     ax.set_ylabel("pairs straddling a kink")
-    ax.set_title(f"of {n_pairs} pairs (0 drawn at 0.5)")
+    ax.set_title(f"of {n_pairs} data-noise pairs\n(a count of 0 is plotted at 0.5 on this log axis)", fontsize="medium")
     shared_legend(fig, ncol=1)
     return fig

@@ -1,0 +1,289 @@
+"""One meta-iteration of the image model's greedy training, and what it reads: the seeds that
+name every random draw, the eps rules, the batches, the optimisers and the pooling start.
+
+Each layer runs ``meta_iters`` *meta-iterations* (the authors' schedule, ``CNCEstimator.m``):
+take this meta-iteration's patches (:func:`meta_batch`), draw fresh noise, set eps with the
+image-model rule, then optimise on that sample (:func:`run_meta_iteration`). The trainer
+(:mod:`cnce.images.train`) loops over layers and meta-iterations and keeps the state; this module
+holds no state of its own.
+
+Noise lives in the whitened input space: ``y = u + eps * xi`` (Eq. 13) is the effective
+conditional noise of Eqs. (19)-(20); it is symmetric, so ``G = log phi~(u) - log phi~(y)``
+and the CNCE loss is :func:`cnce.losses.cnce_loss` (Eq. 8). NCE uses standard-normal noise in
+the same space, whose Gaussian term cancels against Eq. (18) just as in CNCE, so
+``G(u) = log phi~(u) + c - log nu`` with a learned ``c``.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from cnce import eps as _eps
+from cnce import provenance
+from cnce.losses import cnce_loss, nce_loss
+from cnce.images.cg import CGSettings, ConjugateGradients
+from cnce.images.configs import ImageConfig
+from cnce.images.data import PatchSource
+from cnce.images.network import ImageNetwork
+
+__all__ = ["image_seed", "whitener_seed", "choose_eps_carry", "choose_eps_authors", "run_meta_iteration", "meta_batch",
+           "main_set_index", "make_optimizer", "start_pooling_layer"]
+
+
+#: The seed of one random draw of an image-model run, :func:`cnce.provenance.int_seed` of
+#: ``(seed, layer, m, k)`` for meta-iteration ``m`` of ``layer``: ``k`` = 0 fresh patches, 1 the
+#: noise generator, 2 a main set, 3 the unseen patches, 97 the planted pooling start, 98 the
+#: layer-3 PCA sample; :func:`whitener_seed` is ``(0, 0, 99)``. Every committed image run was
+#: drawn with it.
+image_seed = provenance.int_seed
+
+
+def whitener_seed(seed: int) -> int:
+    """The seed of the patches the input PCA of a run with ``seed`` is fitted on."""
+    return image_seed(seed, 0, 0, 99)
+
+
+def _run_rule(J_of_eps, rule, unit: float = 1.0):
+    """One scalar run of a :mod:`cnce.eps` rule: ``(eps, [(eps, J), ...])``."""
+    x = torch.zeros(1, 2, 1, dtype=torch.float64)  # the image rules do not read the data's scale
+    eps, trace = _eps.choose_eps(lambda e: torch.tensor([float(J_of_eps(float(e[0])))], dtype=torch.float64), x, rule,
+                                 unit=unit, return_trace=True)
+    pairs = []
+    for e, J in zip(trace.eps, trace.J):
+        pair = (float(e[0]), float(J[0]))
+        if not pairs or pair != pairs[-1]:
+            pairs.append(pair)
+    return float(eps[0]), pairs
+
+
+def choose_eps_carry(J_of_eps, *, eps0: float = 0.5, cap: float = _eps.IMAGE_LAYER_CAPS[0]):
+    """The project's earlier image-model eps rule (:data:`cnce.eps.IMAGE_CARRY_RULE`): from
+    ``eps0`` (the last meta-iteration's eps), grow x1.15 until J is no longer within 5 % of
+    2 log 2, bisecting once J falls below 0.2 x 2 log 2; at most 20 evaluations; never above
+    ``cap``. Returns ``(eps, trace)`` with ``trace`` the ``(eps, J)`` evaluated."""
+    if not eps0 > 0:
+        raise ValueError(f"eps0 must be > 0; got {eps0!r}")
+    return _run_rule(J_of_eps, _eps.IMAGE_CARRY_RULE.replace(start=min(eps0, cap), cap=float(cap)))
+
+
+def choose_eps_authors(J_of_eps, *, eps_base: float = 0.5, cap: float = _eps.IMAGE_LAYER_CAPS[0]):
+    """The eps rule of the authors' image code (``NoiseProcessor.m``;
+    :data:`cnce.eps.IMAGE_AUTHORS_RULE`): ``eps = f * eps_base`` with ``f`` from 1 at *every*
+    meta-iteration, grown x1.15 then bisected, at most 20 evaluations of J, ``f < cap`` tested
+    before a step (so ``f`` can end just above it, ``1.15**10 = 4.05`` for cap 4); cap 4, 8 for
+    layer 4. Returns ``(eps, trace)`` with ``trace`` the ``(eps, J)`` evaluated."""
+    if not eps_base > 0:
+        raise ValueError(f"eps_base must be > 0; got {eps_base!r}")
+    if not cap > 1:
+        raise ValueError(f"cap must be > 1; got {cap!r}")
+    return _run_rule(J_of_eps, _eps.IMAGE_AUTHORS_RULE.replace(cap=float(cap)), unit=eps_base)
+
+
+
+def _batched(fn, x: torch.Tensor, chunk: int) -> torch.Tensor:
+    return torch.cat([fn(x[i:i + chunk]) for i in range(0, x.shape[0], chunk)])
+
+
+def _noisy_inputs(net, layer, cfg, u, method, eps, xi):
+    """Layer inputs of the noise of data ``u``: ``u + eps * xi`` (CNCE) or ``xi`` itself (NCE)."""
+    chunk = max(1, int(cfg.chunk))
+    if method == "cnce":
+        return torch.cat([net.layer_input(u[a:a + chunk, None, :] + eps * xi[a:a + chunk], layer)
+                          for a in range(0, u.shape[0], chunk)])
+    return _batched(lambda v: net.layer_input(v, layer), xi, chunk)
+
+
+def _loss_fn(net, layer, method, extra, kappa):
+    """``loss(hx, hy)``: the CNCE loss (Eq. 8 with G of Eq. 20) or the NCE loss of layer inputs."""
+    log_nu = math.log(kappa)
+
+    def loss(hx, hy):
+        lx = net.layer_log_phi(hx, layer)
+        ly = net.layer_log_phi(hy, layer)
+        if method == "cnce":
+            return cnce_loss(lx, ly)
+        c = extra["c"]
+        return nce_loss(lx + c - log_nu, (ly + c - log_nu).reshape(-1))
+
+    return loss
+
+
+def _chunked_mean(loss, hx, hy, chunk: int, backward: bool = False) -> torch.Tensor:
+    """The mean of ``loss`` over the rows of ``hx``/``hy``, summed chunk by chunk on the device
+    (no host sync); with ``backward`` the gradients are accumulated chunk by chunk."""
+    n = hx.shape[0]
+    total = torch.zeros((), device=hx.device)
+    for a in range(0, n, chunk):
+        b = min(a + chunk, n)
+        part = loss(hx[a:b], hy[a:b]) * ((b - a) / n)
+        if backward:
+            part.backward()
+        total += part.detach()
+    return total
+
+
+@torch.no_grad()
+def _mean_loss(loss, hx, hy, chunk: int) -> float:
+    return float(_chunked_mean(loss, hx, hy, chunk))
+
+
+def run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_eps=True, unseen=None):
+    """One meta-iteration on the batch ``u``: fresh noise, the eps rule (``cfg.eps_rule``;
+    skipped when ``tune_eps`` is False), then the optimiser (one call of the authors' conjugate
+    gradients or ``steps`` L-BFGS iterations on the whole batch, or one pass of Adam
+    minibatches), then the memorisation diagnostics.
+
+    Returns a record with ``eps``, ``loss`` (on the first ``eps_n`` points of the batch with the
+    fresh noise, before this meta-iteration's updates: with fresh patches, data the current
+    parameters have not seen), ``train_loss`` (after the update, on those points and their
+    training noise), ``loss_fresh_noise`` (the same points, new noise), ``loss_unseen`` (the
+    patches ``unseen``, new noise; ``NaN`` without them), ``opt_loss`` (the optimiser's own
+    final value: the whole batch, or the mean over the Adam pass) and, for ``"cg"``, the line
+    searches and evaluations used.
+    """
+    N, D = u.shape
+    kappa = cfg.kappa
+    chunk = max(1, int(cfg.chunk))  # data points per chunk, each with its kappa noise points
+    n_e = min(cfg.eps_n, N)
+    loss_of = _loss_fn(net, layer, method, extra, kappa)
+    with torch.no_grad():
+        hx = _batched(lambda v: net.layer_input(v, layer), u, chunk)
+        if method == "cnce":
+            xi = torch.randn(N, kappa, D, generator=gen, device=u.device)
+            lx_e = _batched(lambda h: net.layer_log_phi(h, layer), hx[:n_e], chunk)
+
+            def J_of_eps(e):
+                total = torch.zeros((), device=u.device)
+                for a in range(0, n_e, chunk):
+                    b = min(a + chunk, n_e)
+                    ly = net.layer_log_phi(net.layer_input(u[a:b, None, :] + e * xi[a:b], layer), layer)
+                    total += cnce_loss(lx_e[a:b], ly) * (b - a)
+                return total / n_e
+
+            if tune_eps and cfg.eps_rule == "authors":
+                eps, trace = choose_eps_authors(J_of_eps, eps_base=cfg.eps_base, cap=cfg.eps_cap[layer - 1])
+            elif tune_eps:
+                eps, trace = choose_eps_carry(J_of_eps, eps0=eps, cap=cfg.eps_cap[layer - 1])
+            else:
+                trace = [(eps, float(J_of_eps(eps)))]
+        else:
+            xi = torch.randn(N, kappa, D, generator=gen, device=u.device)
+            trace = []
+        hy = _noisy_inputs(net, layer, cfg, u, method, eps, xi)
+        del xi
+
+    def loss_on(idx):
+        return loss_of(hx[idx], hy[idx])
+
+    loss = _mean_loss(loss_of, hx[:n_e], hy[:n_e], chunk)
+    params = [p for g in opt.param_groups for p in g["params"]]
+    rec_opt = {}
+    if cfg.optimizer in ("lbfgs", "cg"):
+        def closure():
+            for p in params:
+                p.grad = None
+            return _chunked_mean(loss_of, hx, hy, chunk, backward=True)
+
+        opt.step(closure)
+        with torch.no_grad():
+            opt_loss = float(_chunked_mean(loss_of, hx, hy, chunk))
+        if cfg.optimizer == "cg":
+            r = opt.last
+            rec_opt = dict(line_searches=r.line_searches, evaluations=r.evaluations, failed_searches=r.failed_searches,
+                           cg_stopped=r.stopped)
+    else:
+        perm = torch.randperm(N, generator=gen, device=u.device)
+        acc, nb = torch.zeros((), device=u.device), 0
+        for a in range(0, N, cfg.batch):
+            opt.zero_grad(set_to_none=True)
+            part = loss_on(perm[a:a + cfg.batch])
+            part.backward()
+            opt.step()
+            acc += part.detach()
+            nb += 1
+        opt_loss = float(acc) / nb
+    # memorisation diagnostics, after the update, at this meta-iteration's eps
+    with torch.no_grad():
+        train_loss = _mean_loss(loss_of, hx[:n_e], hy[:n_e], chunk)
+        del hy
+        xi2 = torch.randn(n_e, kappa, D, generator=gen, device=u.device)
+        fresh = _mean_loss(loss_of, hx[:n_e], _noisy_inputs(net, layer, cfg, u[:n_e], method, eps, xi2), chunk)
+        unseen_loss = float("nan")
+        if unseen is not None:
+            m = unseen.shape[0]
+            xi3 = torch.randn(m, kappa, D, generator=gen, device=u.device)
+            hxu = _batched(lambda v: net.layer_input(v, layer), unseen, chunk)
+            unseen_loss = _mean_loss(loss_of, hxu, _noisy_inputs(net, layer, cfg, unseen, method, eps, xi3), chunk)
+    return dict(eps=float(eps), loss=loss, train_loss=train_loss, loss_fresh_noise=fresh, loss_unseen=unseen_loss,
+                opt_loss=opt_loss, eps_trace=trace, **rec_opt)
+
+
+
+@torch.no_grad()
+def start_pooling_layer(net: ImageNetwork, layer: int, seed: int, rest: float = 0.1) -> None:
+    """Start pooling layer ``layer`` (2 or 4) where the model below it ended.
+
+    Each pooling unit j gets weight 1 on one distinct, randomly chosen unit pi(j) of the layer
+    below and the threshold of that unit; the random dense weights it started with are scaled
+    by ``rest`` (a zero weight would stay zero under the squared parametrisation). Then
+    ``z2_j`` is close to ``log(z1_pi(j)**2 + 1)`` and ``z4_j`` to ``z3_pi(j)``, and the model
+    starts as the trained model below it restricted to the chosen units (the paper notes that
+    the first-layer model is the second layer with identity pooling). With the dense pooling
+    of the initialisation, which sums the energy of all first-layer units, the loss of layer 2
+    started above 2 log 2 and Adam did not recover from there.
+    """
+    if layer not in (2, 4):
+        raise ValueError(f"layer must be 2 or 4; got {layer!r}")
+    W, b = getattr(net, f"W{layer}"), getattr(net, f"b{layer}")
+    b_below = getattr(net, f"b{layer - 1}")
+    K, K_below = W.shape
+    g = torch.Generator().manual_seed(int(seed))
+    pick = torch.randperm(K_below, generator=g)[:K].to(W.device)
+    W.mul_(rest)
+    W[torch.arange(K, device=W.device), pick] = 1.0
+    b.copy_(b_below[pick])
+
+
+def main_set_index(m: int, epoch: int, redraw: str = "authors") -> tuple[int, int]:
+    """``(e, k)``: meta-iteration ``m`` (0-based) uses main set ``e``, the ``k``-th meta-iteration
+    on it. ``redraw="authors"`` (``CNCEstimator.m``: a new set at the first meta-iteration and
+    when the 1-based meta-iteration is a multiple of ``epoch``; with ``epoch = 20`` sets start at
+    0, 19 and 39); ``"blocks"``: sets start at multiples of ``epoch``."""
+    if epoch < 1:
+        raise ValueError(f"epoch must be >= 1; got {epoch!r}")
+    if redraw == "blocks":
+        return divmod(m, epoch)
+    if redraw != "authors":
+        raise ValueError(f"redraw must be 'authors' or 'blocks'; got {redraw!r}")
+    e = (m + 1) // epoch
+    start = 0 if e == 0 else e * epoch - 1
+    return e, m - start
+
+
+def meta_batch(source: PatchSource, cfg: ImageConfig, layer: int, m: int, seed: int, dev, cache: dict) -> torch.Tensor:
+    """The whitened patches of meta-iteration ``m`` of layer ``layer``: fresh ones, or the next
+    ``n_patches`` batch of its main set (:func:`main_set_index`; kept in ``cache``; a resumed run
+    redraws it from its seed)."""
+    N = cfg.n_patches[layer - 1]
+    if cfg.main_set is None:
+        return source.draw(N, image_seed(seed, layer, m, 0), dev)
+    M, E = cfg.main_set[layer - 1], cfg.epoch[layer - 1]
+    e, j = main_set_index(m, E, cfg.redraw)
+    key = (layer, e)
+    if key not in cache:
+        cache.clear()
+        cache[key] = source.draw(M, image_seed(seed, layer, e, 2), dev)
+    j %= M // N
+    return cache[key][j * N:(j + 1) * N]
+
+
+def make_optimizer(cfg: ImageConfig, params, layer: int):
+    if cfg.optimizer == "cg":
+        # A fresh start per meta-iteration, as the authors' estimateMain.m calls minimize.
+        return ConjugateGradients(params, CGSettings(line_searches=cfg.steps))
+    if cfg.optimizer == "lbfgs":
+        # A fresh L-BFGS per meta-iteration: the objective changes with the fresh sample.
+        return torch.optim.LBFGS(params, lr=1.0, max_iter=cfg.steps, history_size=10, line_search_fn="strong_wolfe")
+    return torch.optim.Adam(params, lr=cfg.lr_for(layer))
+
