@@ -246,7 +246,8 @@ print(f"CNCE with Laplace noise: "
 #
 # A neural network is an unnormalised model too. `cnce.nn.train` fits any `torch.nn.Module`
 # that maps a batch `(B, D)` to unnormalised log-densities `(B,)` by minibatch CNCE, with
-# $\varepsilon$ chosen by the heuristic on the current network and re-chosen as it trains
+# $\varepsilon$ set by the rule that {doc}`08_energy_networks` found never significantly worse
+# than the best fixed $\varepsilon$ (`eps="auto"`: a fixed multiple of the data's scale)
 # (`method="nce"`, `"dsm"` and `"ssm"` train it with NCE, denoising or sliced score
 # matching instead). In two dimensions
 # `cnce.nn.log_likelihood` normalises the network on a grid, so the fit can be scored

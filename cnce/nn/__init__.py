@@ -2,9 +2,11 @@
 
 A network is any ``torch.nn.Module`` (or callable) mapping a batch ``(B, D)`` to unnormalised
 log-densities ``(B,)``. :func:`train` fits it with one of four losses (:mod:`cnce.nn.losses`);
-:mod:`cnce.nn.toys` has the four standard 2-D toy densities, a small MLP and exact
-log-likelihoods by grid normalisation; :mod:`cnce.nn.compare` runs the comparison of the page
-"CNCE for your own energy network" (notebook 08).
+:mod:`cnce.nn.objectives` has the same losses as ``nn.Module`` objects for a loop of your own;
+:mod:`cnce.nn.toys` has the four standard 2-D toy densities, two more cases, a small MLP and a
+quartic energy, and exact log-likelihoods by a checked grid normalisation;
+:func:`cnce.nn.langevin` samples a trained network; :mod:`cnce.nn.study` runs the study of the
+page "CNCE for your own energy network" (notebook 08) and :mod:`cnce.nn.compare` its verdicts.
 
 Example::
 
@@ -13,12 +15,25 @@ Example::
     x = cnce.nn.sample_toy("8gaussians", 5000, generator=torch.Generator().manual_seed(0))
     res = cnce.nn.train(net, x, method="cnce", kappa=10, eps="auto", steps=2000, seed=0)
     print(cnce.nn.log_likelihood(net, x))
+
+or, in a loop of your own (the same code as ``train``)::
+
+    loss = cnce.nn.CNCELoss(kappa=10, eps="auto", seed=0)
+    opt = torch.optim.Adam(net.parameters(), lr=5e-3)
+    for step in range(2000):
+        xb = x[torch.randint(0, len(x), (128,))]
+        opt.zero_grad(); loss(net, xb).backward(); opt.step()
+    samples = cnce.nn.langevin(net, torch.randn(1000, 2), steps=500, step_size=1e-2, seed=0)
 """
 from .losses import cnce_loss, dsm_loss, evaluate, nce_loss, score, ssm_loss
-from .toys import (BOX, TOYS, GaussianEnergy, MLPEnergy, eight_gaussians_log_prob, grid, grid_log_normaliser, log_likelihood,
-                   sample_toy, true_log_prob)
+from .toys import (BOX, TOYS, GaussianEnergy, ImproperDensityError, MLPEnergy, QuarticEnergy, eight_gaussians_log_prob,
+                   grid, grid_log_normaliser, log_likelihood, normaliser_check, sample_toy, true_log_prob)
+from .objectives import (DEFAULT_FACTOR, DEFAULT_SCHEDULE, SCHEDULES, CNCELoss, DSMLoss, EnergyLoss, NCELoss, SSMLoss,
+                         make_loss)
+from .sampling import langevin
 from .train import DSM_SIGMA, EPS_CAP, METHODS, TrainResult, train
 
-__all__ = ["train", "TrainResult", "METHODS", "EPS_CAP", "DSM_SIGMA", "cnce_loss", "nce_loss", "dsm_loss",
+__all__ = ["CNCELoss", "NCELoss", "DSMLoss", "SSMLoss", "EnergyLoss", "make_loss", "SCHEDULES", "DEFAULT_SCHEDULE", "DEFAULT_FACTOR",
+           "langevin", "ImproperDensityError", "normaliser_check", "QuarticEnergy", "train", "TrainResult", "METHODS", "EPS_CAP", "DSM_SIGMA", "cnce_loss", "nce_loss", "dsm_loss",
            "ssm_loss", "evaluate", "score", "TOYS", "BOX", "sample_toy", "true_log_prob", "eight_gaussians_log_prob",
            "MLPEnergy", "GaussianEnergy", "grid", "grid_log_normaliser", "log_likelihood"]

@@ -7,7 +7,7 @@ import torch
 
 from .toys import BOX, MLPEnergy, grid, sample_toy, true_log_prob
 
-__all__ = ["density_figure", "net_from_state", "eps_theory_figure"]
+__all__ = ["density_figure", "net_from_state", "eps_theory_figure", "samples_figure", "interval_figure"]
 
 LABELS = {"cnce": "CNCE", "nce": "NCE", "dsm": "DSM", "ssm": "SSM"}
 
@@ -74,5 +74,48 @@ def eps_theory_figure(eps, excess, sm_term):
     ax.loglog(eps, np.abs(np.asarray(eps) ** 2 / 2 * sm_term), "k--", label=r"$\varepsilon^2/2\;|J_{SM}|$")
     ax.set_xlabel(r"$\varepsilon$")
     ax.legend(frameon=False, fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def samples_figure(data, samples: dict, *, box=BOX, title: str = "data"):
+    """Scatter plots: the data (first panel) beside each method's Langevin samples."""
+    fig, axes = plt.subplots(1, len(samples) + 1, figsize=(1.9 * (len(samples) + 1), 2.1), squeeze=False)
+    panels = [(title, data)] + [(LABELS.get(k, k), v) for k, v in samples.items()]
+    for ax, (name, pts) in zip(axes[0], panels):
+        pts = np.asarray(pts)
+        ax.scatter(pts[:, 0], pts[:, 1], s=1.5, alpha=0.4, color="k" if name == title else "C0", linewidths=0)
+        ax.set_xlim(-box, box)
+        ax.set_ylim(-box, box)
+        ax.set_aspect("equal")
+        ax.set_title(name, fontsize=8)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.tight_layout()
+    return fig
+
+
+def interval_figure(table, *, group: str, label: str, xlabel: str):
+    """Mean differences with their (corrected) intervals: one row per case, one colour per
+    ``group`` value (a rule or a method); the zero line is "no difference"."""
+    cases = list(dict.fromkeys(zip(table.arch, table.dataset)))
+    keys = list(dict.fromkeys(table[group]))
+    fig, ax = plt.subplots(figsize=(5.6, 0.42 * len(cases) + 0.9))
+    for j, k in enumerate(keys):
+        d = table[table[group] == k]
+        for i, c in enumerate(cases):
+            r = d[(d.arch == c[0]) & (d.dataset == c[1])]
+            if not len(r):
+                continue
+            r = r.iloc[0]
+            y = i + (j - (len(keys) - 1) / 2) * 0.18
+            ax.plot([r.lo, r.hi], [y, y], color=f"C{j}", lw=1.5)
+            ax.plot([r["diff"]], [y], "o", color=f"C{j}", ms=3.5, label=LABELS.get(k, k) if i == 0 else None)
+    ax.axvline(0, color="k", lw=0.8)
+    ax.set_yticks(range(len(cases)))
+    ax.set_yticklabels([d if a == "mlp" else f"{d} ({a})" for a, d in cases], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel(xlabel, fontsize=8)
+    ax.legend(title=label, fontsize=7, title_fontsize=7, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     return fig

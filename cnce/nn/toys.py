@@ -20,24 +20,45 @@ the Gaussian mixture, whose normaliser is known).
 from __future__ import annotations
 
 import math
+import warnings
+from dataclasses import dataclass
 
 import torch
 
 from .._validation import check_positive_int
 
-__all__ = ["TOYS", "sample_toy", "eight_gaussians_log_prob", "true_log_prob", "MLPEnergy", "GaussianEnergy", "grid",
+__all__ = ["TOYS", "CASES", "DATASETS", "sample_toy", "ImproperDensityError", "normaliser_check", "NormaliserCheck",
+           "QuarticEnergy", "eight_gaussians_log_prob", "true_log_prob", "MLPEnergy", "GaussianEnergy", "grid",
            "grid_log_normaliser", "log_likelihood", "BOX"]
 
 TOYS = ("8gaussians", "2spirals", "checkerboard", "rings")
+#: two densities a practitioner would bring (issue 37): a mixture of three anisotropic
+#: Gaussians and a banana (closed-form densities: :func:`true_log_prob`)
+CASES = ("mixture3", "banana")
+DATASETS = TOYS + CASES
 
 #: half-width L of the box [-L, L]^2 on which densities are normalised (holds every toy's data)
 BOX = 4.5
 
 
 def _check_toy(name: str) -> str:
-    if name not in TOYS:
-        raise ValueError(f"name must be one of {TOYS}; got {name!r}")
+    if name not in DATASETS:
+        raise ValueError(f"name must be one of {DATASETS}; got {name!r}")
     return name
+
+
+#: the three anisotropic Gaussians of ``mixture3``: weights, means and covariances
+_MIX3_W = (0.5, 0.3, 0.2)
+_MIX3_MU = ((-1.8, -1.0), (1.8, -0.8), (0.0, 2.0))
+
+
+def _mix3_cov(dtype=torch.float64):
+    out = []
+    for (a, b, ang) in ((1.0, 0.25, 0.5), (0.7, 0.2, -0.8), (0.9, 0.35, 0.0)):
+        c, s_ = math.cos(ang), math.sin(ang)
+        R = torch.tensor([[c, -s_], [s_, c]], dtype=dtype)
+        out.append(R @ torch.diag(torch.tensor([a * a, b * b], dtype=dtype)) @ R.T)
+    return torch.stack(out)
 
 
 def sample_toy(name: str, n: int, *, generator: torch.Generator | None = None, dtype=torch.float64) -> torch.Tensor:
@@ -72,6 +93,14 @@ def _draw(name, n, g, dtype):
         arm = torch.stack([-torch.cos(t) * t + rand(n) * 0.5, torch.sin(t) * t + rand(n) * 0.5], -1)
         sign = torch.where(rand(n) < 0.5, -1.0, 1.0).to(dtype).unsqueeze(-1)
         return sign * arm / 3 + 0.1 * randn(n, 2)
+    if name == "mixture3":
+        k = torch.multinomial(torch.tensor(_MIX3_W, dtype=torch.float64), n, replacement=True, generator=g)
+        Lc = torch.linalg.cholesky(_mix3_cov(dtype))
+        mu = torch.tensor(_MIX3_MU, dtype=dtype)
+        return mu[k] + (Lc[k] @ randn(n, 2).unsqueeze(-1)).squeeze(-1)
+    if name == "banana":
+        x1 = 1.5 * randn(n)
+        return torch.stack([x1, 0.25 * x1**2 - 1.5 + 0.5 * randn(n)], -1)
     if name == "checkerboard":
         x1 = rand(n) * 4 - 2
         x2 = rand(n) - torch.randint(0, 2, (n,), generator=g).to(dtype) * 2
@@ -92,12 +121,20 @@ def eight_gaussians_log_prob(x: torch.Tensor) -> torch.Tensor:
 
 
 def true_log_prob(name: str, x: torch.Tensor) -> torch.Tensor | None:
-    """The toy's normalised log-density where it has a closed form (``8gaussians`` and
-    ``checkerboard``), else ``None``. The checkerboard's is ``-log 32`` on its squares and
-    ``-inf`` off them; the Gaussian mixture's ignores the tiny mass outside the box."""
+    """The toy's normalised log-density where it has a closed form (``8gaussians``,
+    ``checkerboard``, ``mixture3``, ``banana``), else ``None``. The checkerboard's is ``-log 32``
+    on its squares and ``-inf`` off them; the others ignore the mass outside the box (draws
+    there are redrawn; below 1e-2 for the banana, far below for the rest)."""
     _check_toy(name)
     if name == "8gaussians":
         return eight_gaussians_log_prob(x)
+    if name == "mixture3":
+        mvn = torch.distributions.MultivariateNormal(torch.tensor(_MIX3_MU, dtype=x.dtype), _mix3_cov(x.dtype))
+        lw = torch.log(torch.tensor(_MIX3_W, dtype=x.dtype))
+        return torch.logsumexp(mvn.log_prob(x.unsqueeze(-2)) + lw, -1)
+    if name == "banana":
+        n1 = torch.distributions.Normal(0.0, 1.5).log_prob(x[..., 0])
+        return n1 + torch.distributions.Normal(0.25 * x[..., 0] ** 2 - 1.5, 0.5).log_prob(x[..., 1])
     if name == "checkerboard":
         on = ((torch.floor(x[..., 0] / 2) + torch.floor(x[..., 1] / 2)) % 2 == 0) & (x.abs() <= 4).all(-1)
         return torch.where(on, torch.full_like(x[..., 0], -math.log(32.0)), torch.full_like(x[..., 0], -math.inf))
@@ -160,15 +197,63 @@ class GaussianEnergy(torch.nn.Module):
         return -0.5 * ((d @ self.precision()) * d).sum(-1)
 
 
-def grid(n: int = 300, box: float = BOX, *, dtype=torch.float64, device=None) -> tuple[torch.Tensor, float]:
-    """Midpoints ``(n * n, 2)`` of an ``n x n`` grid on ``[-box, box]^2`` and the cell area."""
+class QuarticEnergy(torch.nn.Module):
+    """A second architecture: ``log phi(x) = a^T m(x) - sum_k (w_k^T m(x))^2`` with ``m(x)`` the
+    monomials of degree 1 and 2 of ``x`` (five in two dimensions) and ``K`` rows ``w_k``: a
+    polynomial of degree four whose top-degree part is minus a sum of squares, so it is a
+    proper density whenever the quadratic parts of the ``w_k`` span the quadratic forms (its
+    initial weights do). Linear in none of its inputs, and smooth: every loss applies."""
+
+    def __init__(self, dim: int = 2, K: int = 8, *, seed: int = 0, dtype=torch.float32):
+        super().__init__()
+        self.dim = check_positive_int(dim, "dim")
+        K = check_positive_int(K, "K")
+        self.n_features = self.dim + self.dim * (self.dim + 1) // 2
+        g = torch.Generator().manual_seed(int(seed))
+        self.a = torch.nn.Parameter((0.1 * torch.randn(self.n_features, generator=g, dtype=torch.float64)).to(dtype))
+        self.w = torch.nn.Parameter((torch.randn(K, self.n_features, generator=g, dtype=torch.float64)
+                                     / math.sqrt(self.n_features * K)).to(dtype))
+
+    def features(self, x):
+        i, j = torch.triu_indices(self.dim, self.dim, device=x.device)
+        return torch.cat([x, x[:, i] * x[:, j]], -1)
+
+    def forward(self, x):
+        m = self.features(x)
+        return m @ self.a - ((m @ self.w.T) ** 2).sum(-1)
+
+
+class ImproperDensityError(ValueError):
+    """The grid normaliser cannot be trusted: mass outside the box, or a grid too coarse."""
+
+
+def _box_of(box):
+    """``box`` as ``((x0, x1), (y0, y1))``: a half-width ``L`` (``[-L, L]^2``) or two intervals."""
+    if isinstance(box, (int, float)) and not isinstance(box, bool):
+        if not (math.isfinite(box) and box > 0):
+            raise ValueError(f"box must be a half-width > 0 or ((x0, x1), (y0, y1)); got {box!r}")
+        return ((-float(box), float(box)), (-float(box), float(box)))
+    try:
+        (a0, a1), (b0, b1) = box
+        out = ((float(a0), float(a1)), (float(b0), float(b1)))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"box must be a half-width > 0 or ((x0, x1), (y0, y1)); got {box!r}") from exc
+    if not all(math.isfinite(v) for iv in out for v in iv) or not (out[0][0] < out[0][1] and out[1][0] < out[1][1]):
+        raise ValueError(f"box must be a half-width > 0 or finite intervals ((x0, x1), (y0, y1)) with x0 < x1 "
+                         f"and y0 < y1; got {box!r}")
+    return out
+
+
+def grid(n: int = 300, box=BOX, *, dtype=torch.float64, device=None) -> tuple[torch.Tensor, float]:
+    """Midpoints ``(n * n, 2)`` of an ``n x n`` grid on the box (a half-width ``L`` for
+    ``[-L, L]^2``, or ``((x0, x1), (y0, y1))``) and the cell area."""
     n = check_positive_int(n, "n")
-    if not box > 0:
-        raise ValueError(f"box must be > 0; got {box!r}")
-    h = 2 * box / n
-    t = -box + h * (torch.arange(n, dtype=dtype, device=device) + 0.5)
-    gx, gy = torch.meshgrid(t, t, indexing="xy")
-    return torch.stack([gx.reshape(-1), gy.reshape(-1)], -1), h * h
+    (x0, x1), (y0, y1) = _box_of(box)
+    hx, hy = (x1 - x0) / n, (y1 - y0) / n
+    tx = x0 + hx * (torch.arange(n, dtype=dtype, device=device) + 0.5)
+    ty = y0 + hy * (torch.arange(n, dtype=dtype, device=device) + 0.5)
+    gx, gy = torch.meshgrid(tx, ty, indexing="xy")
+    return torch.stack([gx.reshape(-1), gy.reshape(-1)], -1), hx * hy
 
 
 @torch.no_grad()
@@ -178,23 +263,114 @@ def _log_phi_on(log_phi, u: torch.Tensor, chunk: int = 65536) -> torch.Tensor:
     return torch.cat([evaluate(log_phi, u[i:i + chunk]).double() for i in range(0, u.shape[0], chunk)])
 
 
-def grid_log_normaliser(log_phi, *, n: int = 300, box: float = BOX) -> float:
-    """``log Z = log integral_{[-box, box]^2} phi(u) du`` by the midpoint rule on an ``n x n``
-    grid (in float64), for a network or callable ``(B, 2) -> (B,)``."""
+def grid_log_normaliser(log_phi, *, n: int = 300, box=BOX) -> float:
+    """``log Z = log integral_box phi(u) du`` by the midpoint rule on an ``n x n`` grid (in
+    float64), for a network or callable ``(B, 2) -> (B,)``; ``box`` as in :func:`grid`."""
     dtype, device = _dtype_device(log_phi)
     u, area = grid(n, box, dtype=dtype, device=device)
     return float(torch.logsumexp(_log_phi_on(log_phi, u), 0)) + math.log(area)
 
 
-def log_likelihood(log_phi, x: torch.Tensor, *, n: int = 300, box: float = BOX) -> float:
+@dataclass(frozen=True)
+class NormaliserCheck:
+    """The grid normaliser and its two checks (nats).
+
+    Attributes:
+        log_z: ``log Z`` on the box, ``n x n`` cells.
+        log_z_wide: on the box widened ``widen`` times about its centre, same cell size.
+        log_z_coarse: on the box with ``n // 2 x n // 2`` cells.
+        outside: ``log_z_wide - log_z``: ``-log`` of the fraction of the wide box's mass that
+            lies in the box (0 for a density that vanishes outside the box).
+        resolution: the midpoint rule's error estimated by Richardson's rule,
+            ``|log_z - log_z_coarse| / 3`` (the error falls as the cell width squared).
+        tol: the tolerance both are compared with.
+    """
+
+    log_z: float
+    log_z_wide: float
+    log_z_coarse: float
+    box: tuple
+    n: int
+    tol: float
+
+    @property
+    def outside(self) -> float:
+        return self.log_z_wide - self.log_z
+
+    @property
+    def resolution(self) -> float:
+        return abs(self.log_z - self.log_z_coarse) / 3
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.outside <= self.tol and self.resolution <= self.tol)
+
+    def problem(self) -> str | None:
+        """What fails, in words (``None`` when both checks pass)."""
+        bits = []
+        if not self.outside <= self.tol:
+            bits.append(f"log Z grows by {self.outside:.3g} nats (> tol = {self.tol:g}) when the box "
+                        f"{self.box} is widened, so the density has mass outside it (it may be improper: an "
+                        "energy that falls linearly, or not at all, far from the data)")
+        if not self.resolution <= self.tol:
+            bits.append(f"the grid's resolution error is about {self.resolution:.3g} nats (> tol = {self.tol:g}) "
+                        f"at n = {self.n}: raise n")
+        return "; ".join(bits) or None
+
+
+def normaliser_check(log_phi, *, n: int = 300, box=BOX, widen: float = 2.0, tol: float = 0.05) -> NormaliserCheck:
+    """``log Z`` on the box with the checks of :class:`NormaliserCheck`: on the box widened
+    ``widen`` times (same cell size, so ``widen**2`` times the points) and on a grid of half
+    the resolution."""
+    n = check_positive_int(n, "n", 2)
+    if not (isinstance(widen, (int, float)) and widen > 1):
+        raise ValueError(f"widen must be a number > 1; got {widen!r}")
+    if not (isinstance(tol, (int, float)) and tol > 0):
+        raise ValueError(f"tol must be a number > 0; got {tol!r}")
+    b = _box_of(box)
+    (x0, x1), (y0, y1) = b
+    cx, cy, rx, ry = (x0 + x1) / 2, (y0 + y1) / 2, widen * (x1 - x0) / 2, widen * (y1 - y0) / 2
+    n_wide = int(round(n * widen))
+    return NormaliserCheck(
+        log_z=grid_log_normaliser(log_phi, n=n, box=b),
+        log_z_wide=grid_log_normaliser(log_phi, n=n_wide, box=((cx - rx, cx + rx), (cy - ry, cy + ry))),
+        log_z_coarse=grid_log_normaliser(log_phi, n=n // 2, box=b), box=b, n=n, tol=float(tol))
+
+
+def log_likelihood(log_phi, x: torch.Tensor, *, n: int = 300, box=BOX, check: bool = True, tol: float = 0.05,
+                   on_fail: str = "raise") -> float:
     """Mean held-out log-likelihood ``mean log phi(x) - log Z`` of points ``x (N, 2)`` inside the
-    box, with ``log Z`` from :func:`grid_log_normaliser`."""
-    if x.ndim != 2 or x.shape[-1] != 2:
-        raise ValueError(f"x must have shape (N, 2); got {tuple(x.shape)}")
-    if not (x.abs() <= box).all():
-        raise ValueError(f"x must lie in the box [-{box}, {box}]^2 where the density is normalised")
+    box, with ``log Z`` from :func:`grid_log_normaliser` (``box``: a half-width or
+    ``((x0, x1), (y0, y1))``).
+
+    With ``check`` (default), :func:`normaliser_check` first: when ``log Z`` grows by more
+    than ``tol`` nats on a box twice as wide (the density has mass outside the box: a network
+    whose log-density rises, or falls too slowly, away from the data), or the grid's
+    resolution error exceeds ``tol``, the number would not be a log-likelihood of the
+    network's density: ``on_fail="raise"`` raises :class:`ImproperDensityError` naming the box,
+    ``"warn"`` warns and returns NaN.
+    """
+    if on_fail not in ("raise", "warn"):
+        raise ValueError(f"on_fail must be 'raise' or 'warn'; got {on_fail!r}")
+    if not isinstance(x, torch.Tensor) or x.ndim != 2 or x.shape[-1] != 2:
+        raise ValueError(f"x must have shape (N, 2); got {tuple(getattr(x, 'shape', ()))}")
+    (x0, x1), (y0, y1) = b = _box_of(box)
+    inside = (x[:, 0] >= x0) & (x[:, 0] <= x1) & (x[:, 1] >= y0) & (x[:, 1] <= y1)
+    if not inside.all():
+        raise ValueError(f"x must lie in the box {b} where the density is normalised; "
+                         f"{int((~inside).sum())} of {x.shape[0]} points do not")
     dtype, device = _dtype_device(log_phi)
-    lz = grid_log_normaliser(log_phi, n=n, box=box)
+    if check:
+        c = normaliser_check(log_phi, n=n, box=b, tol=tol)
+        if not c.ok:
+            msg = f"log_likelihood: {c.problem()}"
+            if on_fail == "raise":
+                raise ImproperDensityError(msg)
+            warnings.warn(msg, RuntimeWarning, stacklevel=2)
+            return float("nan")
+        lz = c.log_z
+    else:
+        lz = grid_log_normaliser(log_phi, n=n, box=b)
     return float(_log_phi_on(log_phi, x.to(dtype=dtype, device=device)).mean()) - lz
 
 

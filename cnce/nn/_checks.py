@@ -1,0 +1,60 @@
+"""Argument checks of :mod:`cnce.nn` (internal). Every error names the argument and its value."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import torch
+
+from .._validation import check_positive, check_rows
+from .._validation import check_seed as _check_seed
+
+__all__ = ["as_number", "positive_number", "check_seed", "check_data"]
+
+
+def _scalar(value, name, what):
+    """A Python number from a number, a 0-d (or one-element) tensor or a numpy scalar."""
+    if isinstance(value, (torch.Tensor, np.ndarray)):
+        n = value.size if isinstance(value, np.ndarray) else value.numel()
+        if n != 1:
+            raise ValueError(f"{name} must be {what} (a number or a 0-d tensor); got an array of shape {tuple(value.shape)}")
+        value = value.item()
+    elif isinstance(value, np.generic):
+        value = value.item()
+    return value
+
+
+def as_number(value, name: str) -> float:
+    """``value`` as a float; numbers, 0-d tensors and numpy scalars are accepted."""
+    value = _scalar(value, name, "a real number")
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a real number (a float or a 0-d tensor); got {value!r}")
+    return float(value)
+
+
+def positive_number(value, name: str) -> float:
+    """A finite number > 0 (numbers, 0-d tensors and numpy scalars accepted; the core's
+    :func:`cnce._validation.check_positive` after unwrapping)."""
+    return check_positive(as_number(value, name), name)
+
+
+def check_seed(seed, name: str = "seed") -> int:
+    """An integer >= 0 (an int, a 0-d integer tensor or a numpy integer)."""
+    return _check_seed(_scalar(seed, name, "an integer >= 0"), name)
+
+
+def check_data(x, name, dtype, device=None, D=None):
+    """Data ``(N, D)`` as a real tensor of ``dtype`` (the core's :func:`cnce._validation.check_rows`),
+    with booleans and complex numbers refused first; integers are cast to ``dtype``
+    (documented in :func:`cnce.nn.train`)."""
+    if not isinstance(x, torch.Tensor):
+        try:
+            x = torch.as_tensor(np.asarray(x))
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise ValueError(f"{name} must be an array of shape (N, D); got {type(x).__name__}") from exc
+    if x.dtype == torch.bool:
+        raise ValueError(f"{name} must hold real numbers; got dtype torch.bool (cast it with {name}.float() "
+                         "if 0/1 values are meant)")
+    if x.is_complex():
+        raise ValueError(f"{name} must hold real numbers; got the complex dtype {x.dtype}")
+    return check_rows(x, name=name, D=D, dtype=dtype, device=device)

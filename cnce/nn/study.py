@@ -1,0 +1,224 @@
+"""The study of notebook 08: CNCE's eps rules, and the four methods with equally tuned baselines.
+
+For every dataset (the four toys and the two cases of :data:`cnce.nn.toys.CASES`), network
+(:class:`~cnce.nn.toys.MLPEnergy` on all six; :class:`~cnce.nn.toys.QuarticEnergy`, a second
+architecture, on the two cases) and seed, the data are drawn afresh (training, validation and
+test points from the seed), one initial network is drawn (the same for every run of that
+seed), and these runs are trained, all with Adam at the same steps, batch size and ``kappa``:
+
+* CNCE with each eps schedule of :data:`cnce.nn.objectives.SCHEDULES` that searches
+  (``once``, ``rechoose``, ``carry``, ``upward``) and with eps fixed at
+  :data:`FIXED_EPS` data scales;
+* NCE and SSM at the learning rates :data:`LR_FACTORS` times the common one;
+* DSM at sigma :data:`DSM_SIGMAS` data scales.
+
+Each run is scored by the exact log-likelihood (grid normaliser, checked for mass outside the
+box and for resolution: :func:`~cnce.nn.toys.normaliser_check`) on the validation and on the
+test points. *Tuning* picks, per method, dataset and seed, the candidate with the best
+validation log-likelihood among three (CNCE: the three fixed eps; DSM: three sigmas; NCE and
+SSM: three learning rates), and reports its test log-likelihood: every method gets the same
+budget of three trained candidates and the same validation data.
+
+``python -m cnce.nn.study`` writes ``data/results/paper/nn-study.csv`` row by row (atomically;
+rerunning resumes where it stopped, and refuses to mix code versions) and its provenance
+``nn-study.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import asdict, dataclass
+
+import torch
+
+from ..provenance import REPO_ROOT, atomic_write_text, derive_seed, environment_record
+from .objectives import CNCELoss, DSMLoss, NCELoss, SSMLoss
+from .toys import CASES, TOYS, MLPEnergy, QuarticEnergy, normaliser_check, sample_toy
+from .toys import _log_phi_on  # noqa: PLC2701 (the held-out points share one log Z)
+from .train import train
+
+__all__ = ["StudySettings", "SETTINGS", "FIXED_EPS", "DSM_SIGMAS", "LR_FACTORS", "RULES", "run_study", "cells",
+           "results_path", "load"]
+
+#: fixed eps, in data scales of the training data
+FIXED_EPS = (0.3, 1.0, 3.0)
+#: DSM's sigma, in data scales
+DSM_SIGMAS = (0.03, 0.1, 0.3)
+#: the learning rates of NCE and SSM, as multiples of the common one
+LR_FACTORS = (1 / 3, 1.0, 3.0)
+#: the searched eps schedules of the study
+RULES = ("once", "rechoose", "carry", "upward")
+
+
+@dataclass(frozen=True)
+class StudySettings:
+    seeds: int = 5
+    steps: int = 1000
+    batch_size: int = 128
+    kappa: int = 10
+    lr: float = 5e-3
+    hidden: int = 32
+    layers: int = 2
+    quartic_K: int = 8
+    n_train: int = 5000
+    n_val: int = 2000
+    n_test: int = 5000
+    grid: int = 200
+    tol: float = 0.05
+    #: calls between the heuristic's runs (the re-choosing schedules)
+    every: int = 100
+
+
+SETTINGS = {"paper": StudySettings(), "tiny": StudySettings(seeds=1, steps=20, n_train=400, n_val=200, n_test=200,
+                                                             grid=40, every=10)}
+
+
+def results_path(name: str = "nn-study"):
+    return REPO_ROOT / "data" / "results" / "paper" / f"{name}.csv"
+
+
+def cells(settings: StudySettings):
+    """``(seed, arch, dataset)`` in the order computed: seeds outermost, so that a stopped run
+    has whole seeds."""
+    out = []
+    for s in range(settings.seeds):
+        out += [(s, "mlp", d) for d in TOYS + CASES] + [(s, "quartic", d) for d in CASES]
+    return out
+
+
+def candidates(sc: StudySettings):
+    """``(method, variant, value)`` of every run of a cell."""
+    out = [("cnce", f"eps={r}", r) for r in RULES]
+    out += [("cnce", f"eps={e:g}", e) for e in FIXED_EPS]
+    out += [("nce", f"lr={f * sc.lr:.3g}", f) for f in LR_FACTORS]
+    out += [("dsm", f"sigma={s:g}", s) for s in DSM_SIGMAS]
+    out += [("ssm", f"lr={f * sc.lr:.3g}", f) for f in LR_FACTORS]
+    return out
+
+
+def _net(arch, sc, seed, dataset):
+    s = derive_seed(seed, "net", arch, dataset)
+    if arch == "mlp":
+        return MLPEnergy(2, sc.hidden, sc.layers, seed=s)
+    return QuarticEnergy(2, sc.quartic_K, seed=s)
+
+
+def _run(arch, dataset, seed, method, value, sc, xtr, xva, xte, unit):
+    net = _net(arch, sc, seed, dataset)
+    noise_seed = derive_seed(seed, "noise", arch, dataset)
+    lr = sc.lr
+    if method == "cnce":
+        loss = CNCELoss(sc.kappa, value * unit if not isinstance(value, str) else value,
+                        every=sc.every if value in ("rechoose", "carry", "upward") else None, seed=noise_seed)
+    elif method == "dsm":
+        loss = DSMLoss(sc.kappa, value * unit, seed=noise_seed)
+    elif method == "nce":
+        loss, lr = NCELoss(sc.kappa, data=xtr, seed=noise_seed), sc.lr * value
+    else:
+        loss, lr = SSMLoss(sc.kappa, seed=noise_seed), sc.lr * value
+    t0 = time.perf_counter()
+    err = ""
+    try:
+        res = train(net, xtr, loss, steps=sc.steps, batch_size=sc.batch_size, lr=lr,
+                    seed=derive_seed(seed, "train", arch, dataset), device="cpu", progress=False)
+        scale = res.eps
+    except FloatingPointError as exc:
+        err, scale = str(exc)[:120], float("nan")
+    sec = time.perf_counter() - t0
+    row = dict(arch=arch, dataset=dataset, seed=seed, method=method, lr=lr, seconds=sec, scale=scale,
+               scale_units=scale / unit if scale == scale else float("nan"), error=err)
+    if err:
+        return row | dict(ll_val=float("nan"), ll_test=float("nan"), outside=float("nan"), resolution=float("nan"),
+                          proper=False)
+    c = normaliser_check(net, n=sc.grid, tol=sc.tol)
+    ll = {k: float(_log_phi_on(net, v.float()).mean()) - c.log_z for k, v in (("ll_val", xva), ("ll_test", xte))}
+    return row | ll | dict(outside=c.outside, resolution=c.resolution, proper=c.ok)
+
+
+def run_study(settings: str | StudySettings = "paper", *, stored=None, save=None, log=None, limit_seconds=None):
+    """Compute the rows not in ``stored`` (a DataFrame or ``None``); ``save(df)`` after each
+    cell. Returns the DataFrame of all rows."""
+    import pandas as pd
+
+    sc = SETTINGS[settings] if isinstance(settings, str) else settings
+    rows = [] if stored is None else stored.to_dict("records")
+    done = {(r["seed"], r["arch"], r["dataset"], r["variant"]) for r in rows}
+    t_start = time.perf_counter()
+    for seed, arch, dataset in cells(sc):
+        todo = [c for c in candidates(sc) if (seed, arch, dataset, c[1]) not in done]
+        if not todo:
+            continue
+        if limit_seconds is not None and time.perf_counter() - t_start > limit_seconds:
+            break
+        g = torch.Generator().manual_seed(derive_seed(seed, "data", dataset))
+        xtr = sample_toy(dataset, sc.n_train, generator=g).float()
+        xva = sample_toy(dataset, sc.n_val, generator=g).float()
+        xte = sample_toy(dataset, sc.n_test, generator=g).float()
+        unit = float(xtr.double().std(0).mean())
+        for method, variant, value in todo:
+            r = _run(arch, dataset, seed, method, value, sc, xtr, xva, xte, unit)
+            r["variant"] = variant
+            rows.append(r)
+            if log:
+                log(f"seed {seed} {arch} {dataset} {method} {variant}: val {r['ll_val']:.3f} test {r['ll_test']:.3f} "
+                    f"{'' if r['proper'] else '(normaliser check fails) '}{r['seconds']:.1f} s")
+        if save:
+            save(pd.DataFrame(rows))
+    return pd.DataFrame(rows)
+
+
+def load(name: str = "nn-study"):
+    """``(rows, provenance)`` of the committed study, or ``None``."""
+    import pandas as pd
+
+    p = results_path(name)
+    if not p.exists():
+        return None
+    prov = json.loads(p.with_suffix(".json").read_text()) if p.with_suffix(".json").exists() else {}
+    return pd.read_csv(p, keep_default_na=True).fillna({"error": ""}), prov
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m cnce.nn.study", description=__doc__.split("\n")[0])
+    ap.add_argument("--settings", choices=sorted(SETTINGS), default="paper")
+    ap.add_argument("--name", default="nn-study")
+    ap.add_argument("--limit-seconds", type=float, default=None, help="stop (resumably) after this long")
+    ap.add_argument("--allow-dirty", action="store_true", help="for trying the code out only")
+    a = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    env = environment_record("cpu")
+    if env["git_dirty_package"] and not a.allow_dirty:
+        raise SystemExit("cnce/ has uncommitted changes: commit first (results must come from a clean commit)")
+    p = results_path(a.name)
+    old = load(a.name)
+    prov = old[1] if old else {}
+    if old and prov.get("settings") != asdict(SETTINGS[a.settings]):
+        raise SystemExit(f"{p} holds a study with other settings; move it away first")
+    if old and prov["runs"][0]["environment"]["package_source_sha256"] != env["package_source_sha256"]:
+        raise SystemExit(f"{p} was computed by other code (package source hash differs): one table, one version "
+                         "of the code; move it away first")
+    runs = prov.get("runs", []) + [dict(started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), environment=env)]
+    t0 = time.time()
+
+    def write_prov(n_rows):
+        runs[-1]["wall_seconds"] = time.time() - t0
+        runs[-1]["rows_total"] = n_rows
+        atomic_write_text(p.with_suffix(".json"), json.dumps(
+            dict(settings=asdict(SETTINGS[a.settings]), settings_name=a.settings, git_commit=runs[0]["environment"]["git_commit"],
+                 package_source_sha256=env["package_source_sha256"], runs=runs), indent=1, default=str))
+
+    def save(df):
+        p.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(p, df.to_csv(index=False))
+        write_prov(len(df))
+
+    df = run_study(a.settings, stored=old[0] if old else None, save=save, log=lambda s: print(s, flush=True),
+                   limit_seconds=a.limit_seconds)
+    save(df)
+    total = len(cells(SETTINGS[a.settings])) * len(candidates(SETTINGS[a.settings]))
+    print(f"{len(df)} of {total} rows in {p} ({time.time() - t0:.0f} s this run)")
+
+
+if __name__ == "__main__":
+    main()
