@@ -29,7 +29,7 @@ def test_badge_of_not_testable_and_of_an_unknown_sentence():
     nt = not_testable("c", "m", "the units span 0.46 octaves")
     assert C.badge(nt) == "not testable here"
     row = C.row_from_measured(nt, claim="x", paper="y")
-    assert row.verdict == "not testable here" and "0.46 octaves" in row.measured
+    assert row.verdict == "not testable here" and "0.46 octaves" in row.measured and row.short == "the units span 0.46 octaves"
     with pytest.raises(ValueError, match="starts with none"):
         C.badge(_m("holds"))
 

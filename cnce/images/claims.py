@@ -105,7 +105,7 @@ def row_from_measured(m: Measured, *, claim: str, paper: str, percent: bool | st
     in %), ``"points"`` when a difference of shares (in percentage points), ``False`` otherwise."""
     v = badge(m)
     if not m.testable:
-        short = "not testable here"
+        short = m.not_testable  # the number that makes it so
     elif percent is True:
         worst = max(m.baselines.values()) if m.baselines else float("nan")
         short = f"{_pct(m.value)} of units against at most {_pct(worst)} for the baselines"
