@@ -598,11 +598,14 @@ def _repository_buttons(app, config):
     """No repository, issues or edit button while ``_config.yml``'s ``repository: url`` is
     empty: the book never links to an address nobody filled in."""
     opts = dict(getattr(config, "html_theme_options", None) or {})
-    if not (opts.get("repository_url") or "").strip():
+    filled = bool((opts.get("repository_url") or "").strip())
+    if not filled:
         opts["repository_url"] = ""
-        for key in ("use_repository_button", "use_issues_button", "use_edit_page_button", "use_source_button"):
+        for key in ("use_edit_page_button", "use_source_button"):
             opts[key] = False
-        config.html_theme_options = opts
+    # _config.yml leaves these off (Jupyter Book refuses them without an address); on with one
+    opts["use_repository_button"] = opts["use_issues_button"] = filled
+    config.html_theme_options = opts
 
 
 #: Where the built book keeps the sources it ships (under the HTML output folder).
