@@ -121,7 +121,8 @@ def find_notebooks(names: Sequence[str] | None = None, notebooks_dir: str | Path
     """The Jupytext notebooks to run, in file-name order.
 
     ``names`` picks some: a file path, a file name (``02_consistency.py``), a stem
-    (``02_consistency``) or a unique prefix (``02``). ``None`` or empty means all of them.
+    (``02_consistency``), a number (``06``: the notebook ``06_*``, before ``06a_*``) or a
+    unique prefix (``06a``). ``None`` or empty means all of them.
     Raises ``ValueError`` naming the argument when a name matches no notebook or several.
     """
     nb_dir = Path(notebooks_dir) if notebooks_dir is not None else default_notebooks_dir()
@@ -142,7 +143,9 @@ def find_notebooks(names: Sequence[str] | None = None, notebooks_dir: str | Path
         else:
             stem = p.name[:-3] if p.name.endswith(".py") else p.name
             exact = [a for a in available if a.stem == stem]
-            match = exact or [a for a in available if a.stem.startswith(stem)]
+            # "06" is notebook 06_..., not also the appendix 06a_...: a number before its "_" first
+            numbered = [a for a in available if a.stem.startswith(stem + "_")]
+            match = exact or numbered or [a for a in available if a.stem.startswith(stem)]
         if len(match) != 1:
             known = ", ".join(a.stem for a in available) or "none"
             what = "matches no notebook" if not match else f"is ambiguous ({', '.join(m.stem for m in match)})"

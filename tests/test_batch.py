@@ -203,3 +203,10 @@ def test_build_book_validates_arguments(tmp_path):
         batch.build_book(root=tmp_path, jobs=0)
     with pytest.raises(ValueError, match="_config.yml"):
         batch.build_book(root=tmp_path)
+
+
+def test_a_page_number_names_its_notebook_before_an_appendix(tmp_path):
+    for n in ("06_image_model", "06a_image_appendix", "07_x"):
+        (tmp_path / f"{n}.py").write_text("x = 1\n")
+    assert [p.stem for p in batch.find_notebooks(["06"], tmp_path)] == ["06_image_model"]
+    assert [p.stem for p in batch.find_notebooks(["06a"], tmp_path)] == ["06a_image_appendix"]

@@ -498,7 +498,7 @@ def rerun_box(docname: str, quick_seconds: float | None = None, repo_url: str = 
             book_t = f"{_fmt_s(clean[0]['seconds'])} for the whole book on a {m['cores']}-core CPU (e2e_book.json)"
     name = docname.split("/")[-1]
     if docname.startswith("notebooks/"):
-        num = name[:2]
+        num = name.split("_")[0]  # "06", "06a": what cnce batch takes for this page alone
         q = (f"{_fmt_s(quick_seconds)} in this build (CPU, one thread)" if quick_seconds else
              "its time is in the batch summary it writes")
         rows.append(("quick scale, CPU", f".venv/bin/python -m cnce batch {num}", q))
