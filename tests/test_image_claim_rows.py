@@ -100,3 +100,19 @@ def test_short_texts_by_kind_of_value():
     sim = Measured(claim="c", measure="matched |cos|", value=0.49, baselines={"random sets": 0.34},
                    interval=(0.45, 0.53), rule="t", verdict="partly: x", n_seeds=1)
     assert C.row_from_measured(sim, claim="c", paper="p", percent=False).short == "0.49 [0.45, 0.53] against random sets 0.34"
+
+
+def test_chapter_rows_from_the_committed_runs():
+    """Layer 1 on the run shown (three seeds of one recipe), layers 2-4 on the photo pack, D.2
+    over its seeds, two rows beyond the paper; every badge one of the claims table's."""
+    from cnce.images import claims as C
+    from cnce.images import runs
+
+    rows = C.chapter_rows()
+    assert [r.claim.split(",")[1].split(":")[0].split(" (")[0].strip() for r in rows][:5] == [
+        "layer 1", "layer 2", "layer 3", "layer 4", "layer 4"]
+    assert all("(photo pack)" in r.claim for r in rows[1:5])
+    assert [r.beyond for r in rows].count(True) == 2 and rows[-1].verdict == "beyond the paper"
+    assert "3 seeds" in rows[0].measured
+    a, b = (runs.load_state(runs.weights_dir() / r)["config"] for r in ("paper", "paper-seed2"))
+    assert runs.same_recipe(a, b) and not runs.same_recipe(a, runs.load_state(runs.weights_dir() / "photos" / "paper-seed0")["config"])

@@ -88,7 +88,7 @@ CALL2, CALL3 = "call2", "call3"
 __all__ = ["RunState", "write_provenance", "writes_dirty_weights", "DirtyTreeError", "git_commit", "cnce_tree",
            "driver_record", "weights_dir", "load_state", "find_weights", "network_from_state", "STATE_FILE", "load_results", "load_pt", "ablation_records", "ablation_table", "d2_records",
            "adopt_device_runs", "commit_source_hash", "commit_driver_hash", "whitener_of", "load_call2",
-           "network_from_branch",
+           "network_from_branch", "same_recipe",
            "OPT_NAMES", "SCHEDULE_NAMES"]
 
 OPT_NAMES = {"cg": "their CG", "lbfgs": "L-BFGS", "adam": "Adam"}
@@ -125,6 +125,22 @@ def find_weights(weights: str = "auto", root: str | os.PathLike | None = None) -
             if all(len(st["history"].get(str(L), [])) >= n for L, n in zip((1, 2, 3, 4), st["config"]["meta_iters"])):
                 return p.parent
     return None
+
+def same_recipe(a: dict, b: dict) -> bool:
+    """Whether two saved configs (``state["config"]``) are the same recipe: equal as
+    :class:`~cnce.images.configs.ImageConfig` after the defaults of options newer than a saved
+    config are filled in, whatever their names (``paper`` saved before the layer-3 option and
+    ``paper-l3-ensemble`` are one recipe)."""
+    from dataclasses import replace
+
+    from cnce.images.configs import ImageConfig
+
+    def build(d):
+        d = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k in ImageConfig.__dataclass_fields__}
+        return replace(ImageConfig(**{**d, "name": "x"}), name="x")
+
+    return build(a) == build(b)
+
 
 def network_from_state(state: dict) -> tuple[ImageNetwork, Whitener]:
     """Rebuild the trained network and the input whitening from a saved state."""
