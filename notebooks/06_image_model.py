@@ -965,15 +965,14 @@ for r in PHOTO_RUNS:
 rows_ph = pd.DataFrame(rows_ph).set_index("seed")
 print("data:", st_ph["data"])
 print(rows_ph.round(2).to_string())
-glue_text("photos_oriented", image_claims.format_interval(rows_ph["oriented RF"]))
+glue_text("photos_oriented", image_claims.format_interval(rows_ph["oriented RF"], share=True))
 glue_text("photos_octaves", f"{rows_ph['octaves'].min():.1f}-{rows_ph['octaves'].max():.1f}")
 glue_text("photos_f10", f"{rows_ph['f p10'].min():.2f}-{rows_ph['f p10'].max():.2f}")
 glue_text("photos_f90", f"{rows_ph['f p90'].min():.2f}-{rows_ph['f p90'].max():.2f}")
 glue_text("l1_octaves_bundled", f"{l1.loc[('receptive fields', 'learned'), 'octaves']:.1f} octaves (seed 0)")
 
 # %% [markdown]
-# On the photo pack {glue:text}`photos_oriented` of the receptive fields are oriented (mean
-# over three seeds with its 95 % t-interval, two degrees of freedom), and their preferred
+# On the photo pack {glue:text}`photos_oriented` of the receptive fields are oriented, and their preferred
 # frequencies spread over {glue:text}`photos_octaves` octaves (10th to 90th percentile, from
 # {glue:text}`photos_f10` to {glue:text}`photos_f90` cycles/pixel), against
 # {glue:text}`l1_octaves_bundled` on the bundled photographs. The same measures of layers 2-4
