@@ -38,7 +38,7 @@ sm_row = claims.score_matching_row(claims.score_matching_limit(N=1000, seed=seed
 from cnce.images import claims as image_claims
 
 image_rows = image_claims.chapter_rows(seed=seed)
-table = claims.claims_table(results, n_boot=2000, seed=seed, extra_rows=[sm_row, *image_rows])
+table = claims.claims_table(results, n_boot=2000, seed=seed, extra_rows=[sm_row, *(r.table_row() for r in image_rows)])
 tally = claims.tally_html(table, href="claims.html")
 glue("tally", HTML(tally), display=False)  # the introduction shows it too
 

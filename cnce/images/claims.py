@@ -65,6 +65,14 @@ class ClaimRow:
         if self.beyond != (self.verdict == "beyond the paper"):
             raise ValueError(f"beyond={self.beyond!r} does not match verdict={self.verdict!r}")
 
+    def table_row(self):
+        """This row as the claims table's type, :class:`cnce.experiments.claims.ClaimRow`
+        (``beyond`` is its verdict "beyond the paper" there)."""
+        from cnce.experiments.claims import ClaimRow as TableRow
+
+        return TableRow(claim=self.claim, paper=self.paper, measured=self.measured, short=self.short,
+                        verdict=self.verdict, page=self.page)
+
 
 def _pct(x: float) -> str:
     return f"{100 * x:.0f} %"
