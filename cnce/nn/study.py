@@ -176,7 +176,7 @@ def load(name: str = "nn-study"):
     if not p.exists():
         return None
     prov = json.loads(p.with_suffix(".json").read_text()) if p.with_suffix(".json").exists() else {}
-    return pd.read_csv(p, keep_default_na=True).fillna({"error": ""}), prov
+    return pd.read_csv(p, keep_default_na=True, dtype={"error": "string"}).fillna({"error": ""}), prov
 
 
 def main(argv=None):
