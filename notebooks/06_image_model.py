@@ -1194,9 +1194,25 @@ glue("image_claims", Markdown("\n".join(["| claim | verdict | we measure |", "|-
 #
 # The run's provenance records the package version and commit (checked against the hash of
 # the package source the run used), the configuration, seed, device, wall time per layer and
-# library versions. Every committed run is retrained with `scripts/gpu_section4.py` on one
-# GPU (all of the above in two calls of it, on {glue:text}`recipe_gpu`) and taken into the
-# repository with `cnce.images.runs.adopt_device_runs`.
+# library versions. Every committed run was trained with `scripts/gpu_section4.py` on one
+# lent GPU and taken into the repository with `cnce.images.runs.adopt_device_runs`, which
+# checks the hashes of the package source and of the driver against the commit named:
+# {glue:text}`gpu_calls` The command answers, in one call each: layers 2-4 on the photo pack,
+# the PCA test and D.2 over three seeds (`--images data/photos/pack.npz`), then the layer-3
+# input (`--round l3-input`); {doc}`../book/costs` estimates what the four-layer recipe takes
+# on a CPU instead.
+
+# %% tags=["hide-input"]
+call_words = []
+for rel, what in (("ablation/results.json", "the ablation, D.2's seed 0, FastICA and the runs shown"),
+                  ("call2/results.json", "a third seed of the run shown, the photo pack, the PCA test and D.2's seeds 1-2"),
+                  ("call3/results.json", "layers 3-4 with the other layer-3 input")):
+    res_ = json.loads((runs.weights_dir() / rel).read_text())
+    c_ = res_["calls"][0]
+    jobs_ = res_["jobs"].values()
+    call_words.append(f"{what}: {len(res_['jobs'])} jobs on one {c_['gpu']} shared by {c_['workers']} workers, "
+                      f"{max(j['seconds'] for j in jobs_) / 60:.0f} minutes for the longest (commit {c_['commit'][:7]})")
+glue_text("gpu_calls", "; ".join(call_words) + ".")
 
 # %%
 keys = ("package", "git_commit", "device", "seed", "wall_seconds_per_layer", "meta_iterations_done", "final_eps")
