@@ -1211,7 +1211,7 @@ for rel, what in (("ablation/results.json", "the ablation, D.2's seed 0, FastICA
     c_ = res_["calls"][0]
     jobs_ = res_["jobs"].values()
     call_words.append(f"{what}: {len(res_['jobs'])} jobs on one {c_['gpu']} shared by {c_['workers']} workers, "
-                      f"{max(j['seconds'] for j in jobs_) / 60:.0f} minutes for the longest (commit {c_['commit'][:7]})")
+                      f"{max(j['seconds'] for j in jobs_) / 60:.0f} min for the longest (commit {c_['commit'][:7]})")
 glue_text("gpu_calls", "; ".join(call_words) + ".")
 
 # %%
