@@ -31,7 +31,7 @@ evaluated eps). Every rule is an :class:`EpsRule` instance, named in :data:`RULE
 :func:`resolve_eps` is the one place where a user's eps becomes numbers (validated, bounded
 by the noise's ``eps_max``) or an :class:`EpsSearch` (the noise's declared rule, or a given
 one, bounded the same way, with the prefix settings of :class:`~cnce.options.FitOptions`):
-:func:`cnce.fit` calls it once; it is meant for the trainers of :mod:`cnce.nn` and :mod:`cnce.images` too
+:func:`cnce.fit` calls it once; it is meant for the trainers of ``cnce.nn`` and ``cnce.images`` too
 (their rules are :data:`NETWORK_RULE` and :func:`image_rule`, with the caps as data).
 :class:`EpsSetting` is the experiments' eps setting grammar, parsed in one place.
 """
@@ -130,10 +130,10 @@ IMAGE_AUTHORS_RULE = EpsRule(start=1.0, grow=1.15, near=0.05, far=0.2, max_steps
 #: eps>)``, clipped to the cap; absolute units), grown x1.15 then bisected, never above the cap.
 IMAGE_CARRY_RULE = EpsRule(start=1.0, grow=1.15, near=0.05, far=0.2, max_steps=20, cap=4.0, relative=False,
                            search="bisect", clamp=True)
-#: The cap of the image rules' multiplier per layer of the image model (the authors': 8 for
-#: layer 4, 4 below), for :func:`image_rule`.
+#: The cap of the image rules' multiplier per layer of the image model (the authors' values,
+#: 8 for layer 4 and 4 below), for :func:`image_rule`.
 IMAGE_LAYER_CAPS = (4.0, 4.0, 4.0, 8.0)
-#: The rule of the energy networks (:mod:`cnce.nn`): the authors' rule with its cap lowered from
+#: The rule of the energy networks (``cnce.nn``), the authors' rule with its cap lowered from
 #: 1000 to 4 data scales. At initialisation a network is nearly flat, J stays near ``2 log 2``
 #: for any moderate eps, and the authors' cap would let eps grow until the noise leaves the
 #: data's region altogether.
@@ -202,7 +202,7 @@ class EpsSetting:
 
     @property
     def multiple(self) -> float:
-        """The multiple of the heuristic's eps: 1 for ``"default"``, ``f`` for ``"x<f>"``, NaN for a rule."""
+        """The multiple of the heuristic's eps (1 for ``"default"``, ``f`` for ``"x<f>"``, NaN for a rule)."""
         if self.rule is not None:
             return float("nan")
         return 1.0 if self.factor is None else float(self.factor)

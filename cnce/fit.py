@@ -105,7 +105,7 @@ def fit(
             why where they do not apply. Both solve the same problem with the same Newton
             method, run as one :class:`~cnce.options.NewtonSettings` whose fields hold every
             threshold of both solvers (the compiled one has those of
-            :data:`~cnce.options.COMPILED_RULES` built in at their defaults); on the same
+            ``cnce.options.COMPILED_RULES`` built in at their defaults); on the same
             settings they take the same iterations to the same estimates
             (``tests/test_solvers.py``: equal iteration counts, estimates within 1e-10). The
             plan (:mod:`cnce.backends.plan`) gives them different settings in exactly these
