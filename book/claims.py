@@ -42,15 +42,24 @@ table = claims.claims_table(results, n_boot=2000, seed=seed, extra_rows=[sm_row,
 tally = claims.tally_html(table, href="claims.html")
 glue("tally", HTML(tally), display=False)  # the introduction shows it too
 
-html_rows = "".join(
-    f'<tr id="claim-{i}"><td>{i}</td><td><b>{html.escape(r.claim)}</b></td>'
-    f"<td><details><summary>{html.escape(r.short)}</summary><div><b>The paper:</b> {html.escape(r.paper)}."
-    f"<br><b>Measured</b>: {html.escape(r.measured)}</div></details></td>"
-    f"<td>{badge_html(r.verdict)}</td><td><a href=\"../notebooks/{r.page}.html\">{claims.PAGE_TITLES[r.page]}</a></td></tr>"
-    for i, r in enumerate(table.itertuples(), start=1))
-HTML(f"<p>{tally}</p>"
-     "<table class=\"claims\"><thead><tr><th>#</th><th>claim</th><th>we measure (click: the paper's claim, all numbers)</th>"
-     f"<th>verdict</th><th>page</th></tr></thead><tbody>{html_rows}</tbody></table>")
+def html_rows(rows):
+    """The table rows of ``(number, row)`` pairs; each row's id is its number, which the tally links."""
+    return "".join(
+        f'<tr id="claim-{i}"><td>{i}</td><td><b>{html.escape(r.claim)}</b></td>'
+        f"<td><details><summary>{html.escape(r.short)}</summary><div><b>The paper:</b> {html.escape(r.paper)}."
+        f"<br><b>Measured</b>: {html.escape(r.measured)}</div></details></td>"
+        f"<td>{badge_html(r.verdict)}</td><td><a href=\"../notebooks/{r.page}.html\">{claims.PAGE_TITLES[r.page]}</a></td></tr>"
+        for i, r in rows)
+
+
+numbered = list(enumerate(table.itertuples(), start=1))
+head = ("<table class=\"claims\"><thead><tr><th>#</th><th>claim</th><th>we measure (click: the paper's claim, all "
+        "numbers)</th><th>verdict</th><th>page</th></tr></thead><tbody>")
+# the image model's rows in a table of their own under the synthetic ones, numbered on
+image = [(i, r) for i, r in numbered if r.page == image_claims.PAGE]
+HTML(f"<p>{tally}</p>{head}{html_rows([(i, r) for i, r in numbered if r.page != image_claims.PAGE])}</tbody></table>"
+     f"<p><b>The neural image model</b> (Section 4 and Supp. D.2; {len(image)} rows):</p>"
+     f"{head}{html_rows(image)}</tbody></table>")
 
 # %% [markdown]
 # (claims-method)=
