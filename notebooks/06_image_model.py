@@ -933,8 +933,9 @@ plots.glue_figure("fig_pca_test", plots.plot_pca_test(attribution.pca_histories(
 # set's patch positions) was trained with the `paper` recipe at the paper's sizes, all four
 # layers, three seeds, with the authors' layer-3 input (each sample's mean over its 200
 # layer-2 outputs removed before a PCA fitted on 400,000 samples; the runs above used the
-# ensemble mean and 150,000 samples). All runs of this section and the next came from one
-# GPU session at one commit (`data/weights/photos/`, `data/weights/l3/`, `data/weights/pca/`).
+# ensemble mean and 150,000 samples). These runs, the PCA test above and the layer-3 branches
+# below came from two calls of one GPU session, each from one commit (`data/weights/photos/`,
+# `data/weights/pca/`, `data/weights/l3/`; the last section of this page names both).
 
 # %% tags=["hide-input"]
 from cnce.images.pack import patch_positions
@@ -1011,7 +1012,7 @@ print("verdicts that differ between the two sets of photographs:", changed or "n
 # run (six runs) were trained again on their own finished layers 1-2 with the other layer-3
 # input, everything else equal: the same initial weights, patches and noise, since these derive
 # from the seed (`cnce.images.train.branch_state`; with the same configuration the branch
-# reproduces its parent's layers 3-4 exactly, which a test checks). Along a row, within one
+# reproduces its parent's layers 3-4 exactly in a CPU test at tiny size). Along a row, within one
 # set of photographs, the two columns differ in the layer-3 input alone:
 
 # %%

@@ -334,10 +334,9 @@ def chapter_rows(measured: dict[str, Measured] | None = None, *, layer1: dict | 
 
     if measured is None:
         measured = load_measured(runs.weights_dir().parent / CLAIMS_FILE)[0]
-    meta_runs = None
     if layer1 is None:
-        meta_runs = json.loads((runs.weights_dir().parent / CLAIMS_FILE).read_text())["meta"]["groups"][""]["runs"]
-        layer1 = layer1_inputs(meta_runs, seed=seed)
+        shown = json.loads((runs.weights_dir().parent / CLAIMS_FILE).read_text())["meta"]["groups"][""]["runs"]
+        layer1 = layer1_inputs(shown, seed=seed)
     g = DECIDING_GROUP
     where = " (photo pack)"
     similar = d2.similar_over_seeds([m for k, m in sorted(measured.items())
