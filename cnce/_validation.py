@@ -103,22 +103,29 @@ def check_data(x, dim: int, *, name: str = "x", dtype=torch.float64, device=None
     return x, batched
 
 
-def check_rows(x, *, name: str = "x", D: int | None = None, dtype=None, device=None) -> torch.Tensor:
+def check_rows(x, *, name: str = "x", D: int | None = None, dtype=None, device=None,
+               booleans: bool = True) -> torch.Tensor:
     """Data of one problem as an ``(N, D)`` tensor (``dtype``: keep the given floating dtype,
     else float64); reject other shapes, fewer than 2 rows, a ``D`` other than the given one,
-    non-numbers, NaN and inf, naming ``name`` and the first bad row."""
+    non-numbers (complex numbers, and booleans unless ``booleans``), NaN and inf, naming
+    ``name`` and the first bad row."""
     if not isinstance(x, torch.Tensor):
         try:
             x = torch.as_tensor(x)
         except (TypeError, ValueError, RuntimeError) as exc:
             raise ValueError(f"{name} must be an array of shape (N, D); got {type(x).__name__}") from exc
+    if x.dtype == torch.bool and not booleans:
+        raise ValueError(f"{name} must hold real numbers; got dtype torch.bool (cast it with {name}.float() "
+                         "if 0/1 values are meant)")
+    if x.is_complex():
+        raise ValueError(f"{name} must hold real numbers; got the complex dtype {x.dtype}")
     if x.ndim != 2:
         raise ValueError(f"{name} must have shape (N, D) (one row per data point); got shape {tuple(x.shape)}")
     if x.shape[0] < 2 or x.shape[1] < 1:
         raise ValueError(f"{name} must hold at least 2 points of dimension >= 1; got shape {tuple(x.shape)}")
     if D is not None and x.shape[1] != D:
         raise ValueError(f"{name} must have D = {D} columns; got shape {tuple(x.shape)}")
-    if x.is_complex() or not (x.is_floating_point() or x.dtype == torch.bool or x.dtype.is_signed or x.dtype == torch.uint8):
+    if not (x.is_floating_point() or x.dtype == torch.bool or x.dtype.is_signed or x.dtype == torch.uint8):
         raise ValueError(f"{name} must hold real numbers; got dtype {x.dtype}")
     x = x.to(dtype=dtype if dtype is not None else (x.dtype if x.is_floating_point() else torch.float64))
     bad = ~torch.isfinite(x)

@@ -48,7 +48,7 @@ import torch
 from ._validation import _describe
 from .losses import LOG4
 
-__all__ = ["EpsRule", "EpsSearch", "EpsSetting", "AUTHORS_RULE", "BERNOULLI_RULE", "SCALE_RULE", "NETWORK_RULE",
+__all__ = ["EpsRule", "EpsSearch", "EpsSetting", "eps_schedule", "AUTHORS_RULE", "BERNOULLI_RULE", "SCALE_RULE", "NETWORK_RULE",
            "IMAGE_AUTHORS_RULE", "IMAGE_CARRY_RULE", "IMAGE_LAYER_CAPS", "RULES", "PILOT", "image_rule",
            "resolve_eps", "data_scale", "choose_eps"]
 
@@ -267,6 +267,20 @@ def resolve_eps(eps, noise=None, *, S: int = 1, rule: EpsRule | None = None, pos
     if upper is not None and (e > upper).any():
         raise ValueError(f"eps must lie in [0, {upper}] for this noise (its eps_max); got {shown}")
     return e
+
+
+def eps_schedule(eps, schedules: tuple[str, ...], default: str) -> str | None:
+    """How a trainer that re-runs the heuristic (:class:`cnce.nn.CNCELoss`) reads its ``eps``
+    argument: a string names a schedule (``"auto"`` is ``default``; others must be in
+    ``schedules``), anything else is a fixed eps (``None`` returned; the trainer checks the
+    number). ``ValueError`` naming the value for an unknown name."""
+    if not isinstance(eps, str):
+        return None
+    if eps == "auto":
+        return default
+    if eps not in schedules:
+        raise ValueError(f"eps must be 'auto', one of {schedules} or a positive number; got {eps!r}")
+    return eps
 
 
 @dataclass(frozen=True)

@@ -3,12 +3,14 @@ notebook page's markdown (myst-nb's ``glue``; the page writes ``{glue:text}`name
 page ``{glue:text}`notebooks/NN_name::name```). A key that no cell glued fails the strict
 book build, so a sentence cannot keep a number that the run no longer produces.
 
-:func:`t_interval` is the one Student-t interval over seeds that pages and results tables state."""
+:func:`t_interval` is the one Student-t interval that pages and results tables state;
+:func:`seed_interval` the project's rule over seeds (t-interval from three seeds, the range
+for two)."""
 from __future__ import annotations
 
 import math
 
-__all__ = ["glue", "glue_verdict", "verdict_html", "badge_html", "BADGES", "t_interval"]
+__all__ = ["glue", "glue_verdict", "verdict_html", "badge_html", "BADGES", "t_interval", "seed_interval"]
 
 
 def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
@@ -31,6 +33,20 @@ def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
         return m, math.nan, math.nan
     h = float(stats.t.ppf(0.5 + level / 2, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size))
     return m, m - h, m + h
+
+
+def seed_interval(values, level: float = 0.95) -> tuple[float, float, float, str]:
+    """``(mean, lo, hi, kind)`` over per-seed ``values`` by the project's rule: the Student-t
+    interval of :func:`t_interval` (``kind="t"``) for three or more values, the range
+    ``(min, max)`` for two (``"range"``: two seeds are too few for a t-interval), NaN bounds for
+    one (``"one"``). No values: ``ValueError``."""
+    import numpy as np
+
+    v = np.asarray(values, dtype=float).ravel()
+    if v.size == 2:
+        return float(v.mean()), float(v.min()), float(v.max()), "range"
+    m, lo, hi = t_interval(v, level)
+    return m, lo, hi, ("t" if v.size >= 3 else "one")
 
 
 class _Text:

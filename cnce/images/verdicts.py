@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from cnce import report
+
 __all__ = ["Measured", "seed_interval", "unit_interval", "share_interval", "not_testable", "results_table"]
 
 
@@ -96,18 +98,15 @@ def seed_interval(values, *, share: bool = False, level: float = 0.95) -> tuple[
     """``(mean, (lo, hi), rule)`` over per-seed ``values``: a t-interval with ``n - 1`` degrees of
     freedom for three or more seeds, the range for two, ``(v, v)`` and "one seed" for one;
     clipped to ``[0, 1]`` when ``share``."""
-    from scipy import stats
-
     v = np.asarray(values, dtype=float).ravel()
     if v.size == 0 or not np.all(np.isfinite(v)):
         raise ValueError(f"values must be a non-empty array of finite numbers; got {values!r}")
-    m = float(v.mean())
-    if v.size == 1:
+    m, lo, hi, kind = report.seed_interval(v, level)
+    if kind == "one":
         return m, (m, m), "one seed: no interval over seeds"
-    if v.size == 2:
-        return m, _clip(float(v.min()), float(v.max()), share), "range of 2 seeds"
-    h = float(stats.t.ppf(0.5 + level / 2, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size))
-    return m, _clip(m - h, m + h, share), f"{round(100 * level)} % t-interval over {v.size} seeds, {v.size - 1} degrees of freedom"
+    if kind == "range":
+        return m, _clip(lo, hi, share), "range of 2 seeds"
+    return m, _clip(lo, hi, share), f"{round(100 * level)} % t-interval over {v.size} seeds, {v.size - 1} degrees of freedom"
 
 
 def share_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
@@ -128,8 +127,6 @@ def unit_interval(per_seed_units, *, share: bool = False, level: float = 0.95) -
     over units; with one seed the interval is over units (Wilson for a share, t over units for
     a mean); with two or more seeds :func:`seed_interval` applies. Returns ``(value, (lo, hi),
     rule, per_seed_values)``."""
-    from scipy import stats
-
     seeds = [np.asarray(u, dtype=float).ravel() for u in per_seed_units]
     if not seeds or any(s.size == 0 for s in seeds):
         raise ValueError("per_seed_units must hold at least one non-empty array of unit values")
@@ -142,6 +139,6 @@ def unit_interval(per_seed_units, *, share: bool = False, level: float = 0.95) -
         return per_seed[0], share_interval(int(round(u.sum())), u.size, level), f"Wilson interval over {u.size} units, one seed", per_seed
     if u.size < 2:
         return per_seed[0], (per_seed[0], per_seed[0]), "one unit, one seed: no interval", per_seed
-    h = float(stats.t.ppf(0.5 + level / 2, u.size - 1) * u.std(ddof=1) / math.sqrt(u.size))
-    return per_seed[0], (per_seed[0] - h, per_seed[0] + h), f"t-interval over {u.size} units, one seed", per_seed
+    _, lo, hi = report.t_interval(u, level)
+    return per_seed[0], (lo, hi), f"t-interval over {u.size} units, one seed", per_seed
 

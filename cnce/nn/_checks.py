@@ -6,10 +6,10 @@ import numbers
 import numpy as np
 import torch
 
-from .._validation import check_positive, check_rows
+from .._validation import check_positive
 from .._validation import check_seed as _check_seed
 
-__all__ = ["as_number", "positive_number", "check_seed", "check_data"]
+__all__ = ["as_number", "positive_number", "check_seed"]
 
 
 def _scalar(value, name, what):
@@ -41,20 +41,3 @@ def positive_number(value, name: str) -> float:
 def check_seed(seed, name: str = "seed") -> int:
     """An integer >= 0 (an int, a 0-d integer tensor or a numpy integer)."""
     return _check_seed(_scalar(seed, name, "an integer >= 0"), name)
-
-
-def check_data(x, name, dtype, device=None, D=None):
-    """Data ``(N, D)`` as a real tensor of ``dtype`` (the core's :func:`cnce._validation.check_rows`),
-    with booleans and complex numbers refused first; integers are cast to ``dtype``
-    (documented in :func:`cnce.nn.train`)."""
-    if not isinstance(x, torch.Tensor):
-        try:
-            x = torch.as_tensor(np.asarray(x))
-        except (TypeError, ValueError, RuntimeError) as exc:
-            raise ValueError(f"{name} must be an array of shape (N, D); got {type(x).__name__}") from exc
-    if x.dtype == torch.bool:
-        raise ValueError(f"{name} must hold real numbers; got dtype torch.bool (cast it with {name}.float() "
-                         "if 0/1 values are meant)")
-    if x.is_complex():
-        raise ValueError(f"{name} must hold real numbers; got the complex dtype {x.dtype}")
-    return check_rows(x, name=name, D=D, dtype=dtype, device=device)

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from ..report import t_interval
+from ..report import seed_interval, t_interval
 
 __all__ = ["complete", "tuned", "at_defaults", "interval", "paired", "rule_study", "choose_default", "verdict_items",
            "TUNED_GRID", "t_interval"]
@@ -66,15 +66,12 @@ def at_defaults(df, schedule: str):
 
 
 def interval(diffs, level: float):
-    """``(mean, lo, hi, kind)``: a Student-t interval (:func:`cnce.report.t_interval`) with
-    three or more values, the range (min, max) with two, NaN bounds with one."""
-    v = np.asarray(diffs, dtype=float)
-    if len(v) == 0:
+    """``(mean, lo, hi, kind)``: the project's rule over seeds (:func:`cnce.report.seed_interval`:
+    a Student-t interval with three or more values, the range with two, NaN bounds with one);
+    no values: NaN and ``"none"``."""
+    if len(diffs) == 0:
         return float("nan"), float("nan"), float("nan"), "none"
-    if len(v) == 2:
-        return float(v.mean()), float(v.min()), float(v.max()), "range"
-    m, lo, hi = t_interval(v, float(level))
-    return m, lo, hi, "t"
+    return seed_interval(diffs, float(level))
 
 
 def _outcome(lo, hi):

@@ -36,11 +36,10 @@ from __future__ import annotations
 
 import torch
 
-from .._validation import check_applies
-from ..eps import NETWORK_RULE, EpsRule, choose_eps, data_scale
+from .._validation import check_applies, check_positive_int
+from ..eps import NETWORK_RULE, EpsRule, choose_eps, data_scale, eps_schedule
 from ..noise import ConditionalNoise, GaussianNoise, NCEGaussianNoise
 from ._checks import check_seed, positive_number
-from .._validation import check_positive_int
 from . import losses as L
 
 __all__ = ["CNCELoss", "NCELoss", "DSMLoss", "SSMLoss", "EnergyLoss", "SCHEDULES", "DEFAULT_SCHEDULE", "DEFAULT_FACTOR",
@@ -65,12 +64,6 @@ DEFAULT_FACTOR = 0.3
 DEFAULT_EVERY = 100
 
 
-def _gen(seed):
-    g = torch.Generator()
-    g.manual_seed(seed)
-    return g
-
-
 class EnergyLoss(torch.nn.Module):
     """What the four losses share: ``kappa``, the owned generator, the energy adapter and the
     call count; ``state_dict`` holds the generator's state (``_extra_state``)."""
@@ -84,7 +77,7 @@ class EnergyLoss(torch.nn.Module):
         if not isinstance(energy, bool):
             raise ValueError(f"energy must be True (the network returns E = -log phi) or False; got {energy!r}")
         self.energy = energy
-        self.generator = _gen(self.seed)
+        self.generator = torch.Generator().manual_seed(self.seed)
         self.calls = 0
 
     # -- what the subclasses add to the saved state
@@ -160,14 +153,8 @@ class CNCELoss(EnergyLoss):
     def __init__(self, kappa: int = 10, eps="auto", *, every: int | None = None, rule: EpsRule | None = None,
                  factor=None, noise: ConditionalNoise | None = None, seed: int = 0, energy: bool = False):
         super().__init__(kappa, seed=seed, energy=energy)
-        if isinstance(eps, str):
-            if eps != "auto" and eps not in SCHEDULES:
-                raise ValueError(f"eps must be 'auto', one of {SCHEDULES} or a positive number; got {eps!r}")
-            self.schedule = DEFAULT_SCHEDULE if eps == "auto" else eps
-            self._eps = None
-        else:
-            self.schedule = "fixed"
-            self._eps = positive_number(eps, "eps")
+        self.schedule = eps_schedule(eps, SCHEDULES, DEFAULT_SCHEDULE) or "fixed"
+        self._eps = positive_number(eps, "eps") if self.schedule == "fixed" else None
         if every is not None and self.schedule not in ("rechoose", "carry", "upward"):
             raise ValueError(f"every applies to the re-choosing eps schedules ('rechoose', 'carry', 'upward'); "
                              f"got every={every!r} with eps={eps!r}")

@@ -15,8 +15,8 @@ import math
 
 import torch
 
-from .._validation import check_positive_int
-from ._checks import check_data, check_seed, positive_number
+from .._validation import check_positive_int, check_rows
+from ._checks import check_seed, positive_number
 from .losses import evaluate
 
 __all__ = ["langevin"]
@@ -58,7 +58,7 @@ def langevin(log_phi, x0, steps: int, step_size, *, seed: int = 0, metropolis: b
         p = next(iter(log_phi.parameters()), None)
         if p is not None:
             dtype, device = p.dtype, p.device
-    x = check_data(x0, "x0", dtype, device).detach()
+    x = check_rows(x0, name="x0", dtype=dtype, device=device, booleans=False).detach()
     f = (lambda u: -log_phi(u)) if energy else log_phi
     g = torch.Generator()
     g.manual_seed(seed)

@@ -28,11 +28,11 @@ from pathlib import Path
 import torch
 
 from .._torch import resolve_device
-from .._validation import check_positive_int
+from .._validation import check_positive_int, check_rows
 from ..noise import ConditionalNoise
 from ..provenance import atomic_torch_save, derive_seed, generator
 from . import losses as L
-from ._checks import check_data, check_seed, positive_number
+from ._checks import check_seed, positive_number
 from .objectives import DSM_SIGMA, EPS_CAP, EnergyLoss, make_loss
 
 __all__ = ["train", "TrainResult", "METHODS", "EPS_CAP", "DSM_SIGMA", "CHECKPOINT_FORMAT"]
@@ -276,10 +276,10 @@ def train(log_phi, x, method="cnce", *, kappa: int = 10, eps=None, sigma=None, s
         log_phi.to(dev)
     params = _params_of(log_phi, params)
     dtype = params[0].dtype if params[0].is_floating_point() else torch.float32
-    x = check_data(x, "x", dtype, dev)
+    x = check_rows(x, name="x", dtype=dtype, device=dev, booleans=False)
     N, D = x.shape
     if x_val is not None:
-        x_val = check_data(x_val, "x_val", dtype, dev, D)
+        x_val = check_rows(x_val, name="x_val", D=D, dtype=dtype, device=dev, booleans=False)
     _probe(log_phi, x, method, energy)
     ckpt = Path(checkpoint) if checkpoint is not None else None
     if ckpt is not None:
