@@ -35,8 +35,9 @@ __all__ = [
 class ConditionalNoise:
     """Interface of a conditional noise distribution ``p_c(y | x; eps)``.
 
-    Subclasses implement :meth:`draw_base` and :meth:`apply`; asymmetric ones set
-    ``symmetric = False`` and implement :meth:`log_prob` (then :meth:`log_ratio` is derived).
+    Subclasses declare :attr:`base_kind` (or implement :meth:`draw_base`) and implement
+    :meth:`apply`; asymmetric ones set ``symmetric = False`` and implement :meth:`log_prob`
+    (then :meth:`log_ratio` is derived).
     """
 
     symmetric: bool = True
@@ -50,8 +51,13 @@ class ConditionalNoise:
     base_kind: str | None = None
 
     def draw_base(self, x: torch.Tensor, kappa: int, generator: torch.Generator | None = None) -> torch.Tensor:
-        """Random numbers ``(S, N, kappa, D)`` that :meth:`apply` turns into noise for any eps."""
-        raise NotImplementedError
+        """Random numbers ``(S, N, kappa, D)`` that :meth:`apply` turns into noise for any eps:
+        drawn as the declared :attr:`base_kind` says (a noise without one implements this)."""
+        draw = {"normal": torch.randn, "uniform": torch.rand}.get(self.base_kind)
+        if draw is None:
+            raise NotImplementedError(f"{type(self).__name__} declares no base_kind: it must implement draw_base")
+        S, N, D = x.shape
+        return draw(S, N, kappa, D, generator=generator, dtype=x.dtype, device=x.device)
 
     def apply(self, x: torch.Tensor, base: torch.Tensor, eps: torch.Tensor) -> torch.Tensor:
         """Noise samples ``y (S, N, kappa, D)`` from data ``x (S, N, D)`` and ``eps (S,)``."""
@@ -83,10 +89,6 @@ class GaussianNoise(ConditionalNoise):
 
     base_kind = "normal"
 
-    def draw_base(self, x, kappa, generator=None):
-        S, N, D = x.shape
-        return torch.randn(S, N, kappa, D, generator=generator, dtype=x.dtype, device=x.device)
-
     def apply(self, x, base, eps):
         return x.unsqueeze(-2) + eps.view(-1, 1, 1, 1) * base
 
@@ -103,10 +105,6 @@ class BernoulliFlipNoise(ConditionalNoise):
     eps_max = 1.0
     eps_rule = BERNOULLI_RULE
     base_kind = "uniform"
-
-    def draw_base(self, x, kappa, generator=None):
-        S, N, D = x.shape
-        return torch.rand(S, N, kappa, D, generator=generator, dtype=x.dtype, device=x.device)
 
     def apply(self, x, base, eps):
         flip = base < eps.view(-1, 1, 1, 1)
@@ -131,10 +129,6 @@ class MultiplicativeLogNormalNoise(ConditionalNoise):
 
     symmetric = False
     base_kind = "normal"
-
-    def draw_base(self, x, kappa, generator=None):
-        S, N, D = x.shape
-        return torch.randn(S, N, kappa, D, generator=generator, dtype=x.dtype, device=x.device)
 
     def apply(self, x, base, eps):
         if (x <= 0).any():

@@ -53,21 +53,37 @@ RULES = ("once", "rechoose", "carry", "upward")
 
 @dataclass(frozen=True)
 class StudySettings:
+    """The sizes of one scale of the study (:data:`SETTINGS`)."""
+
     seeds: int = 5
+    """Seeds per cell (network initialisation, data and minibatches)."""
     steps: int = 1000
+    """Adam steps per run."""
     batch_size: int = 128
+    """Data points per step."""
     kappa: int = 10
+    """Random draws per data point (noise points, perturbations or projections)."""
     lr: float = 5e-3
+    """The common learning rate (NCE and SSM also try multiples of it, :data:`LR_FACTORS`)."""
     hidden: int = 32
+    """Width of the MLP energy."""
     layers: int = 2
+    """Hidden layers of the MLP energy."""
     quartic_K: int = 8
+    """Terms of the quartic energy."""
     n_train: int = 5000
+    """Points drawn from each toy for training."""
     n_val: int = 2000
+    """Points for choosing each method's setting."""
     n_test: int = 5000
+    """Points the exact log-likelihood is scored on."""
     grid: int = 200
+    """Grid points per axis of the exact normaliser."""
     tol: float = 0.05
-    #: calls between the heuristic's runs (the re-choosing schedules)
+    """How much the normaliser's log (nats) may grow on a box twice as wide
+    (:func:`cnce.nn.toys.normaliser_check`)."""
     every: int = 100
+    """Calls between the heuristic's runs (the re-choosing schedules)."""
 
 
 SETTINGS = {"paper": StudySettings(), "tiny": StudySettings(seeds=1, steps=20, n_train=400, n_val=200, n_test=200,
