@@ -182,6 +182,18 @@ if HAVE_NUMBA:
     # for NCE, the model's own constants (the ring's radius) last.
 
     @njit(inline="always", **_JIT)
+    def _project_row(th, r, D, Rows, t0, nt, out):
+        """``out[t] = b_r . Rows[:, t0 + t]`` for ``t < nt``, with ``b_r`` row ``r`` of the
+        ``(D, D)`` matrix ``th`` (flat), summed over the columns in order (ICA's projections)."""
+        for t in range(nt):
+            out[t] = 0.0
+        for c in range(D):
+            brc = th[r * D + c]
+            Rc = Rows[c]
+            for t in range(nt):
+                out[t] += brc * Rc[t0 + t]
+
+    @njit(inline="always", **_JIT)
     def _fill_block(X, XI, eps, i0, i1, K, XB, Z, M):
         """Lay out the pairs of data points ``i0 .. i1 - 1`` as columns: ``x`` repeated ``K`` times
         in ``XB``, the noise steps ``z = eps xi`` in ``Z``; zero the margins ``M``."""
@@ -280,13 +292,7 @@ if HAVE_NUMBA:
         _fill_block(X, XI, prm[0], i0, i1, K, XB, Z, M)
         for r in range(D):
             Sx = SX[r]
-            for t in range(nt):
-                SP[t] = 0.0
-            for c in range(D):
-                brc = th[r * D + c]
-                Zc = Z[c]
-                for t in range(nt):
-                    SP[t] += brc * Zc[t]
+            _project_row(th, r, D, Z, 0, nt, SP)
             # b_r . x once per data point instead of once per pair (the same sum over c; the
             # compiler may contract it differently, so its last bit can differ: measured 2e-16)
             t = 0
@@ -402,13 +408,7 @@ if HAVE_NUMBA:
         Sgn, Of = Z[0], Z[1]
         for r in range(D):
             Sr = SG[r]
-            for t in range(nt):
-                Sr[t] = 0.0
-            for c in range(D):
-                brc = th[r * D + c]
-                Xc = XB[c]
-                for t in range(nt):
-                    Sr[t] += brc * Xc[t]
+            _project_row(th, r, D, XB, 0, nt, Sr)
             for t in range(nt):
                 sr = Sr[t]
                 M[t] -= a * Sgn[t] * abs(sr)
@@ -1038,13 +1038,7 @@ if HAVE_NUMBA:
         for t0 in range(0, N, L):
             nt = min(L, N - t0)
             for r in range(D):
-                for t in range(nt):
-                    Z[t] = 0.0
-                for c in range(D):
-                    brc = th[r * D + c]
-                    Xc = XT[c]
-                    for t in range(nt):
-                        Z[t] += brc * Xc[t0 + t]
+                _project_row(th, r, D, XT, t0, nt, Z)
                 for t in range(nt):
                     R[t] += abs(Z[t])
                 if want:
