@@ -108,6 +108,18 @@ def test_paper_figures_are_linked_outside_code_and_links():
     assert "<pre>Fig. 3</pre>" in out and '<a href="x">Fig. 1</a>' in out and "<code>Fig. 4</code>" in out
 
 
+def test_paper_links_open_at_a_page_only_where_it_is_established(monkeypatch):
+    ext = _ext()
+    assert ext.paper_pdf_link("2a-b") == ext.PAPER_PDF  # no page established for any figure yet
+    intro = (ROOT / "book" / "intro.md").read_text()
+    assert ext.PAPER_FIGURE_PAGES or "open the PDF at its first page" in intro, \
+        "the intro must say that the figure links carry no page while none is established"
+    monkeypatch.setattr(ext, "PAPER_FIGURE_PAGES", {"2": 6})
+    out = ext.link_figures("<p>Fig. 2a-b and Fig. 3 and Supp. Fig. 2</p>")
+    assert f'href="{ext.PAPER_PDF}#page=6">Fig. 2a-b<' in out and f'href="{ext.PAPER_PDF}">Fig. 3<' in out
+    assert f'href="{ext.PAPER_PAGE}">Supp. Fig. 2<' in out
+
+
 def test_rerun_box_names_commands_and_measured_times():
     ext = _ext()
     box = ext.rerun_box("notebooks/02_consistency", 41.0)

@@ -522,6 +522,27 @@ register_plugin("pybtex.style.formatting", "cnce", _CnceStyle)
 PAPER_PDF = "https://proceedings.mlr.press/v80/ceylan18a/ceylan18a.pdf"
 PAPER_PAGE = "https://proceedings.mlr.press/v80/ceylan18a.html"  # the paper and its supplementary material
 
+#: The page of the 9-page PMLR PDF (proceedings pages 725-733) on which each figure of the main
+#: text starts, where it has been established; a figure listed here gets ``#page=N`` on its link.
+#: None is: we have the paper as text without its page breaks (the spec's markdown), and the
+#: text extraction of the PDF that the project's search tool reaches (an ``object.cloud.sdsc.edu``
+#: copy of the ICML 2018 papers) shows only its opening, in which the abstract, the start of
+#: Section 1 and the first page's footnote ("Proceedings of the 35th International Conference
+#: ...") come together: Section 1 starts on page 1 (checked 2026-11-27), which the bare link
+#: opens anyway. Figures 1-6 and Sections 2-5 could not be placed on a page, so their links open
+#: the PDF's first page, and the intro says so. Add a figure here only with the evidence.
+PAPER_FIGURE_PAGES: dict[str, int] = {}
+#: Likewise for the sections (established: Section 1 on page 1; see above).
+PAPER_SECTION_PAGES: dict[str, int] = {"1": 1}
+
+
+def paper_pdf_link(figure: str | None = None) -> str:
+    """The PDF's address, with ``#page=N`` where :data:`PAPER_FIGURE_PAGES` holds the page of
+    ``figure`` ("1", "2a", "2a-b": its number decides), else the bare address."""
+    num = re.match(r"\d+", figure or "")
+    page = PAPER_FIGURE_PAGES.get(num.group(0)) if num else None
+    return f"{PAPER_PDF}#page={page}" if page else PAPER_PDF
+
 #: notebook -> (experiment of ``python -m cnce run``, or None)
 #: notebook name -> the experiment it runs (the notebook registry, :data:`cnce.names.PAGES`)
 EXPERIMENT_OF = {p.name: p.experiment for p in PAGES if p.experiment}
@@ -535,7 +556,8 @@ _FIG = re.compile(r"\b(Supp\.\s+Figs?\.|Figs?\.)(\s|&nbsp;)(\d+[a-f]?(?:[-\u2013
 def link_figures(body: str) -> str:
     """Every "Fig. N..." / "Supp. Fig. N" in the text of ``body`` (not inside links, code,
     headings' titles or scripts) becomes a link to the paper (the main text's PDF; the
-    supplementary figures to the paper's page, which carries the supplementary PDF)."""
+    supplementary figures to the paper's page, which carries the supplementary PDF). A main-text
+    figure whose page is established opens at that page (:func:`paper_pdf_link`)."""
     out, skip = [], []
     for part in _TAG.split(body):
         if part.startswith("<") and part.endswith(">"):
@@ -553,7 +575,7 @@ def link_figures(body: str) -> str:
             out.append(part)
         else:
             out.append(_FIG.sub(lambda f: f'<a class="cnce-paper-fig reference external" href="'
-                                f'{PAPER_PAGE if f.group(1).startswith("Supp") else PAPER_PDF}">'
+                                f'{PAPER_PAGE if f.group(1).startswith("Supp") else paper_pdf_link(f.group(3))}">'
                                 f"{f.group(0)}</a>", part))
     return "".join(out)
 
