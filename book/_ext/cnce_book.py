@@ -639,7 +639,7 @@ def rerun_box(docname: str, quick_seconds: float | None = None, repo_url: str = 
             rows.append(("paper scale, CPU", ".venv/bin/python -m cnce image-train --config paper",
                          "not run on a CPU; estimated in the cost table (book/costs)"))
         elif name.startswith("06_"):  # the committed runs moved: their provenance holds the times
-            rows.append(("paper scale, GPU", "the one-call GPU command that the image page and the README give",
+            rows.append(("paper scale, GPU", "the GPU commands that the image page and the README give",
                          "in each committed run's provenance under data/weights/"))
         else:
             rows.append(("paper scale, CPU", f".venv/bin/python -m cnce batch {num} --scale paper",
