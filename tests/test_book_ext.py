@@ -256,3 +256,14 @@ def test_authors_code_numbers_come_from_the_recorded_octave_runs():
     assert all(r["nll_refined"] <= r["nll_theirs"] + 1e-9 for r in ica), "the refinement must not raise the loss"
     page = (ROOT / "book" / "authors-code.md").read_text()
     assert "{{ authors_ring_fminunc_stuck_lo }}" in page and "{{ authors_ica_short_hi }}" in page
+
+
+def test_every_cited_key_is_in_the_bibliography():
+    """A {cite} role in a page or a notebook names an entry of book/references.bib (the strict
+    build would fail on it, but only after executing every notebook)."""
+    keys = set(re.findall(r"^@\w+\{([^,\s]+),", (ROOT / "book" / "references.bib").read_text(), re.M))
+    pages = [*(ROOT / "book").glob("*.md"), *(ROOT / "book").glob("*.py"), *(ROOT / "notebooks").glob("*.py")]
+    used = {(p.name, k.strip()) for p in pages
+            for m in re.finditer(r"\{cite(?::\w+)?\}`([^`]+)`", p.read_text()) for k in m.group(1).split(",")}
+    assert {k for _, k in used} >= {"vincent2011", "song2019"}
+    assert not {(n, k) for n, k in used if k not in keys}
