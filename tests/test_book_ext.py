@@ -189,7 +189,7 @@ def test_cost_table_rows_come_from_records_and_estimates_say_so():
     rows = [r for r in table.splitlines()[2:] if r.startswith("|")]
     assert rows and all(r.count("|") == 7 for r in rows)
     assert all(("measured:" in r) or ("**estimate**" in r) or ("not measured" in r) for r in rows), rows
-    assert "shared by 4 jobs at a time" in table and "conjugate gradients" in table
+    assert "shared by up to 4 jobs at a time" in table and "conjugate gradients" in table
     est = ext.image_cpu_estimate()
     # evaluations x seconds per evaluation x meta-iterations, recomputed from the inputs
     assert est["layer1_seconds"] == est["evaluations_mean"] * est["seconds_per_eval"] * est["meta_iterations"]
@@ -232,7 +232,7 @@ def test_cost_table_lists_every_gpu_calls_jobs_and_marks_unrecorded_times(tmp_pa
                              "jobs": {"x/s0": {"seconds": 50.0, "estimate": 30.0}, "x/s1": {"estimate": 60.0}}}))
     (call,) = ext.gpu_calls([(f, "test", {"x": "the x runs"})])
     (row,) = ext.gpu_job_rows(call)
-    assert row[0] == "the x runs: 2 jobs" and row[3] == "GPU: G, shared by 2 jobs at a time"
+    assert row[0] == "the x runs: 2 jobs" and row[3] == "GPU: G, shared by up to 2 jobs at a time"
     assert row[4] == "**estimate** 50 s to 60 s each, 110 s in all" and row[5].startswith("1 of 2 jobs not recorded")
     f.write_text(json.dumps({"calls": [], "jobs": {"x/s0": {"seconds": 60.0}}}))
     (row,) = ext.gpu_job_rows(ext.gpu_calls([(f, "test", {})])[0])

@@ -194,7 +194,7 @@ def gpu_calls(spec=None) -> list[dict]:
 
 
 def _shared(call: dict) -> str:
-    return f", shared by {call['workers']} jobs at a time" if call.get("workers") and call["workers"] > 1 else ""
+    return f", shared by up to {call['workers']} jobs at a time" if call.get("workers") and call["workers"] > 1 else ""
 
 
 def _job_group(name: str, labels: dict) -> str:
@@ -239,7 +239,8 @@ def gpu_calls_markdown(calls: list[dict] | None = None) -> str:
         n = c["commands"]
         items.append(f"the {c['which']} GPU call ({', '.join(sorted(set(c['started'])))}, commit "
                      f"{', '.join(sorted(x[:7] for x in c['commits'])) or 'not recorded'}, {n} command{'s' if n != 1 else ''}) "
-                     f"on one {c['gpu'] or 'GPU (not recorded)'}, {c['workers'] or 'an unrecorded number of'} jobs at a time")
+                     f"on one {c['gpu'] or 'GPU (not recorded)'}, "
+                     + (f"up to {c['workers']} jobs at a time" if c["workers"] else "jobs at a time not recorded"))
     return f"The image model's GPU runs came from {len(calls)} GPU call{'s' if len(calls) > 1 else ''}: " + ("; ".join(items[:-1]) + "; and " if len(items) > 1 else "") + \
         items[-1] + " (each results file's `calls`)."
 
