@@ -90,7 +90,8 @@ print(f"{len(table)} rows from {len(results)} studies, the score-matching check 
 # ## The neural image model
 #
 # The image model's rows above (Section 4 and Supp. D.2) come from runs at the paper's sizes
-# on one GPU with the authors' recipe (their minimiser and {term}`main set` schedule), on
+# on a GPU (the calls and their costs: {doc}`costs`) with the authors' recipe (their minimiser
+# and {term}`main set` schedule), on
 # photographs that are not the paper's ({doc}`image-data`): layer 1 on the seven photographs
 # bundled with scikit-image, layers 2-4 on the Debian photo pack, whose first layer spans the
 # frequencies that the frequency claims need ({doc}`differences`). Each layer's measure stands

@@ -114,8 +114,8 @@ for key, value in {"steps": sc.steps, "batch": sc.batch_size, "kappa": sc.kappa,
 #   per-coordinate standard deviation);
 # - **NCE**: Gaussian noise fitted to the data, $\nu = \kappa$, a learned log-normaliser;
 #   learning rates {glue:text}`lrs`;
-# - **DSM** (Vincent, 2011): $\sigma$ at {glue:text}`dsm_sigmas` data scales;
-# - **SSM** (Song et al., 2019), variance-reduced: learning rates {glue:text}`lrs`.
+# - **DSM** {cite}`vincent2011`: $\sigma$ at {glue:text}`dsm_sigmas` data scales;
+# - **SSM** {cite}`song2019`, variance-reduced: learning rates {glue:text}`lrs`.
 #
 # The same runs also give each method **at its defaults**, untuned (CNCE with
 # `eps="auto"`, DSM with $\sigma$ = 0.1 data scales, NCE and SSM at the common learning rate).
@@ -212,15 +212,16 @@ package_default = (f"fixed {cnn.DEFAULT_FACTOR:g}" if cnn.DEFAULT_SCHEDULE == "s
 print(f"the default (never significantly below, highest mean): {default}; "
       f"the package's eps='auto' is {package_default!r}")
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] mystnb={"image": {"alt": "Interval plot, one row per case (data set and network): for each eps schedule a dot at the mean difference in held-out log-likelihood to the best fixed eps and a horizontal bar for its corrected interval, beside a vertical line at zero."}}
 plots.interval_figure(rs, group="rule", label="eps rule",
                       xlabel="log-likelihood difference to the best fixed eps (nats)");
 
 # %% [markdown]
 # *Figure: not a figure of the paper. CNCE's held-out log-likelihood under each eps schedule
 # minus that of the best fixed eps, per case; dots are means over seeds, bars the
-# Bonferroni-corrected paired intervals. A bar wholly left of the zero line: the schedule is
-# significantly worse than the best fixed eps there.*
+# Bonferroni-corrected paired intervals. What to see: which colours have a bar wholly left of
+# the zero line (the schedule is significantly worse than the best fixed eps in that case);
+# a bar that crosses zero is no significant difference.*
 #
 # {glue:text}`rule_detail`
 
@@ -285,7 +286,7 @@ print(f"\nCNCE minus each other method, paired by seed: mean "
 print(pair.pivot(index="case", columns="other", values="CNCE minus")
       .loc[[case_name[c] for c in order], ["NCE", "DSM", "SSM"]].to_string())
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] mystnb={"image": {"alt": "Interval plot, one row per case: for NCE, DSM and SSM a dot at the mean of CNCE's held-out log-likelihood minus that method's and a horizontal bar for its corrected interval, beside a vertical line at zero."}}
 plots.interval_figure(pair.assign(other=pair.other.str.lower()), group="other",
                       label="CNCE minus",
                       xlabel="log-likelihood difference, CNCE minus the other (nats)");
@@ -293,7 +294,9 @@ plots.interval_figure(pair.assign(other=pair.other.str.lower()), group="other",
 # %% [markdown]
 # *Figure: not a figure of the paper. CNCE's held-out log-likelihood minus each other
 # method's, all tuned on the same validation budget; dots are means over seeds, bars the
-# Bonferroni-corrected paired intervals. Right of zero: CNCE higher.*
+# Bonferroni-corrected paired intervals. What to see: a bar wholly right of the zero line means
+# CNCE is significantly higher than that method in that case, wholly left significantly lower,
+# and a bar across zero no significant difference.*
 
 # %% tags=["hide-input"]
 items = compare.verdict_items(pair.assign(other=pair.other.str.lower()), LABELS)
@@ -388,14 +391,15 @@ for m, loss in demo_losses.items():
     print(f"{LABELS[m]}: held-out log-likelihood {ll:.2f}; Langevin acceptance at T = 1 "
           f"{info['acceptance'][-1]:.2f}" + (f"; eps {loss.eps:.2f}" if m == "cnce" else ""))
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] mystnb={"image": {"alt": "Five square scatter plots in a row: the three-Gaussian mixture's data points in black, then the Langevin samples from the network trained with CNCE, NCE, DSM and SSM in blue."}}
 plots.samples_figure(x_demo[:1000], samples, title="mixture3 data");
 
 # %% [markdown]
 # *Figure: not a figure of the paper. Left: 1,000 points of the three-Gaussian mixture.
 # Then 1,000 Langevin samples (Metropolis-adjusted, annealed) from the MLP trained with each
 # method at its defaults for a few hundred steps; a method whose samples miss a component or
-# spread beyond the data has learned a density that does the same.*
+# spread beyond the data has learned a density that does the same. What to see: whether each
+# method's samples cover all three clusters of the data, and no more.*
 #
 # ## Why: the link to score matching and DSM
 #

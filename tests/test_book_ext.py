@@ -108,6 +108,18 @@ def test_paper_figures_are_linked_outside_code_and_links():
     assert "<pre>Fig. 3</pre>" in out and '<a href="x">Fig. 1</a>' in out and "<code>Fig. 4</code>" in out
 
 
+def test_paper_links_open_at_a_page_only_where_it_is_established(monkeypatch):
+    ext = _ext()
+    assert ext.paper_pdf_link("2a-b") == ext.PAPER_PDF  # no page established for any figure yet
+    intro = (ROOT / "book" / "intro.md").read_text()
+    assert ext.PAPER_FIGURE_PAGES or "open the PDF at its first page" in intro, \
+        "the intro must say that the figure links carry no page while none is established"
+    monkeypatch.setattr(ext, "PAPER_FIGURE_PAGES", {"2": 6})
+    out = ext.link_figures("<p>Fig. 2a-b and Fig. 3 and Supp. Fig. 2</p>")
+    assert f'href="{ext.PAPER_PDF}#page=6">Fig. 2a-b<' in out and f'href="{ext.PAPER_PDF}">Fig. 3<' in out
+    assert f'href="{ext.PAPER_PAGE}">Supp. Fig. 2<' in out
+
+
 def test_rerun_box_names_commands_and_measured_times():
     ext = _ext()
     box = ext.rerun_box("notebooks/02_consistency", 41.0)
@@ -174,10 +186,10 @@ def test_each_page_ships_its_sources_and_the_archive(tmp_path):
 def test_cost_table_rows_come_from_records_and_estimates_say_so():
     ext = _ext()
     table = ext.costs_markdown()
-    rows = [r for r in table.splitlines()[2:]]
+    rows = [r for r in table.splitlines()[2:] if r.startswith("|")]
     assert rows and all(r.count("|") == 7 for r in rows)
     assert all(("measured:" in r) or ("**estimate**" in r) or ("not measured" in r) for r in rows), rows
-    assert "shared by 4 workers" in table and "conjugate gradients" in table
+    assert "shared by up to 4 jobs at a time" in table and "conjugate gradients" in table
     est = ext.image_cpu_estimate()
     # evaluations x seconds per evaluation x meta-iterations, recomputed from the inputs
     assert est["layer1_seconds"] == est["evaluations_mean"] * est["seconds_per_eval"] * est["meta_iterations"]
@@ -191,6 +203,40 @@ def test_cost_table_rows_come_from_records_and_estimates_say_so():
     assert ext.NOTEBOOK_TIMES_SLOT in source[0]
     html = ext.notebook_times_html({"notebooks/02_consistency": 41.0})
     assert "02_consistency" in html and "41 s" in html
+
+
+def test_cost_table_lists_every_gpu_calls_jobs_and_marks_unrecorded_times(tmp_path):
+    """Every job of the three GPU calls' results files is counted in one row of the cost table,
+    with its recorded time; a job whose time was not recorded counts with the driver's planned
+    time and its row says **estimate**."""
+    import json
+
+    from cnce.images import runs
+
+    ext = _ext()
+    assert ext.GPU_CALL_DIRS == (runs.CALL2, runs.CALL3)
+    calls = ext.gpu_calls()
+    assert [c["which"] for c in calls] == ["first", "second", "third"]
+    table = ext.costs_markdown()
+    for c in calls:
+        rows = ext.gpu_job_rows(c)
+        assert sum(int(re.search(r": (\d+) jobs?$", r[0]).group(1)) for r in rows) == len(c["jobs"])
+        assert all(r[4].startswith("**estimate**") == ("not recorded" in r[5]) for r in rows)
+        assert all(r[0] + " | " in table for r in rows), c["which"]
+    third = ext.gpu_job_rows(calls[2])
+    assert {"call3/results.json" in r[5] and "NVIDIA H200" in r[3] for r in third} == {True}
+    assert "3 GPU calls" in table and "paper-seed2" in table
+    # known input: two jobs, one recorded (50 s), one only planned (60 s)
+    f = tmp_path / "results.json"
+    f.write_text(json.dumps({"calls": [{"gpu": "G", "workers": 2, "commit": "a" * 40, "started": "2026-01-02T00:00:00Z"}],
+                             "jobs": {"x/s0": {"seconds": 50.0, "estimate": 30.0}, "x/s1": {"estimate": 60.0}}}))
+    (call,) = ext.gpu_calls([(f, "test", {"x": "the x runs"})])
+    (row,) = ext.gpu_job_rows(call)
+    assert row[0] == "the x runs: 2 jobs" and row[3] == "GPU: G, shared by up to 2 jobs at a time"
+    assert row[4] == "**estimate** 50 s to 60 s each, 110 s in all" and row[5].startswith("1 of 2 jobs not recorded")
+    f.write_text(json.dumps({"calls": [], "jobs": {"x/s0": {"seconds": 60.0}}}))
+    (row,) = ext.gpu_job_rows(ext.gpu_calls([(f, "test", {})])[0])
+    assert row[4] == "60 s" and row[5].startswith("measured:") and row[3] == "GPU: not recorded"
 
 
 def test_authors_code_numbers_come_from_the_recorded_octave_runs():
@@ -210,3 +256,14 @@ def test_authors_code_numbers_come_from_the_recorded_octave_runs():
     assert all(r["nll_refined"] <= r["nll_theirs"] + 1e-9 for r in ica), "the refinement must not raise the loss"
     page = (ROOT / "book" / "authors-code.md").read_text()
     assert "{{ authors_ring_fminunc_stuck_lo }}" in page and "{{ authors_ica_short_hi }}" in page
+
+
+def test_every_cited_key_is_in_the_bibliography():
+    """A {cite} role in a page or a notebook names an entry of book/references.bib (the strict
+    build would fail on it, but only after executing every notebook)."""
+    keys = set(re.findall(r"^@\w+\{([^,\s]+),", (ROOT / "book" / "references.bib").read_text(), re.M))
+    pages = [*(ROOT / "book").glob("*.md"), *(ROOT / "book").glob("*.py"), *(ROOT / "notebooks").glob("*.py")]
+    used = {(p.name, k.strip()) for p in pages
+            for m in re.finditer(r"\{cite(?::\w+)?\}`([^`]+)`", p.read_text()) for k in m.group(1).split(",")}
+    assert {k for _, k in used} >= {"vincent2011", "song2019"}
+    assert not {(n, k) for n, k in used if k not in keys}

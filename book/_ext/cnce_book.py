@@ -148,6 +148,103 @@ def image_cpu_estimate(ablation: dict | None = None, images: dict | None = None,
                 cpu_machine=images.get("machine", {}))
 
 
+#: The GPU calls whose jobs' times the cost table lists: (results file, which call, what each
+#: group of jobs is). The second and third calls' folders are ``cnce.images.runs.CALL2`` and
+#: ``CALL3`` (a test checks that they agree); a group is a job's name without its seed
+#: (``/s<k>``), or its first part where the table names the first part alone.
+GPU_CALL_DIRS = ("call2", "call3")
+GPU_CALLS = (
+    (ABLATION, "first", {
+        "demo": "ablation runs at the demo size (optimiser x data schedule x seed)",
+        "paper": "ablation runs at the paper's size (optimiser x data schedule x seed; `data/weights/paper` and "
+                 "`paper-seed1` above are two of them)",
+        "d2": "Supp. D.2 runs (CNCE, NCE, NCE with the authors' reset)", "ica": "FastICA positive control",
+        "photos": "the recipe on the photographs, layer 1"}),
+    (WEIGHTS / GPU_CALL_DIRS[0] / "results.json", "second", {
+        "shown": "the four-layer run, a third seed (`data/weights/paper-seed2` above)",
+        "photos": "the authors' recipe, four layers, on the photo pack with the authors' layer-3 input "
+                  "(`data/weights/photos/paper-seed<k>`)",
+        "pca": "the PCA test: layer 1 of the L-BFGS main-set cell, PCA fitted on fewer or more patches "
+               "(`data/weights/pca`)",
+        "d2": "Supp. D.2 again, every meta-iteration's first-layer weights kept (`data/weights/d2`)"}),
+    (WEIGHTS / GPU_CALL_DIRS[1] / "results.json", "third", {
+        "l3/pack-ensemble": "layers 3-4 again on the finished layers 1-2, the ensemble-centred layer-3 input, "
+                            "photo pack (`data/weights/l3`)",
+        "l3/bundled-sample": "layers 3-4 again on the finished layers 1-2, the authors' layer-3 input, bundled "
+                             "photographs (`data/weights/l3`)"}),
+)
+
+
+def gpu_calls(spec=None) -> list[dict]:
+    """One record per GPU call that has a results file: ``which`` ("first"...), the results
+    file, its ``jobs``, the group labels, the GPU(s), the most jobs that shared the GPU at a
+    time (``workers``), the commits, the start dates and the number of commands."""
+    out = []
+    for path, which, labels in spec or GPU_CALLS:
+        r = _load_json(path)
+        if not r:
+            continue
+        cs = r.get("calls") or []
+        out.append(dict(which=which, path=path, jobs=r.get("jobs") or {}, labels=labels,
+                        gpu=", ".join(sorted({c["gpu"] for c in cs if c.get("gpu")})) or None,
+                        workers=max((int(c.get("workers", 1)) for c in cs), default=None),
+                        commits={c.get("commit") for c in cs if c.get("commit")},
+                        started=sorted(str(c.get("started", ""))[:10] for c in cs), commands=len(cs)))
+    return out
+
+
+def _shared(call: dict) -> str:
+    return f", shared by up to {call['workers']} jobs at a time" if call.get("workers") and call["workers"] > 1 else ""
+
+
+def _job_group(name: str, labels: dict) -> str:
+    base = re.sub(r"/s\d+$", "", name)
+    return base if base in labels else name.split("/")[0]
+
+
+def gpu_job_rows(call: dict) -> list[tuple]:
+    """The cost table's rows of one GPU call: one per group of jobs, with the recorded wall time
+    of each job (``jobs[name]["seconds"]``). A job without a recorded time counts with the
+    driver's planned time (``estimate``), and its row says **estimate**."""
+    groups: dict = {}
+    for k, v in call["jobs"].items():
+        groups.setdefault(_job_group(k, call["labels"]), []).append(v)
+    rel = call["path"].relative_to(ROOT) if call["path"].is_relative_to(ROOT) else call["path"]
+    commits = ", ".join(sorted(c[:7] for c in call["commits"]))
+    rows = []
+    for g, jobs in sorted(groups.items()):
+        secs = [float(j["seconds"] if j.get("seconds") is not None else j["estimate"]) for j in jobs]
+        planned = sum(j.get("seconds") is None for j in jobs)
+        lo, hi = _h(min(secs)), _h(max(secs))
+        span = lo if len(secs) == 1 else f"{lo if lo == hi else f'{lo} to {hi}'} each, {_h(sum(secs))} in all"
+        rec = f"`{rel}` (`jobs`), the {call['which']} GPU call" + (f", commit {commits}" if commits else "")
+        if planned:
+            span = f"**estimate** {span}"
+            rec = f"{planned} of {len(jobs)} jobs not recorded: the driver's planned time; the others measured: {rec}"
+        else:
+            rec = f"measured: {rec}"
+        rows.append((f"{call['labels'].get(g, g)}: {len(jobs)} job{'s' if len(jobs) > 1 else ''}", "06",
+                     "demo" if g == "demo" else "paper", f"GPU: {call['gpu'] or 'not recorded'}{_shared(call)}",
+                     span, rec))
+    return rows
+
+
+def gpu_calls_markdown(calls: list[dict] | None = None) -> str:
+    """One sentence per GPU call: its date, commit, commands, GPU and how many jobs shared it."""
+    calls = gpu_calls() if calls is None else calls
+    if not calls:
+        return ""
+    items = []
+    for c in calls:
+        n = c["commands"]
+        items.append(f"the {c['which']} GPU call ({', '.join(sorted(set(c['started'])))}, commit "
+                     f"{', '.join(sorted(x[:7] for x in c['commits'])) or 'not recorded'}, {n} command{'s' if n != 1 else ''}) "
+                     f"on one {c['gpu'] or 'GPU (not recorded)'}, "
+                     + (f"up to {c['workers']} jobs at a time" if c["workers"] else "jobs at a time not recorded"))
+    return f"The image model's GPU runs came from {len(calls)} GPU call{'s' if len(calls) > 1 else ''}: " + ("; ".join(items[:-1]) + "; and " if len(items) > 1 else "") + \
+        items[-1] + " (each results file's `calls`)."
+
+
 def costs_markdown() -> str:
     """The cost table of ``book/costs.md``: every row from a record in the repository (named in
     its last column), measured unless it says *estimate*."""
@@ -172,11 +269,9 @@ def costs_markdown() -> str:
             rows.append((f"the whole book, {r['experiment'].split('(')[-1].rstrip(')')} build (`scripts/book.sh`)", "all",
                          "quick", f"CPU: {m['cpu']}, {m['cores']} cores, 1 thread per notebook", _h(r["seconds"]),
                          f"measured: `benchmarks/results/e2e_book.json`, commit {str(m['git_commit'])[:7]}"))
+    calls = gpu_calls()
     abl = _load_json(ABLATION)
-    workers = max((c.get("workers", 1) for c in (abl or {}).get("calls", [])), default=None)
-    gpus = sorted({c.get("gpu") for c in (abl or {}).get("calls", []) if c.get("gpu")})
-    shared = f", shared by {workers} workers" if workers and workers > 1 else ""
-    for name in ("paper", "paper-seed1"):
+    for name in ("paper", "paper-seed1", "paper-seed2"):
         p = _load_json(WEIGHTS / name / "provenance.json")
         if not p:
             continue
@@ -184,24 +279,14 @@ def costs_markdown() -> str:
         gpu = next((x.get("gpu") for x in p.get("sessions") or [] if x.get("gpu")), None)
         if not secs:
             continue
+        call = next((c for c in calls if c["gpu"] == gpu and p.get("git_commit") in c["commits"]), None)
         per = ", ".join(f"layer {k} {_h(v)}" for k, v in sorted(secs.items()))
         rows.append((f"image model, four layers, the authors' recipe (`data/weights/{name}`: {per})", "06", "paper",
-                     f"GPU: {gpu or 'not recorded'}{shared if gpu in gpus else ''}", _h(sum(secs.values())),
-                     f"measured: `data/weights/{name}/provenance.json`"))
-    if abl and abl.get("jobs"):
-        groups = {}
-        for k, v in abl["jobs"].items():
-            groups.setdefault(k.split("/")[0], []).append(float(v["seconds"]))
-        what = {"demo": "ablation runs at the demo size (optimiser x data schedule x seed)",
-                "paper": "ablation runs at the paper's size (optimiser x data schedule x seed; the two runs above are "
-                         "two of them)",
-                "d2": "Supp. D.2 runs (CNCE, NCE, NCE with the authors' reset)", "ica": "FastICA positive control",
-                "photos": "the recipe on the photographs"}
-        for g, v in sorted(groups.items()):
-            span = _h(v[0]) if len(v) == 1 else f"{_h(min(v))} to {_h(max(v))} each, {_h(sum(v))} in all"
-            rows.append((f"{what.get(g, g)}: {len(v)} job{'s' if len(v) > 1 else ''}", "06", "demo" if g == "demo" else "paper",
-                         f"GPU: {', '.join(gpus) or 'not recorded'}{shared}", span,
-                         "measured: `data/weights/ablation/results.json` (`jobs`)"))
+                     f"GPU: {gpu or 'not recorded'}" + (_shared(call) if call else ""), _h(sum(secs.values())),
+                     f"measured: `data/weights/{name}/provenance.json`"
+                     + (f" ({call['which']} GPU call)" if call else "")))
+    for call in calls:
+        rows += gpu_job_rows(call)
     demo = _load_json(WEIGHTS / "demo-d600-layer1" / "provenance.json")
     if demo and demo.get("wall_seconds_per_layer"):
         s1 = float(demo["wall_seconds_per_layer"].get("1", 0))
@@ -229,7 +314,8 @@ def costs_markdown() -> str:
         return "No run times are recorded in this checkout."
     out = ["| result | notebook | scale | hardware | wall time | record |", "|---|---|---|---|---|---|"]
     out += [f"| {' | '.join(str(c).replace('|', '/') for c in r)} |" for r in rows]
-    return "\n".join(out)
+    calls = gpu_calls_markdown()
+    return "\n".join(out + (["", calls] if calls else []))
 
 
 def _cost_substitutions(app, config):
@@ -333,7 +419,7 @@ def _authors_code_substitutions(app, config):
 def _insert_costs(app, docname, source):
     if COSTS_MARK not in source[0]:
         return
-    for f in (BENCH / "results" / "e2e.json", BOOK_TIMES, ABLATION, BENCH / "results" / "images.json",
+    for f in (BENCH / "results" / "e2e.json", BOOK_TIMES, *(c[0] for c in GPU_CALLS), BENCH / "results" / "images.json",
               BENCH / "results" / "image_gpu_estimate.json", *WEIGHTS.glob("*/provenance.json")):
         app.env.note_dependency(str(f))
     source[0] = source[0].replace(COSTS_MARK, costs_markdown())
@@ -437,6 +523,27 @@ register_plugin("pybtex.style.formatting", "cnce", _CnceStyle)
 PAPER_PDF = "https://proceedings.mlr.press/v80/ceylan18a/ceylan18a.pdf"
 PAPER_PAGE = "https://proceedings.mlr.press/v80/ceylan18a.html"  # the paper and its supplementary material
 
+#: The page of the 9-page PMLR PDF (proceedings pages 725-733) on which each figure of the main
+#: text starts, where it has been established; a figure listed here gets ``#page=N`` on its link.
+#: None is: we have the paper as text without its page breaks (the spec's markdown), and the
+#: text extraction of the PDF that the project's search tool reaches (an ``object.cloud.sdsc.edu``
+#: copy of the ICML 2018 papers) shows only its opening, in which the abstract, the start of
+#: Section 1 and the first page's footnote ("Proceedings of the 35th International Conference
+#: ...") come together: Section 1 starts on page 1 (checked 2026-11-27), which the bare link
+#: opens anyway. Figures 1-6 and Sections 2-5 could not be placed on a page, so their links open
+#: the PDF's first page, and the intro says so. Add a figure here only with the evidence.
+PAPER_FIGURE_PAGES: dict[str, int] = {}
+#: Likewise for the sections (established: Section 1 on page 1; see above).
+PAPER_SECTION_PAGES: dict[str, int] = {"1": 1}
+
+
+def paper_pdf_link(figure: str | None = None) -> str:
+    """The PDF's address, with ``#page=N`` where :data:`PAPER_FIGURE_PAGES` holds the page of
+    ``figure`` ("1", "2a", "2a-b": its number decides), else the bare address."""
+    num = re.match(r"\d+", figure or "")
+    page = PAPER_FIGURE_PAGES.get(num.group(0)) if num else None
+    return f"{PAPER_PDF}#page={page}" if page else PAPER_PDF
+
 #: notebook -> (experiment of ``python -m cnce run``, or None)
 #: notebook name -> the experiment it runs (the notebook registry, :data:`cnce.names.PAGES`)
 EXPERIMENT_OF = {p.name: p.experiment for p in PAGES if p.experiment}
@@ -450,7 +557,8 @@ _FIG = re.compile(r"\b(Supp\.\s+Figs?\.|Figs?\.)(\s|&nbsp;)(\d+[a-f]?(?:[-\u2013
 def link_figures(body: str) -> str:
     """Every "Fig. N..." / "Supp. Fig. N" in the text of ``body`` (not inside links, code,
     headings' titles or scripts) becomes a link to the paper (the main text's PDF; the
-    supplementary figures to the paper's page, which carries the supplementary PDF)."""
+    supplementary figures to the paper's page, which carries the supplementary PDF). A main-text
+    figure whose page is established opens at that page (:func:`paper_pdf_link`)."""
     out, skip = [], []
     for part in _TAG.split(body):
         if part.startswith("<") and part.endswith(">"):
@@ -468,7 +576,7 @@ def link_figures(body: str) -> str:
             out.append(part)
         else:
             out.append(_FIG.sub(lambda f: f'<a class="cnce-paper-fig reference external" href="'
-                                f'{PAPER_PAGE if f.group(1).startswith("Supp") else PAPER_PDF}">'
+                                f'{PAPER_PAGE if f.group(1).startswith("Supp") else paper_pdf_link(f.group(3))}">'
                                 f"{f.group(0)}</a>", part))
     return "".join(out)
 
@@ -527,11 +635,12 @@ def rerun_box(docname: str, quick_seconds: float | None = None, repo_url: str = 
                          "(data/weights/paper/provenance.json)"))
             rows.append(("paper scale, GPU (everything on the page)",
                          "PYTHONPATH=. python3 scripts/gpu_section4.py --out OUT --commit COMMIT",
-                         "two calls of at most 10 minutes on one GPU (README)"))
+                         "two calls on one GPU, the second with --round l3-input (README); every job's recorded "
+                         "time is in the cost table (book/costs)"))
             rows.append(("paper scale, CPU", ".venv/bin/python -m cnce image-train --config paper",
                          "not run on a CPU; estimated in the cost table (book/costs)"))
         elif name.startswith("06_"):  # the committed runs moved: their provenance holds the times
-            rows.append(("paper scale, GPU", "the one-call GPU command that the image page and the README give",
+            rows.append(("paper scale, GPU", "the GPU commands that the image page and the README give",
                          "in each committed run's provenance under data/weights/"))
         else:
             rows.append(("paper scale, CPU", f".venv/bin/python -m cnce batch {num} --scale paper",
