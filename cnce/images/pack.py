@@ -34,6 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
+from cnce.provenance import atomic_write
+
 __all__ = ["PhotoSpec", "DEBIAN_PHOTOS", "PACK_FORMAT", "build_image_pack", "patch_positions", "register"]
 
 #: Version of the pack layout written into ``meta["format"]``.
@@ -174,13 +176,8 @@ def build_image_pack(out: str | os.PathLike, selection: tuple[PhotoSpec, ...] | 
         "photos": photos, "source_pixels": src_px, "pixels": px,
         "patch_positions_32": sum(patch_positions(a.shape) for a in arrays.values()),
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp.npz")
-    try:
-        np.savez_compressed(tmp, meta=np.array(json.dumps(meta, ensure_ascii=False)), **arrays)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
+    atomic_write(out, lambda fh: np.savez_compressed(fh, meta=np.array(json.dumps(meta, ensure_ascii=False)), **arrays),
+                 binary=True)
     meta["bytes"] = out.stat().st_size
     meta["seconds"] = time.perf_counter() - t0
     return meta
