@@ -187,9 +187,9 @@ def test_trainer_errors_name_the_argument():
     bad[3, 1] = float("nan")
     with pytest.raises(ValueError, match="x must be finite; row 3"):
         nn.train(net, bad, steps=1)
-    with pytest.raises(ValueError, match="eps must be a positive number; got -0.1"):
+    with pytest.raises(ValueError, match="eps must be finite and > 0; got -0.1"):
         nn.train(net, x, eps=-0.1, steps=1)
-    with pytest.raises(ValueError, match="eps must be a positive number; got 0"):
+    with pytest.raises(ValueError, match="eps must be finite and > 0; got 0.0"):
         nn.train(net, x, eps=0, steps=1)
     with pytest.raises(ValueError, match="method must be one of"):
         nn.train(net, x, method="cd", steps=1)

@@ -291,3 +291,17 @@ def test_langevin_errors_name_the_argument():
         nn.langevin(f, torch.zeros(3, 2), 5, 0.1, seed=-2)
     with pytest.raises(ValueError, match="steps must be >= the number of temperatures"):
         nn.langevin(f, torch.zeros(3, 2), 2, 0.1, temperatures=(3, 2, 1))
+
+
+def test_the_noise_bound_applies_to_every_eps_of_the_loss():
+    """A noise's largest admissible eps (its declared ``eps_max``) bounds a fixed eps, the
+    searched schedules' rule and the scale rule, as in cnce.fit (cnce.eps.resolve_eps)."""
+    from cnce.noise import BernoulliFlipNoise
+
+    with pytest.raises(ValueError, match=r"eps must lie in \[0, 1.0\] for this noise"):
+        nn.CNCELoss(eps=2.0, noise=BernoulliFlipNoise())
+    assert nn.CNCELoss(eps="once", noise=BernoulliFlipNoise()).rule.limit == 1.0
+    loss = nn.CNCELoss(eps="scale", factor=100.0, noise=BernoulliFlipNoise())
+    x = (torch.rand(64, 3, generator=torch.Generator().manual_seed(0)) > 0.5).double()
+    loss(lambda u: -(u ** 2).sum(-1), x)
+    assert loss.eps == 1.0

@@ -37,9 +37,9 @@ from __future__ import annotations
 import torch
 
 from .._validation import check_applies, check_positive_int
-from ..eps import NETWORK_RULE, EpsRule, choose_eps, data_scale, eps_schedule
+from ..eps import NETWORK_RULE, EpsRule, choose_eps, data_scale, eps_schedule, resolve_eps
 from ..noise import ConditionalNoise, GaussianNoise, NCEGaussianNoise
-from ._checks import check_seed, positive_number
+from ._checks import as_number, check_seed, positive_number
 from . import losses as L
 
 __all__ = ["CNCELoss", "NCELoss", "DSMLoss", "SSMLoss", "EnergyLoss", "SCHEDULES", "DEFAULT_SCHEDULE", "DEFAULT_FACTOR",
@@ -154,7 +154,6 @@ class CNCELoss(EnergyLoss):
                  factor=None, noise: ConditionalNoise | None = None, seed: int = 0, energy: bool = False):
         super().__init__(kappa, seed=seed, energy=energy)
         self.schedule = eps_schedule(eps, SCHEDULES, DEFAULT_SCHEDULE) or "fixed"
-        self._eps = positive_number(eps, "eps") if self.schedule == "fixed" else None
         if every is not None and self.schedule not in ("rechoose", "carry", "upward"):
             raise ValueError(f"every applies to the re-choosing eps schedules ('rechoose', 'carry', 'upward'); "
                              f"got every={every!r} with eps={eps!r}")
@@ -168,10 +167,13 @@ class CNCELoss(EnergyLoss):
         if rule is not None and self.schedule in ("fixed", "scale"):
             raise ValueError(f"rule applies to a searched eps ('auto', 'once', 'rechoose', 'carry', 'upward'); "
                              f"got rule with eps={eps!r}")
-        self.rule = NETWORK_RULE if rule is None else rule
         if noise is not None and not isinstance(noise, ConditionalNoise):
             raise ValueError(f"noise must be a cnce.noise.ConditionalNoise; got {type(noise).__name__}")
         self.noise = GaussianNoise() if noise is None else noise
+        # the noise's largest admissible eps bounds a given eps, the searches and the scale rule
+        self.rule = (NETWORK_RULE if rule is None else rule).bounded(self.noise.eps_max)
+        self._eps = (float(resolve_eps(as_number(eps, "eps"), self.noise, positive=True)[0])
+                     if self.schedule == "fixed" else None)
         self.eps_runs = []
 
     @property
@@ -226,6 +228,8 @@ class CNCELoss(EnergyLoss):
             if s == "scale":
                 e = float(data_scale(x.detach().double()))
                 self._eps = self.factor * (e if e > 0 else 1.0)
+                if self.noise.eps_max is not None:
+                    self._eps = min(self._eps, float(self.noise.eps_max))
                 self.eps_runs.append((c, self._eps, 0))
             else:
                 self.choose_eps(net, x)
