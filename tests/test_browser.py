@@ -22,11 +22,13 @@ from urllib.parse import unquote, urlparse
 import pytest
 import yaml
 
-from cnce.batch import book_is_current, build_book, find_notebooks, repo_root
+from cnce.batch import find_notebooks
+from cnce.book import book_is_current, build_book
+from cnce.provenance import REPO_ROOT
 
 pytestmark = pytest.mark.browser
 
-ROOT = repo_root()
+ROOT = REPO_ROOT
 HTML = ROOT / "_build" / "html"
 MIN_FIGURE_PX = 40  # a real plot is far larger; a broken or placeholder image is 0 or a few px
 
