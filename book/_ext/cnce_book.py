@@ -25,7 +25,6 @@ labels, sorted by author and year; it prints each entry's DOI or URL as a link.
 from __future__ import annotations
 
 import codecs
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -46,10 +45,9 @@ BOOK_COMMAND = ".venv/bin/python benchmarks/run.py --e2e --book --experiments --
 
 
 def _summarize():
-    spec = importlib.util.spec_from_file_location("cnce_benchmarks_summarize", BENCH / "summarize.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    from cnce import speed
+
+    return speed
 
 
 def _insert_benchmarks(app, docname, source):
@@ -60,7 +58,7 @@ def _insert_benchmarks(app, docname, source):
         raise RuntimeError(f"{docname}: {MARK} needs the benchmark results in {BENCH / 'results'}; none found")
     for f in files:
         app.env.note_dependency(str(f))
-    app.env.note_dependency(str(BENCH / "summarize.py"))
+    app.env.note_dependency(_summarize().__file__)
     text = _summarize().render(include_notes=False, include_history=False)
     text = "\n".join("#" + line if line.startswith("## ") else line for line in text.splitlines())  # sections -> level 3
     source[0] = source[0].replace(MARK, text)
