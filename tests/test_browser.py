@@ -244,7 +244,7 @@ def test_every_notebook_has_a_page(book):
     assert not reports, f"notebooks that failed during the build: {reports}"
 
 
-# --- every results page argues: the verdict first (issue 25) ----------------------------------
+# --- every results page argues: the verdict first ---------------------------------------------
 
 #: The results pages: each shows a verdict block (``cnce.report.glue_verdict``) in its first screen.
 RESULTS_PAGES = [p for p in PAGES if re.match(r"notebooks/0[1-8]_", p)]

@@ -90,7 +90,7 @@ def book_times_markdown(path: Path = BOOK_TIMES) -> str:
     return "\n".join(out)
 
 
-# --- what each result costs (issue 36) ------------------------------------------------------
+# --- what each result costs -------------------------------------------------------------------
 
 COSTS_MARK = "<!-- generated: costs -->"
 #: Where the cost page's per-notebook rows go; filled when the page is written (the notebooks'
@@ -429,7 +429,7 @@ register_plugin("pybtex.style.labels", "cnce-author-year", _AuthorYearLabels)
 register_plugin("pybtex.style.formatting", "cnce", _CnceStyle)
 
 
-# --- where the book comes from (issue 25) ------------------------------------------------------
+# --- where the book comes from ----------------------------------------------------------------
 
 #: The paper, for the links on "Fig. N" / "Supp. Fig. N" in every page's text.
 PAPER_PDF = "https://proceedings.mlr.press/v80/ceylan18a/ceylan18a.pdf"
