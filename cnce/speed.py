@@ -191,120 +191,114 @@ def _yes(flag) -> str:
     return "yes" if flag else "no"
 
 
+def _passes(what: str):
+    """The text of a comparison of the compiled passes with the module before a change (``what``)."""
+    return lambda rp: [
+        f"{what} against the module before it (`benchmarks/old_vs_new_passes.py`, removed after commit 66a53af, "
+        f"which holds it) ({rp['old']}), alternating in one process, one thread; one pass at N = 20000, and "
+        "`newton_all` end to end. Below 1: the new code is faster. The passes sum with reassociation, so their "
+        "last bit depends on how the compiler vectorised them; \"bitwise equal\" compares loss, gradient and "
+        "Gauss-Newton matrix (passes) or the estimates (`newton_all`), and the last column gives the loss's or "
+        "the estimates' largest relative difference."]
+
+
+def _pass_rows(rp: dict) -> list[str]:
+    return [f"| {r['kernel']} | {r['what']} | {r['old_ms']:.2f} | {r['new_ms']:.2f} | {r['new_over_old']:.2f} | "
+            f"{_yes(r['bitwise_equal'])} | {r.get('loss_rel_diff', r.get('psi_max_rel_diff', 0.0)):.1e} |" for r in rp["rows"]]
+
+
+_PASS_COLUMNS = ["kernel", "what", "old ms", "new ms", "new / old", "bitwise equal", "rel. difference"]
+
+
+#: The development comparisons of :func:`_history`: (result file, title, text(data), columns,
+#: rows(data)).
+_HISTORY = (
+    ("eps-active", "The eps heuristic, evaluating only the simulations still searching",
+     lambda ea: ["The authors' rule steps until the slowest simulation stops; most stop after one or two evaluations of J. "
+                 "With `active_only` (what the compiled backend uses) J is evaluated only for the simulations still "
+                 "searching. The chosen eps is the same; times per simulation on the compiled loss, one thread, "
+                 "both variants side by side in one process."],
+     ["model", "S", "N", "kappa", "same eps", "J evaluations, all / active only", "heuristic ms/sim, all / active only",
+      "speed-up", "heuristic / fit, all / active only"],
+     lambda ea: [f"| {r['model']} | {r['S']} | {r['N']} | {r['kappa']} | {_yes(r['same_eps'])} | "
+                 f"{r['evaluations_full']} / {r['evaluations_active_only']} | {r['heuristic_full_ms_per_sim']:.1f} / "
+                 f"{r['heuristic_active_only_ms_per_sim']:.1f} | **{r['speedup']:.1f}x** | "
+                 f"{r['heuristic_over_fit_full']:.2f} / {r['heuristic_over_fit_active_only']:.2f} |" for r in ea["rows"]]),
+    ("eps-prefix", "The eps heuristic decided on a prefix of the data (off by default)",
+     lambda ep: ["`FitOptions(eps_prefix=k, eps_margin=c)`: the steps of the authors' rule are decided on J of the first "
+                 "N / k points; a step whose prefix J is within c / sqrt(prefix pairs) of a threshold is decided on all "
+                 "points; the eps reached is confirmed on all points (and the rule resumes there where it does not stop). "
+                 "Against the rule on all points (`eps_prefix=1`, the default), compiled loss, one thread, "
+                 "alternating in one process. *differ*: simulations whose eps is not the all-points rule's. "
+                 "Below 64 prefix points the prefix is not used."],
+     ["model", "S", "N", "eps_prefix", "eps_margin", "differ", "J evaluations, all points / prefix", "heuristic ms/sim",
+      "speed-up"],
+     lambda ep: [f"| {r['model']} | {r['S']} | {r['N']} | {v['eps_prefix']} | {v['eps_margin']:g} | {v['differ']} | "
+                 f"{v['evaluations_all']} / {v['evaluations_prefix']} | {v['ms_per_sim']:.2f} | {v['speedup_vs_all_points']:.2f}x |"
+                 for r in ep["rows"] for v in r["variants"]]),
+    ("ica-passes", "ICA fits: passes over the data, and two attempts at fewer",
+     lambda ip: ["`benchmarks/ica_passes.py`: compiled kernels, one thread, medians per simulation. Passes as counted by "
+                 "the kernels (`FitResult.info[\"passes\"]`); the cost of one pass of each kind timed alone at the same size "
+                 "(ms: loss only / with gradient / with Gauss-Newton matrix); *accounted* = passes x cost. Variants: "
+                 "a Gauss-Newton subsample of 8192 pairs instead of 32768; warm-started subsampled stages. Final loss "
+                 "against the default's (largest increase / decrease)."],
+     ["method", "N", "variant", "ms/sim", "iterations", "loss-only passes", "Gauss-Newton passes", "pass ms",
+      "accounted ms", "loss - default", "log10 median sq. error"],
+     lambda ip: [f"| {r['method']} | {r['N']} | {r['variant']} | {r['ms_per_sim']:.1f} | {r['iterations_median']:.0f} | "
+                 f"{r['passes_loss']:.1f} | {r['passes_gauss_newton']:.1f} | {r['pass_ms']['loss']:.2f} / "
+                 f"{r['pass_ms']['gradient']:.2f} / {r['pass_ms']['gauss_newton']:.2f} | {r['accounted_ms']:.0f} | "
+                 f"{r['loss_minus_default_max']:+.1e} / {r['loss_minus_default_min']:+.1e} | {r['log10_median_err']:.3f} |"
+                 for r in ip["rows"]]),
+    ("issue26-against-66a53af", "`cnce.fit` after the settled plan (issue 26) against the commit before",
+     lambda ac: [f"`benchmarks/against_commit.py {ac['old']}`: the package at that commit and the working tree, imported side "
+                 f"by side in one process; the same problems, one thread, alternating (each side first in every other "
+                 f"repeat), median of {ac['repeats']} repeats after a warm-up. Below 1: the new code is faster."],
+     ["case", "backend", "S", "N", "kappa", "eps", "old s", "new s", "new / old", "estimates bitwise equal",
+      "eps bitwise equal"],
+     lambda ac: [f"| {r['case']} | {r['backend']} | {r['S']} | {r['N']} | {r['kappa'] or '-'} | {r['eps']} | "
+                 f"{r['old_s']:.3f} | {r['new_s']:.3f} | {r['new_over_old']:.2f} | "
+                 f"{'yes' if r['theta_bitwise_equal'] else 'no (%.0e)' % r['theta_max_rel']} | {_yes(r['eps_bitwise_equal'])} |"
+                 for r in ac["rows"]]),
+    ("loss-only", "The eps heuristic's loss-only pass",
+     lambda lo: ["`benchmarks/loss_only.py`: `cnce._fused.loss_all` (what the compiled heuristic evaluates) against the module "
+                 f"before the change ({lo['old']}), one thread, alternating, 9 repeats, ms per simulation."],
+     ["kernel", "N", "kappa", "old ms", "new ms", "speed-up", "bitwise equal", "largest rel. difference"],
+     lambda lo: [f"| {r['kernel']} | {r['N']} | {r['kappa']} | {r['old_ms_per_sim']:.2f} | {r['new_ms_per_sim']:.2f} | "
+                 f"{r['old_over_new']:.2f}x | {_yes(r['bitwise_equal'])} | {r['max_rel_diff']:.1e} |" for r in lo["rows"]]),
+    ("ica-mle-stop", "ICA maximum likelihood: an earlier stop (not adopted)",
+     lambda ms: ["`benchmarks/ica_mle_stop.py` (removed after commit 66a53af, which holds it): the compiled L-BFGS with its "
+                 "default stop against the statistical stop of the ICA CNCE and NCE fits (`stat_ftol * n_params / N`), same "
+                 "problems, one thread, alternating. Changes are against the default's estimates."],
+     ["N", "S", "stop", "ms/sim", "iterations", "loss - default, largest", "sq. error, largest rel. change",
+      "median sq. error, rel. change"],
+     lambda ms: [f"| {r['N']} | {r['S']} | {r['variant']} | {r['ms_per_sim']:.1f} | {r['iterations_median']:.0f} | "
+                 f"{r['loss_minus_default_max']:.1e} | {r['sq_error_max_rel_change']:.3f} | {r['median_sq_error_rel_change']:.4f} |"
+                 for r in ms["rows"]]),
+    ("ica-kink-prototype", "ICA CNCE: curvature at the kinks (prototype, not adopted)",
+     lambda kp: ["`benchmarks/ica_kink_prototype.py` (numpy; removed after commit 66a53af, which holds it): damped Newton "
+                 "with the Gauss-Newton matrix alone or with a box-kernel estimate of the curvature at the kinks of `|b . u|`; "
+                 "the kernels' line search and statistical stop. The compiled fit on the same problems: iterations "
+                 f"{kp['compiled_iterations']}, log10 median squared error {kp['compiled_log10_median_err']:.3f}."],
+     ["variant", "S", "N", "iterations (mean)", "line-search trials (mean)", "loss - compiled fit's (max / min)",
+      "log10 median sq. error"],
+     lambda kp: [f"| {r['variant']} | {r['S']} | {r['N']} | {r['iterations_mean']:.1f} | {r['line_search_trials_mean']:.1f} | "
+                 f"{r['loss_minus_compiled_max']:+.1e} / {r['loss_minus_compiled_min']:+.1e} | {r['log10_median_err']:.3f} |"
+                 for r in kp["rows"]]),
+    ("gn-tiles-passes", "Compiled kernels: Gauss-Newton sums in tiles",
+     _passes("The Gauss-Newton sums in 3 x 3 tiles for every kernel with at least 3 parameters, ICA's data projections "
+             "once per data point and a loss-only ICA pass without the sign writes (issue 17)"),
+     _PASS_COLUMNS, _pass_rows),
+    ("redesign-passes", "Compiled kernels: one pass driver against the hand-written passes",
+     _passes("The redesign of `cnce/_fused.py` (one driver over per-model block kernels)"), _PASS_COLUMNS, _pass_rows),
+)
+
+
 def _history() -> list[str]:
     """The development comparisons: the code against its earlier versions and attempts that were
     measured and not adopted (``SUMMARY.md`` only; the book shows what a user gets)."""
     out = []
-    ea = _load("eps-active")
-    if ea:
-        out += _section(
-            "The eps heuristic, evaluating only the simulations still searching", ea,
-            ["The authors' rule steps until the slowest simulation stops; most stop after one or two evaluations of J. "
-             "With `active_only` (what the compiled backend uses) J is evaluated only for the simulations still "
-             "searching. The chosen eps is the same; times per simulation on the compiled loss, one thread, "
-             "both variants side by side in one process."],
-            ["model", "S", "N", "kappa", "same eps", "J evaluations, all / active only", "heuristic ms/sim, all / active only",
-             "speed-up", "heuristic / fit, all / active only"],
-            [f"| {r['model']} | {r['S']} | {r['N']} | {r['kappa']} | {_yes(r['same_eps'])} | "
-             f"{r['evaluations_full']} / {r['evaluations_active_only']} | {r['heuristic_full_ms_per_sim']:.1f} / "
-             f"{r['heuristic_active_only_ms_per_sim']:.1f} | **{r['speedup']:.1f}x** | "
-             f"{r['heuristic_over_fit_full']:.2f} / {r['heuristic_over_fit_active_only']:.2f} |" for r in ea["rows"]])
-    ep = _load("eps-prefix")
-    if ep:
-        out += _section(
-            "The eps heuristic decided on a prefix of the data (off by default)", ep,
-            ["`FitOptions(eps_prefix=k, eps_margin=c)`: the steps of the authors' rule are decided on J of the first "
-             "N / k points; a step whose prefix J is within c / sqrt(prefix pairs) of a threshold is decided on all "
-             "points; the eps reached is confirmed on all points (and the rule resumes there where it does not stop). "
-             "Against the rule on all points (`eps_prefix=1`, the default), compiled loss, one thread, "
-             "alternating in one process. *differ*: simulations whose eps is not the all-points rule's. "
-             "Below 64 prefix points the prefix is not used."],
-            ["model", "S", "N", "eps_prefix", "eps_margin", "differ", "J evaluations, all points / prefix", "heuristic ms/sim",
-             "speed-up"],
-            [f"| {r['model']} | {r['S']} | {r['N']} | {v['eps_prefix']} | {v['eps_margin']:g} | {v['differ']} | "
-             f"{v['evaluations_all']} / {v['evaluations_prefix']} | {v['ms_per_sim']:.2f} | {v['speedup_vs_all_points']:.2f}x |"
-             for r in ep["rows"] for v in r["variants"]])
-    ip = _load("ica-passes")
-    if ip:
-        out += _section(
-            "ICA fits: passes over the data, and two attempts at fewer", ip,
-            ["`benchmarks/ica_passes.py`: compiled kernels, one thread, medians per simulation. Passes as counted by "
-             "the kernels (`FitResult.info[\"passes\"]`); the cost of one pass of each kind timed alone at the same size "
-             "(ms: loss only / with gradient / with Gauss-Newton matrix); *accounted* = passes x cost. Variants: "
-             "a Gauss-Newton subsample of 8192 pairs instead of 32768; warm-started subsampled stages. Final loss "
-             "against the default's (largest increase / decrease)."],
-            ["method", "N", "variant", "ms/sim", "iterations", "loss-only passes", "Gauss-Newton passes", "pass ms",
-             "accounted ms", "loss - default", "log10 median sq. error"],
-            [f"| {r['method']} | {r['N']} | {r['variant']} | {r['ms_per_sim']:.1f} | {r['iterations_median']:.0f} | "
-             f"{r['passes_loss']:.1f} | {r['passes_gauss_newton']:.1f} | {r['pass_ms']['loss']:.2f} / "
-             f"{r['pass_ms']['gradient']:.2f} / {r['pass_ms']['gauss_newton']:.2f} | {r['accounted_ms']:.0f} | "
-             f"{r['loss_minus_default_max']:+.1e} / {r['loss_minus_default_min']:+.1e} | {r['log10_median_err']:.3f} |"
-             for r in ip["rows"]])
-    ac = _load("issue26-against-66a53af")
-    if ac:
-        out += _section(
-            "`cnce.fit` after the settled plan (issue 26) against the commit before", ac,
-            [f"`benchmarks/against_commit.py {ac['old']}`: the package at that commit and the working tree, imported side "
-             f"by side in one process; the same problems, one thread, alternating (each side first in every other "
-             f"repeat), median of {ac['repeats']} repeats after a warm-up. Below 1: the new code is faster."],
-            ["case", "backend", "S", "N", "kappa", "eps", "old s", "new s", "new / old", "estimates bitwise equal",
-             "eps bitwise equal"],
-            [f"| {r['case']} | {r['backend']} | {r['S']} | {r['N']} | {r['kappa'] or '-'} | {r['eps']} | "
-             f"{r['old_s']:.3f} | {r['new_s']:.3f} | {r['new_over_old']:.2f} | "
-             f"{'yes' if r['theta_bitwise_equal'] else 'no (%.0e)' % r['theta_max_rel']} | {_yes(r['eps_bitwise_equal'])} |"
-             for r in ac["rows"]])
-    lo = _load("loss-only")
-    if lo:
-        out += _section(
-            "The eps heuristic's loss-only pass", lo,
-            ["`benchmarks/loss_only.py`: `cnce._fused.loss_all` (what the compiled heuristic evaluates) against the module "
-             f"before the change ({lo['old']}), one thread, alternating, 9 repeats, ms per simulation."],
-            ["kernel", "N", "kappa", "old ms", "new ms", "speed-up", "bitwise equal", "largest rel. difference"],
-            [f"| {r['kernel']} | {r['N']} | {r['kappa']} | {r['old_ms_per_sim']:.2f} | {r['new_ms_per_sim']:.2f} | "
-             f"{r['old_over_new']:.2f}x | {_yes(r['bitwise_equal'])} | {r['max_rel_diff']:.1e} |" for r in lo["rows"]])
-    ms = _load("ica-mle-stop")
-    if ms:
-        out += _section(
-            "ICA maximum likelihood: an earlier stop (not adopted)", ms,
-            ["`benchmarks/ica_mle_stop.py` (removed after commit 66a53af, which holds it): the compiled L-BFGS with its "
-             "default stop against the statistical stop of the ICA CNCE and NCE fits (`stat_ftol * n_params / N`), same "
-             "problems, one thread, alternating. Changes are against the default's estimates."],
-            ["N", "S", "stop", "ms/sim", "iterations", "loss - default, largest", "sq. error, largest rel. change",
-             "median sq. error, rel. change"],
-            [f"| {r['N']} | {r['S']} | {r['variant']} | {r['ms_per_sim']:.1f} | {r['iterations_median']:.0f} | "
-             f"{r['loss_minus_default_max']:.1e} | {r['sq_error_max_rel_change']:.3f} | {r['median_sq_error_rel_change']:.4f} |"
-             for r in ms["rows"]])
-    kp = _load("ica-kink-prototype")
-    if kp:
-        out += _section(
-            "ICA CNCE: curvature at the kinks (prototype, not adopted)", kp,
-            ["`benchmarks/ica_kink_prototype.py` (numpy; removed after commit 66a53af, which holds it): damped Newton "
-             "with the Gauss-Newton matrix alone or with a box-kernel estimate of the curvature at the kinks of `|b . u|`; "
-             "the kernels' line search and statistical stop. The compiled fit on the same problems: iterations "
-             f"{kp['compiled_iterations']}, log10 median squared error {kp['compiled_log10_median_err']:.3f}."],
-            ["variant", "S", "N", "iterations (mean)", "line-search trials (mean)", "loss - compiled fit's (max / min)",
-             "log10 median sq. error"],
-            [f"| {r['variant']} | {r['S']} | {r['N']} | {r['iterations_mean']:.1f} | {r['line_search_trials_mean']:.1f} | "
-             f"{r['loss_minus_compiled_max']:+.1e} / {r['loss_minus_compiled_min']:+.1e} | {r['log10_median_err']:.3f} |"
-             for r in kp["rows"]])
-    for name, title, what in (
-            ("gn-tiles-passes", "Compiled kernels: Gauss-Newton sums in tiles",
-             "The Gauss-Newton sums in 3 x 3 tiles for every kernel with at least 3 parameters, ICA's data projections "
-             "once per data point and a loss-only ICA pass without the sign writes (issue 17)"),
-            ("redesign-passes", "Compiled kernels: one pass driver against the hand-written passes",
-             "The redesign of `cnce/_fused.py` (one driver over per-model block kernels)")):
-        rp = _load(name)
-        if rp:
-            out += _section(
-                title, rp,
-                [f"{what} against the module before it (`benchmarks/old_vs_new_passes.py`, removed after commit 66a53af, "
-                 f"which holds it) ({rp['old']}), alternating in one process, one thread; one pass at N = 20000, and "
-                 "`newton_all` end to end. Below 1: the new code is faster. The passes sum with reassociation, so their "
-                 "last bit depends on how the compiler vectorised them; \"bitwise equal\" compares loss, gradient and "
-                 "Gauss-Newton matrix (passes) or the estimates (`newton_all`), and the last column gives the loss's or "
-                 "the estimates' largest relative difference."],
-                ["kernel", "what", "old ms", "new ms", "new / old", "bitwise equal", "rel. difference"],
-                [f"| {r['kernel']} | {r['what']} | {r['old_ms']:.2f} | {r['new_ms']:.2f} | {r['new_over_old']:.2f} | "
-                 f"{_yes(r['bitwise_equal'])} | {r.get('loss_rel_diff', r.get('psi_max_rel_diff', 0.0)):.1e} |"
-                 for r in rp["rows"]])
+    for name, title, text, header, rows in _HISTORY:
+        data = _load(name)
+        if data:
+            out += _section(title, data, text(data), header, rows(data))
     return out
