@@ -2,35 +2,36 @@
 alternating old and new calls (each first in every other repeat), one thread (``--threads``: the
 fit's threads; torch and BLAS keep one); the median time of each and their ratio, and
 whether the estimates are bitwise equal. For changes that must not move results or speed
-(e.g. issue 26's settled plan).
+(a refactoring of the fit's plumbing, say).
 
-    python benchmarks/against_commit.py REV [--repeats 5] [--threads 1] [--cases gaussian ica ...] [--out FILE.json]
+    .venv/bin/python -m benchmarks.against_commit REV [--repeats 5] [--threads 1] [--cases gaussian ica ...] [--out FILE.json]
 
 The package at ``REV`` is extracted with ``git archive`` into ``/tmp/cnce-at-<REV>/`` and
-imported as ``cnce_at_<REV>`` (its numba kernels compile once there, not timed).
+imported from there under the name ``cnce_at_<REV>`` (:func:`package_at`: an import from an
+explicit location, so ``sys.path`` stays as it is and ``cnce`` stays the working tree's; the
+package's own imports are relative, so the old modules import each other). Its numba kernels
+compile once there, not timed.
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+if __name__ == "__main__":  # as a command: one BLAS/OpenMP thread unless the caller's environment names a count
+    from benchmarks.machine import single_thread_env
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import ROOT, git, machine_info, single_thread_env  # noqa: E402  (benchmarks/machine.py)
-
-if __name__ == "__main__":
     single_thread_env()
 
 import argparse  # noqa: E402
-import importlib  # noqa: E402
+import importlib.util  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import torch  # noqa: E402
 
-sys.path.insert(0, str(ROOT))
 import cnce  # noqa: E402
+from benchmarks.machine import ROOT, git, machine_info  # noqa: E402
 
 #: name -> (model class, model kwargs, method, S, N, kappa, eps)
 CASES = {
@@ -48,7 +49,9 @@ CASES = {
 
 
 def package_at(rev: str):
-    """The ``cnce`` package of commit ``rev``, imported under another name."""
+    """The ``cnce`` package of commit ``rev``, imported under another name from its extracted
+    copy (registered in ``sys.modules`` under that name: its relative imports and numba's cache
+    find it there)."""
     sha = git("rev-parse", "--short", rev)
     name = f"cnce_at_{sha}"
     dest = Path(f"/tmp/cnce-at-{sha}")
@@ -57,8 +60,13 @@ def package_at(rev: str):
         tar = subprocess.run(["git", "archive", sha, "cnce"], cwd=ROOT, capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", str(dest)], input=tar, check=True)
         (dest / "cnce").rename(dest / name)
-    sys.path.insert(0, str(dest))
-    return importlib.import_module(name), sha
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, dest / name / "__init__.py",
+                                                      submodule_search_locations=[str(dest / name)])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name], sha
 
 
 def run_case(pkg_new, pkg_old, case, repeats, threads=1):

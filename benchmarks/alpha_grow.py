@@ -3,27 +3,25 @@ instead of its own 4)? The torch path's problems, fitted with both values side b
 process (alternating which runs first): median seconds, Newton iterations in total, and how far
 the estimates move (the committed results of these problems were computed with 4).
 
-    nice -n 10 .venv/bin/python benchmarks/alpha_grow.py [--repeats 3] [--out benchmarks/results/alpha_grow.json]
+    nice -n 10 .venv/bin/python -m benchmarks.alpha_grow [--repeats 3] [--out benchmarks/results/alpha_grow.json]
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+if __name__ == "__main__":  # as a command: one BLAS/OpenMP thread unless the caller's environment names a count
+    from benchmarks.machine import single_thread_env
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import machine_info, single_thread_env  # noqa: E402  (benchmarks/machine.py)
-
-if __name__ == "__main__":
     single_thread_env()
 
 import argparse  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import torch  # noqa: E402
 
 import cnce  # noqa: E402
+from benchmarks.machine import machine_info  # noqa: E402
 from cnce.backends import plan  # noqa: E402
 
 #: name -> (model, method, S, N, kappa): the problems the torch path solves in the committed

@@ -3,7 +3,7 @@ still searching), in one process on the compiled loss, one thread: same eps, tim
 and the number of per-simulation evaluations. Also the fit with the chosen eps, to give the
 heuristic's cost as a fraction of the fit's.
 
-    python benchmarks/eps_active.py [REPEATS] [OUT_JSON]
+    .venv/bin/python -m benchmarks.eps_active [REPEATS] [OUT_JSON]
 """
 import json
 import statistics
@@ -17,8 +17,8 @@ import cnce
 from cnce import _fused
 from cnce.eps import choose_eps
 from cnce.models import ICA, Gaussian
-from machine import machine_info  # benchmarks/machine.py
-from run import heuristic_case  # benchmarks/run.py
+from benchmarks.common import heuristic_case
+from benchmarks.machine import machine_info
 
 REP = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 OUT = sys.argv[2] if len(sys.argv) > 2 else "benchmarks/results/eps-active.json"

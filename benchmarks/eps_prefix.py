@@ -3,7 +3,7 @@ authors' rule on all points, in one process on the compiled loss, one thread: ho
 simulations end at a different eps, how many J evaluations on the prefix and on all points
 it takes, and the time per simulation.
 
-    python benchmarks/eps_prefix.py [REPEATS] [OUT_JSON]
+    .venv/bin/python -m benchmarks.eps_prefix [REPEATS] [OUT_JSON]
 """
 import json
 import statistics
@@ -17,8 +17,8 @@ from cnce import _fused
 from cnce.eps import choose_eps
 from cnce.models import ICA, Gaussian
 from cnce.options import FitOptions
-from machine import machine_info  # benchmarks/machine.py
-from run import heuristic_case  # benchmarks/run.py
+from benchmarks.common import heuristic_case
+from benchmarks.machine import machine_info
 
 REP = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 OUT = sys.argv[2] if len(sys.argv) > 2 else "benchmarks/results/eps-prefix.json"

@@ -1,4 +1,4 @@
-"""Where an ICA fit's time goes, and two attempts at fewer passes (issue 17).
+"""Where an ICA fit's time goes, and two attempts at fewer passes.
 
 For ICA with CNCE and NCE on the compiled kernels, one thread: time per simulation, Newton
 iterations, and the passes over the data per simulation (``FitResult.info["passes"]``: loss
@@ -10,7 +10,7 @@ same fits with (a) a Gauss-Newton subsample of 8192 instead of 32768 pairs
 sampling, as the convex fits use), with the change in final loss against the default and the
 log10 median squared error. Variants alternate in one process.
 
-    python benchmarks/ica_passes.py [S] [REPEATS] [OUT_JSON]
+    .venv/bin/python -m benchmarks.ica_passes [S] [REPEATS] [OUT_JSON]
 """
 import json
 import statistics
@@ -26,7 +26,7 @@ from cnce.backends import plan
 from cnce.models import ICA
 from cnce.noise import NCEGaussianNoise, draw_base
 from cnce.options import NewtonSettings
-from machine import machine_info  # benchmarks/machine.py
+from benchmarks.machine import machine_info
 
 S = int(sys.argv[1]) if len(sys.argv) > 1 else 20
 REP = int(sys.argv[2]) if len(sys.argv) > 2 else 3

@@ -13,7 +13,7 @@ No GPU was lent when this was written, so the answer is an estimate from three p
 
 Writes ``benchmarks/results/image_gpu_estimate.json``. Run::
 
-    nice -n 10 .venv/bin/python benchmarks/image_gpu_estimate.py --threads 2
+    nice -n 10 .venv/bin/python -m benchmarks.image_gpu_estimate --threads 2
 """
 from __future__ import annotations
 

@@ -1,14 +1,13 @@
 """The loss-only pass that the eps heuristic runs (``cnce._fused.loss_all``), before and after a
-change to ``cnce/_fused.py`` (issue 17: the Gaussian's loss-only pass no longer stores the
-features): an old copy of the module (path as the first argument, e.g. ``git show
+change to ``cnce/_fused.py``: an old copy of the module (path as the first argument, e.g. ``git show
 c262aad:cnce/_fused.py > /tmp/old_fused.py``) against the current one on identical inputs, one
 thread, alternating; whether the losses are bitwise equal.
 
-    python benchmarks/loss_only.py /tmp/old_fused.py [OUT_JSON]
+    .venv/bin/python -m benchmarks.loss_only /tmp/old_fused.py [OUT_JSON]
 """
-from machine import machine_info, single_thread_env  # benchmarks/machine.py
+from benchmarks.machine import machine_info, single_thread_env
 
-single_thread_env()  # before numpy loads
+single_thread_env()  # before numpy loads (this module only ever runs as a command)
 
 import importlib.util
 import json

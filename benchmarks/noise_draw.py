@@ -1,9 +1,9 @@
 """Drawing a noise base: ``cnce.noise.draw_streams`` (what ``cnce.fit`` uses when no base is
-given) against ``torch.randn`` of the same shape (what it used before, and what the
-experiments' ``draw_base`` uses), alternating in one process; ``draw_streams`` with 1 and 2
+given) against ``torch.randn`` of the same shape (what the experiments' ``draw_base``
+uses), alternating in one process; ``draw_streams`` with 1 and 2
 threads (the numbers are the same).
 
-    python benchmarks/noise_draw.py [REPEATS] [OUT_JSON]
+    .venv/bin/python -m benchmarks.noise_draw [REPEATS] [OUT_JSON]
 """
 import json
 import statistics
@@ -13,7 +13,7 @@ import time
 import torch
 
 from cnce.noise import draw_streams
-from machine import machine_info  # benchmarks/machine.py
+from benchmarks.machine import machine_info
 
 REP = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 OUT = sys.argv[2] if len(sys.argv) > 2 else "benchmarks/results/noise-draw.json"

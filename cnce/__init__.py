@@ -25,7 +25,9 @@ The rooms, one job each:
 * :mod:`cnce.names` -- typed names: jobs, ablation cells, the notebook registry;
 * :mod:`cnce.report` -- what a page reports: glued numbers, verdict blocks, t intervals;
 * :mod:`cnce.batch` / :mod:`cnce.book` -- notebook reruns and goldens / the book build;
-* :mod:`cnce.cli` / :mod:`cnce.precompile` -- ``python -m cnce`` / ahead-of-time kernel compilation.
+* :mod:`cnce.kernel_env` -- the environment of notebook kernels and child processes (threads, hash seed, CPU);
+* :mod:`cnce.cli` / :mod:`cnce.precompile` -- ``python -m cnce`` / ahead-of-time kernel compilation;
+* :mod:`cnce.speed` -- the benchmark tables (``benchmarks/results``) for the book's speed page.
 """
 __version__ = "0.1.0"
 

@@ -1242,7 +1242,7 @@ def ica_mle_all(X, theta0, settings, *, a, threads: int):
     return out
 
 
-#: at most this many threads (as numba's own pool was): more than the CPUs only slow the fit
+#: at most this many threads: more than the CPUs only slow the fit
 _CPUS = os.cpu_count() or 1
 _POOLS: dict[tuple[int, int], ThreadPoolExecutor] = {}
 _POOLS_LOCK = threading.Lock()

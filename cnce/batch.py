@@ -12,16 +12,13 @@ Command line (registered into ``python -m cnce``):
   one torch thread, progress bars off).
 
 The notebooks are Jupytext percent-format ``.py`` files under ``notebooks/``; everything here
-is generic over whichever notebooks exist there. The environment the notebook kernels run
-under (threads, a fixed hash seed, the generic CPU of the goldens' check) is set here
-(:data:`GOLDEN_ENV`, :func:`thread_env`, :func:`generic_cpu_env`, :func:`deterministic_env`);
-the book build is :mod:`cnce.book`.
+is generic over whichever notebooks exist there. The environment the kernels run under
+(threads, a fixed hash seed) comes from :mod:`cnce.kernel_env`; the book build is :mod:`cnce.book`.
 """
 from __future__ import annotations
 
 import argparse
 import ast
-import contextlib
 import csv
 import datetime as _dt
 import json
@@ -31,16 +28,14 @@ import time
 import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from ._validation import check_positive_int
+from .kernel_env import GOLDEN_ENV, deterministic_env, thread_env
 from .provenance import REPO_ROOT
 
 __all__ = [
     "SCALES",
-    "GOLDEN_ENV",
-    "generic_cpu_env",
-    "repo_root",
     "default_notebooks_dir",
     "default_golden_dir",
     "find_notebooks",
@@ -48,15 +43,9 @@ __all__ = [
     "notebook_parameters",
     "parse_parameter",
     "code_cells",
-    "deterministic_env",
-    "thread_env",
     "BatchResult",
     "run_batch",
     "regenerate_goldens",
-    "book_sources_hash",
-    "book_is_current",
-    "build_book",
-    "prefill_execution_cache",
     "register",
 ]
 
@@ -64,57 +53,19 @@ __all__ = [
 SCALES = ("quick", "paper")
 
 
-def thread_env(threads: int) -> dict[str, str]:
-    """The environment that gives a notebook kernel ``threads`` BLAS/OpenMP threads."""
-    return {k: str(int(threads)) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
-
-
-#: Environment the golden notebooks are generated and checked under, and the book is built
-#: under (kernel processes inherit it): one CPU thread for reproducible floating point, no
-#: GPU (device="auto" resolves to the CPU everywhere), fixed hashing, and no progress bars
-#: (their timings differ between runs). Idle OpenMP threads sleep instead of spinning
-#: (``OMP_WAIT_POLICY``; no effect on results): where a kernel runs on more threads than the
-#: machine has free cores (the test suite's check with two threads, beside the book build and
-#: another worker on two cores), spinning threads took the cores from the working ones and
-#: notebook 08 took 426 s instead of 76 s (measured).
-GOLDEN_ENV: dict[str, str] = {
-    **thread_env(1),
-    "PYTHONHASHSEED": "0",
-    "TQDM_DISABLE": "1",
-    "CUDA_VISIBLE_DEVICES": "",
-    "OMP_WAIT_POLICY": "PASSIVE",
-}
-
-
-def generic_cpu_env(root: str | os.PathLike | None = None) -> dict[str, str]:
-    """The environment that stands in for another x86-64 CPU than this one: numba compiles
-    for a generic x86-64 (no AVX, no FMA) into a cache of its own (``runs/numba-cache/generic``,
-    kept between runs; git ignores ``runs/``), and torch runs its baseline kernels. The golden
-    notebooks are checked under it (``tests/golden/conftest.py``); ``scripts/test.sh`` compiles
-    the kernels for it first (``python -m cnce compile``)."""
-    root = Path(root) if root is not None else repo_root()
-    return {"NUMBA_CPU_NAME": "generic", "ATEN_CPU_CAPABILITY": "default",
-            "NUMBA_CACHE_DIR": str(root / "runs" / "numba-cache" / "generic")}
-
-
 #: Golden notebooks are executed with the notebook's own default parameters except these.
 GOLDEN_PARAMETERS: dict[str, Any] = {"scale": "quick", "seed": 0}
 
 
 # --------------------------------------------------------------------------- locations
-def repo_root() -> Path:
-    """The repository that holds this package (:data:`cnce.provenance.REPO_ROOT`)."""
-    return REPO_ROOT
-
-
 def default_notebooks_dir() -> Path:
     """``notebooks/`` of the repository, else of the current directory."""
-    here = repo_root() / "notebooks"
+    here = REPO_ROOT / "notebooks"
     return here if here.is_dir() else Path.cwd() / "notebooks"
 
 
 def default_golden_dir() -> Path:
-    return repo_root() / "tests" / "golden"
+    return REPO_ROOT / "tests" / "golden"
 
 
 def find_notebooks(names: Sequence[str] | None = None, notebooks_dir: str | Path | None = None) -> list[Path]:
@@ -217,20 +168,6 @@ def parse_parameter(text: str) -> Any:
         if low in ("none", "null"):
             return None
         return text
-
-
-@contextlib.contextmanager
-def deterministic_env(extra: Mapping[str, str] | None = None) -> Iterator[None]:
-    """Temporarily set environment variables, inherited by the processes started inside.
-
-    This is the one place where ``cnce`` touches the process environment: notebook kernels
-    (papermill, nbval, jupyter-book) run in child processes, and thread counts and hash
-    seeds (:data:`GOLDEN_ENV`) reach them only through their environment. The library itself
-    reads no environment variable; its settings are :class:`cnce.FitOptions`."""
-    from unittest import mock
-
-    with mock.patch.dict(os.environ, dict(extra or {})):
-        yield
 
 
 # --------------------------------------------------------------------------- batch
@@ -515,14 +452,3 @@ def register(subparsers) -> None:
     g.add_argument("--notebooks-dir", default=None, help=argparse.SUPPRESS)
     g.set_defaults(func=_cmd_goldens)
 
-
-_BOOK_NAMES = ("book_sources_hash", "book_is_current", "build_book", "prefill_execution_cache")
-
-
-def __getattr__(name):
-    """The book build's names, kept here for callers of ``cnce.batch`` (their home: :mod:`cnce.book`)."""
-    if name in _BOOK_NAMES:
-        from . import book
-
-        return getattr(book, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,6 +1,6 @@
 """The book build: ``python -m cnce book`` builds the Jupyter Book into ``_build/html`` at quick
 scale, with every notebook executed through the execution cache (two at a time, largest first,
-:func:`prefill_execution_cache`) under the goldens' environment (:data:`cnce.batch.GOLDEN_ENV`),
+:func:`prefill_execution_cache`) under the goldens' environment (:data:`cnce.kernel_env.GOLDEN_ENV`),
 and knows whether a built book is current (:func:`book_is_current`).
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ._validation import check_positive_int
-from .batch import GOLDEN_ENV, deterministic_env, thread_env
+from .kernel_env import GOLDEN_ENV, deterministic_env, thread_env
 from .provenance import REPO_ROOT
 
 __all__ = ["book_sources_hash", "book_is_current", "build_book", "prefill_execution_cache", "register"]

@@ -54,7 +54,7 @@ def compile_kernels(*, progress=None) -> dict[str, float]:
 def _cmd_compile(args) -> int:
     if args.cpu == "generic":
         # numba reads its target CPU when it is imported: compile in a process started for it
-        from .batch import deterministic_env, generic_cpu_env
+        from .kernel_env import deterministic_env, generic_cpu_env
 
         with deterministic_env(generic_cpu_env()):
             return subprocess.run([sys.executable, "-m", "cnce", "compile"]).returncode
@@ -81,5 +81,5 @@ def register(subparsers) -> None:
                         "during its first fits, in every process that starts before the cache exists)")
     p.add_argument("--cpu", choices=("native", "generic"), default="native",
                    help="'generic': for a generic x86-64, into runs/numba-cache/generic: the cache of the golden "
-                        "notebooks' check on another CPU (cnce.batch.generic_cpu_env)")
+                        "notebooks' check on another CPU (cnce.kernel_env.generic_cpu_env)")
     p.set_defaults(func=_cmd_compile)

@@ -43,7 +43,7 @@
 # committed one (or the one named below).
 scale = "quick"
 # the stored study shown: "nn-study" is the committed one; compute another
-# with `python -m cnce.nn.study --name NAME` (about 45 min on one CPU core)
+# with `python -m cnce nn-study --name NAME` (about 45 min on one CPU core)
 study = "nn-study"
 # seed of the small run this page trains itself (samples and the checks)
 seed = 0
@@ -66,7 +66,7 @@ LABELS = plots.LABELS
 stored = nn_study.load(study)
 if stored is None:
     raise FileNotFoundError(f"no stored study {study!r}; compute it with "
-                            f"`python -m cnce.nn.study --name {study}`")
+                            f"`python -m cnce nn-study --name {study}`")
 rows, prov = stored
 sc = nn_study.StudySettings(**prov["settings"])
 n_runs = len(nn_study.candidates(sc))
@@ -467,7 +467,7 @@ print("truth: [[1.00, 0.60], [0.60, 2.00]]; truth + I: [[2.00, 0.60], [0.60, 3.0
 #
 # ## Reproduce it
 #
-# - The study: `python -m cnce.nn.study` (one CPU thread; it writes
+# - The study: `python -m cnce nn-study` (one CPU thread; it writes
 #   `data/results/paper/nn-study.csv` row by row, resumes where it stopped, refuses to mix
 #   code versions, and records the commit); this page reads it.
 # - Your own network: `cnce.nn.train(net, x, method="cnce", steps=..., batch_size=...,

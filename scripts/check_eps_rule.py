@@ -1,8 +1,8 @@
-"""Would the authors' eps rule change the committed paper-scale results? (issue 13)
+"""Would the authors' eps rule change the committed paper-scale results?
 
-``cnce.eps.choose_eps`` used to fix the direction (grow or shrink) at the first evaluation
-and to clamp eps at the cap; it now follows the authors' loop (both conditions re-tested at
-every step, the multiplier tested against the cap before each step, no clamp). A fit is a
+``cnce.eps.choose_eps`` follows the authors' loop (both conditions re-tested at every step, the
+multiplier tested against the cap before each step, no clamp); :func:`previous_rule` fixes the
+direction (grow or shrink) at the first evaluation and clamps eps at the cap. A fit is a
 deterministic function of eps (same data, initial parameters and noise base), so the
 committed results change exactly where the two rules choose different eps.
 
@@ -35,11 +35,11 @@ from cnce.losses import LOG4
 
 
 def previous_rule(J_of_eps, x, rule: EpsRule = AUTHORS_RULE):
-    """The rule as it was before issue 13 (first direction kept; eps clamped at the cap)."""
+    """The rule compared with the authors' loop: the first direction kept, eps clamped at the cap."""
     S = x.shape[0]
     unit = data_scale(x) if rule.relative else torch.ones(S, dtype=x.dtype, device=x.device)
     unit = torch.where(unit > 0, unit, torch.ones_like(unit))
-    # the Bernoulli rule's old cap was the admissible 1 (now ``limit``), the continuous rule's 1000 x scale
+    # this rule caps the Bernoulli rule at the admissible 1 (``limit``), the continuous rule at 1000 x scale
     cap = rule.cap * unit if rule.limit is None else torch.full_like(unit, rule.limit)
     eps = torch.clamp(rule.start * unit, max=cap)
     J = J_of_eps(eps)

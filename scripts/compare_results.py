@@ -6,7 +6,7 @@ study, row by row (matched on method, N, kappa, sim and, where present, eps_sett
 Prints, per study, how many rows have identical error / eps / loss (as stored: 9 significant
 digits), the largest relative difference of each, and the largest relative difference of the
 median error over the (method, N, kappa) cells. Used for the "results do not move" checks of
-code changes (issue 12's redesign).
+code changes that must not change results (a refactoring of the runner or the solvers).
 """
 import json
 import sys

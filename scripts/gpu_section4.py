@@ -1,4 +1,4 @@
-"""Section 4 on one lent GPU, as one time-boxed, resumable command (the runs of issue 35).
+"""Section 4 on one lent GPU, as one time-boxed, resumable command (the runs listed below).
 
     PYTHONPATH=. python3 scripts/gpu_section4.py --out "$OUT" --budget 500 --commit <HEAD> --images data/photos/pack.npz
 
@@ -10,11 +10,11 @@ runs are packed too (their ``state.pt`` holds every finished meta-iteration), so
 ran is lost when the time runs out.
 
 * ``shown/s2``: a third seed of the four-layer run the image page shows
-  (``paper-l3-ensemble``: the authors' recipe with the project's earlier layer-3 input, on the
+  (``paper-l3-ensemble``: the authors' recipe with the ensemble-centred layer-3 input, on the
   bundled photographs; seeds 0 and 1 are ``data/weights/paper*``);
 * ``photos/s<k>``: the ``paper`` recipe (the authors' layer-3 input: per-sample mean removed,
   PCA on 400,000 samples) on the photo pack (``--images``), all four layers, seeds 0-2;
-* ``pca/<n>/s<k>``: the test of the earlier failure: layer 1 of the L-BFGS, main-set cell
+* ``pca/<n>/s<k>``: the test of the L-BFGS main-set cell's failure: its layer 1
   (``ablation_config(paper, "lbfgs", "main")``) for 20 meta-iterations (two main sets), PCA fitted
   on 50,000 or 400,000 patches, seeds 0-1, logging the oriented share and J on unseen patches;
 * ``d2/s<k>``: Supp. D.2 (CNCE, NCE with c reset, NCE with c carried over) for seeds 1 and 2,
@@ -309,7 +309,7 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--scale", default="paper", choices=("paper", "smoke"))
     ap.add_argument("--round", default="runs", choices=("runs", "l3-input"),
-                    help="runs: the runs of issue 35; l3-input: layers 3-4 with the other layer-3 input")
+                    help="runs: the runs listed in the docstring; l3-input: layers 3-4 with the other layer-3 input")
     ap.add_argument("--workers", type=int, default=6)
     ap.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--t-end", type=float, default=None, help=argparse.SUPPRESS)

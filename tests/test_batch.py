@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from cnce import batch, book
+from cnce.provenance import REPO_ROOT
 from cnce.cli import main
 
 OK_NB = '''# %% [markdown]
@@ -130,7 +131,7 @@ def test_goldens_command_names_failures(nb_dir, tmp_path, capsys):
 # --------------------------------------------------------------------------- book build
 def _tiny_book(root: Path, notebook: str, page: str = "# Intro\n\nHello.\n") -> Path:
     """A copy of the real book configuration with one page and one notebook."""
-    real = batch.repo_root()
+    real = REPO_ROOT
     (root / "book").mkdir(parents=True)
     (root / "notebooks").mkdir()
     (root / "_config.yml").write_text((real / "_config.yml").read_text())
@@ -151,58 +152,58 @@ def test_book_build_succeeds_and_is_current(tmp_path):
     (root / "notebooks" / "02_nb.py").write_text(OK_NB.replace("alpha = 1.5", "alpha = 2.5"))
     (root / "book" / "extra.py").write_text(OK_NB)  # not in the table of contents: not executed
     assert book._book_notebooks(root) == [(root / "notebooks" / f"0{i}_nb.py").resolve() for i in (1, 2)]
-    assert not batch.book_is_current(root)
-    done = batch.prefill_execution_cache(root, 2)
+    assert not book.book_is_current(root)
+    done = book.prefill_execution_cache(root, 2)
     assert sorted(Path(p).name for p in done) == ["01_nb.py", "02_nb.py"]
-    assert batch.prefill_execution_cache(root, 2) == []  # both are in the cache now
+    assert book.prefill_execution_cache(root, 2) == []  # both are in the cache now
 
     def records():
         return sorted((r.pk, r.created) for r in get_cache(str(root / ".jupyter_cache")).list_cache_records())
 
     before = records()
-    batch.build_book(root=root, jobs=2)
+    book.build_book(root=root, jobs=2)
     assert records() == before  # the build used them and executed nothing again
     assert "alpha 2.5" in (root / "_build/html/notebooks/02_nb.html").read_text()
-    assert batch.book_is_current(root)
+    assert book.book_is_current(root)
     (root / "book" / "intro.md").write_text("# Intro\n\nEdited.\n")
-    assert not batch.book_is_current(root)
+    assert not book.book_is_current(root)
 
 
 def test_book_sources_hash_ignores_jupyterlab_outputs(tmp_path):
     """Opening a notebook in JupyterLab (scripts/lab.sh) writes a paired notebooks/NN.ipynb and
     .ipynb_checkpoints/, which the book never reads: they must not make a built book stale."""
     root = _tiny_book(tmp_path / "b", OK_NB)
-    before = batch.book_sources_hash(root)
+    before = book.book_sources_hash(root)
     (root / "notebooks" / "01_nb.ipynb").write_text("{}")
     (root / "notebooks" / ".ipynb_checkpoints").mkdir()
     (root / "notebooks" / ".ipynb_checkpoints" / "01_nb-checkpoint.py").write_text("# x\n")
-    assert batch.book_sources_hash(root) == before
+    assert book.book_sources_hash(root) == before
     (root / "notebooks" / "01_nb.py").write_text(OK_NB + "\n# %%\n1\n")
-    assert batch.book_sources_hash(root) != before
+    assert book.book_sources_hash(root) != before
 
 
 def test_book_build_fails_loudly_on_a_failing_cell(tmp_path):
     root = _tiny_book(tmp_path / "b", BAD_NB)
-    assert batch.prefill_execution_cache(root, 2) == []  # a failure is not cached: the build executes it again
+    assert book.prefill_execution_cache(root, 2) == []  # a failure is not cached: the build executes it again
     with pytest.raises(RuntimeError, match="book build failed"):
-        batch.build_book(root=root)
-    assert not batch.book_is_current(root)
+        book.build_book(root=root)
+    assert not book.book_is_current(root)
 
 
 def test_book_build_fails_on_a_warning(tmp_path):
     root = _tiny_book(tmp_path / "b", OK_NB, page="# Intro\n\nSee {doc}`no-such-page`.\n")
     with pytest.raises(RuntimeError, match="book build failed"):
-        batch.build_book(root=root)
-    batch.build_book(root=root, strict=False)  # drafting mode keeps going
+        book.build_book(root=root)
+    book.build_book(root=root, strict=False)  # drafting mode keeps going
 
 
 def test_build_book_validates_arguments(tmp_path):
     with pytest.raises(ValueError, match="threads"):
-        batch.build_book(root=tmp_path, threads=0)
+        book.build_book(root=tmp_path, threads=0)
     with pytest.raises(ValueError, match="jobs"):
-        batch.build_book(root=tmp_path, jobs=0)
+        book.build_book(root=tmp_path, jobs=0)
     with pytest.raises(ValueError, match="_config.yml"):
-        batch.build_book(root=tmp_path)
+        book.build_book(root=tmp_path)
 
 
 def test_a_page_number_names_its_notebook_before_an_appendix(tmp_path):

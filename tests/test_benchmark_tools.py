@@ -1,11 +1,10 @@
 """The tools behind the book's "the rerun reproduces the committed results" sentence and the
-suite's per-study times: ``scripts/compare_results.py`` and ``benchmarks/run.py``'s
-``study_seconds``, on inputs whose answers are known."""
+suite's per-study times: ``scripts/compare_results.py`` and ``benchmarks.e2e.study_seconds``, on
+inputs whose answers are known."""
 from __future__ import annotations
 
 import importlib.util
 import json
-import os
 from pathlib import Path
 
 import pandas as pd
@@ -15,14 +14,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _load(path, name):
-    env = dict(os.environ)  # benchmarks/run.py sets thread variables at import: keep them out of this process
     spec = importlib.util.spec_from_file_location(name, ROOT / path)
     mod = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(mod)
-    finally:
-        os.environ.clear()
-        os.environ.update(env)
+    spec.loader.exec_module(mod)
     return mod
 
 
@@ -47,11 +41,12 @@ def test_compare_results_counts_the_rows_that_moved(tmp_path):
 
 
 def test_study_seconds_sums_one_experiments_runs(tmp_path):
-    run = _load("benchmarks/run.py", "bench_run")
+    from benchmarks.e2e import study_seconds
+
     runs = [dict(experiment="consistency", compute_seconds=1.5), dict(experiment="nce", compute_seconds=2.0),
             dict(experiment="consistency", compute_seconds=0.25)]
     (tmp_path / "ica.provenance.json").write_text(json.dumps(dict(study="ica", runs=runs)))
     (tmp_path / "gaussian.provenance.json").write_text(json.dumps(dict(study="gaussian", runs=runs[1:2])))
-    assert run.study_seconds(tmp_path, "consistency") == {"ica": 1.75}
-    assert run.study_seconds(tmp_path, "nce") == {"gaussian": 2.0, "ica": 2.0}
-    assert run.study_seconds(tmp_path, "ring") == {}
+    assert study_seconds(tmp_path, "consistency") == {"ica": 1.75}
+    assert study_seconds(tmp_path, "nce") == {"gaussian": 2.0, "ica": 2.0}
+    assert study_seconds(tmp_path, "ring") == {}

@@ -130,7 +130,7 @@ def test_rerun_box_names_commands_and_measured_times():
     assert "GPU" in box6 and ("image-train" in box6 or "GPU command" in box6)
 
 
-# --- sources shipped with the book, the repository setting, the cost table (issue 36) --------
+# --- sources shipped with the book, the repository setting, the cost table -------------------
 
 def test_no_repository_button_while_the_address_is_empty():
     ext = _ext()

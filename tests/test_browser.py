@@ -22,11 +22,13 @@ from urllib.parse import unquote, urlparse
 import pytest
 import yaml
 
-from cnce.batch import book_is_current, build_book, find_notebooks, repo_root
+from cnce.batch import find_notebooks
+from cnce.book import book_is_current, build_book
+from cnce.provenance import REPO_ROOT
 
 pytestmark = pytest.mark.browser
 
-ROOT = repo_root()
+ROOT = REPO_ROOT
 HTML = ROOT / "_build" / "html"
 MIN_FIGURE_PX = 40  # a real plot is far larger; a broken or placeholder image is 0 or a few px
 
@@ -242,7 +244,7 @@ def test_every_notebook_has_a_page(book):
     assert not reports, f"notebooks that failed during the build: {reports}"
 
 
-# --- every results page argues: the verdict first (issue 25) ----------------------------------
+# --- every results page argues: the verdict first ---------------------------------------------
 
 #: The results pages: each shows a verdict block (``cnce.report.glue_verdict``) in its first screen.
 RESULTS_PAGES = [p for p in PAGES if re.match(r"notebooks/0[1-8]_", p)]

@@ -189,7 +189,7 @@ def test_claim_rows_from_other_modules_join_the_table_and_the_tally():
         claims.claims_table({"gaussian": table()}, n_boot=100, extra_rows=[extra.as_dict()])
 
 
-# --- the claims page and the results pages agree (issue 25) ---------------------------------
+# --- the claims page and the results pages agree --------------------------------------------
 
 import html as _html  # noqa: E402
 import json  # noqa: E402

@@ -11,7 +11,7 @@ from cnce.images import train as image_train
 from cnce.losses import LOG4
 
 
-# -- the scalar loops the image trainer used before its rules moved to cnce.eps (references) --
+# -- the rules written as scalar loops, one value at a time: references for cnce.eps's batched rules --
 def carry_scalar(J_of_eps, *, eps0: float = 0.5, cap: float = 4.0, max_steps: int = 20,
                too_close: float = 0.05, too_easy: float = 0.2, grow: float = 1.15):
     """The image-model epsilon rule (experiment settings; the paper only sketches it, Sec. 2).

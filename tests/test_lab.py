@@ -33,12 +33,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from cnce.batch import read_notebook, repo_root
+from cnce.batch import read_notebook
+from cnce.provenance import REPO_ROOT
 
 # one JupyterLab server for the module: its tests stay on one pytest-xdist worker (--dist loadgroup)
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("lab")]
 
-ROOT = repo_root()
+ROOT = REPO_ROOT
 NB_DIR = ROOT / "notebooks"
 QUICKSTART = NB_DIR / "00_quickstart.py"
 PAIRED = NB_DIR / "00_quickstart.ipynb"

@@ -112,3 +112,12 @@ def test_eps_auto_is_the_rule_the_committed_study_picks():
     assert picked == package
     assert not prov["runs"][0]["environment"]["git_dirty_package"]
     assert {r["environment"]["package_source_sha256"] for r in prov["runs"]} == {prov["package_source_sha256"]}
+
+
+def test_nn_study_is_a_cnce_command():
+    """The study runs as ``python -m cnce nn-study``, registered like every other command."""
+    from cnce.cli import build_parser
+
+    args = build_parser().parse_args(["nn-study", "--settings", "tiny", "--name", "x", "--limit-seconds", "5"])
+    assert (args.settings, args.name, args.limit_seconds, args.allow_dirty) == ("tiny", "x", 5.0, False)
+    assert args.func.__module__ == "cnce.nn.cli"

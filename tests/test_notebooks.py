@@ -18,8 +18,8 @@ from cnce.batch import (
     find_notebooks,
     notebook_parameters,
     read_notebook,
-    repo_root,
 )
+from cnce.provenance import REPO_ROOT
 
 NOTEBOOKS = find_notebooks()
 GOLDEN_DIR = default_golden_dir()
@@ -71,7 +71,7 @@ def test_notebook_starts_with_a_title(path):
 
 
 def test_toc_covers_every_notebook_and_book_page():
-    toc = yaml.safe_load((repo_root() / "_toc.yml").read_text())
+    toc = yaml.safe_load((REPO_ROOT / "_toc.yml").read_text())
     entries = [toc["root"]]
     for part in toc.get("parts", []):
         for ch in part.get("chapters", []):
@@ -80,4 +80,4 @@ def test_toc_covers_every_notebook_and_book_page():
     for page in ("book/intro", "book/reproduce", "book/differences", "book/references", "book/authors-code",
                  "book/glossary", "book/speed"):
         assert page in entries, f"{page} missing from _toc.yml"
-        assert (repo_root() / f"{page}.md").is_file()
+        assert (REPO_ROOT / f"{page}.md").is_file()

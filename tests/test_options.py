@@ -18,9 +18,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_no_environment_reads_in_the_package():
     hits = subprocess.run(["grep", "-rn", "os.environ", "cnce/", "--include=*.py"], cwd=ROOT, capture_output=True,
                           text=True).stdout.splitlines()
-    # one documented place: batch.deterministic_env sets the environment of the notebook kernels
+    # one documented place: kernel_env.deterministic_env sets the environment of the notebook kernels
     # it starts (OMP threads, ...); it writes, never reads a switch
-    assert len(hits) == 1 and hits[0].startswith("cnce/batch.py"), hits
+    assert len(hits) == 1 and hits[0].startswith("cnce/kernel_env.py"), hits
     getenv = subprocess.run(["grep", "-rn", "getenv", "cnce/", "--include=*.py"], cwd=ROOT, capture_output=True,
                             text=True).stdout.splitlines()
     assert getenv == []

@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from cnce.batch import generic_cpu_env, repo_root
+from cnce.kernel_env import generic_cpu_env
+from cnce.provenance import REPO_ROOT
 
-ROOT = repo_root()
+ROOT = REPO_ROOT
 GOLDENS = sorted(str(p) for p in (ROOT / "tests" / "golden").glob("*.ipynb"))
 
 

@@ -1,4 +1,4 @@
-"""Numbers in notebook prose come from the run (issue 13): a result is inserted with myst-nb's
+"""Numbers in notebook prose come from the run: a result is inserted with myst-nb's
 ``glue`` (``{glue:text}`name```), which the strict book build checks, never typed by hand.
 
 This test lists the numbers that the markdown cells of notebooks 00-05 and of the claims page

@@ -25,7 +25,6 @@ labels, sorted by author and year; it prints each entry's DOI or URL as a link.
 from __future__ import annotations
 
 import codecs
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -46,10 +45,9 @@ BOOK_COMMAND = ".venv/bin/python benchmarks/run.py --e2e --book --experiments --
 
 
 def _summarize():
-    spec = importlib.util.spec_from_file_location("cnce_benchmarks_summarize", BENCH / "summarize.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    from cnce import speed
+
+    return speed
 
 
 def _insert_benchmarks(app, docname, source):
@@ -60,7 +58,7 @@ def _insert_benchmarks(app, docname, source):
         raise RuntimeError(f"{docname}: {MARK} needs the benchmark results in {BENCH / 'results'}; none found")
     for f in files:
         app.env.note_dependency(str(f))
-    app.env.note_dependency(str(BENCH / "summarize.py"))
+    app.env.note_dependency(_summarize().__file__)
     text = _summarize().render(include_notes=False, include_history=False)
     text = "\n".join("#" + line if line.startswith("## ") else line for line in text.splitlines())  # sections -> level 3
     source[0] = source[0].replace(MARK, text)
@@ -92,7 +90,7 @@ def book_times_markdown(path: Path = BOOK_TIMES) -> str:
     return "\n".join(out)
 
 
-# --- what each result costs (issue 36) ------------------------------------------------------
+# --- what each result costs -------------------------------------------------------------------
 
 COSTS_MARK = "<!-- generated: costs -->"
 #: Where the cost page's per-notebook rows go; filled when the page is written (the notebooks'
@@ -517,7 +515,7 @@ register_plugin("pybtex.style.labels", "cnce-author-year", _AuthorYearLabels)
 register_plugin("pybtex.style.formatting", "cnce", _CnceStyle)
 
 
-# --- where the book comes from (issue 25) ------------------------------------------------------
+# --- where the book comes from ----------------------------------------------------------------
 
 #: The paper, for the links on "Fig. N" / "Supp. Fig. N" in every page's text.
 PAPER_PDF = "https://proceedings.mlr.press/v80/ceylan18a/ceylan18a.pdf"

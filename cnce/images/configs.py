@@ -78,10 +78,10 @@ class ImageConfig:
     # layer-3 unit while training layer 3: "max" (authors' rectifying activator) or "linear"
     l3_nonlinearity: str = "max"
     # the layer-3 input (the whitening of z2 before the intermediate gain control):
-    # "ensemble" removes the ensemble mean of z2 before the PCA (the project's earlier input, and
-    # what a saved config without this key used); "sample" first removes each sample's mean over
+    # "ensemble" removes the ensemble mean of z2 before the PCA (the default, so that a saved
+    # config without this key reads as what it computed); "sample" first removes each sample's mean over
     # its K2 layer-2 outputs (the authors' code), then the ensemble mean. The PCA is fitted on
-    # `n_whiten3` samples (None: max(n_patches[2], 4 K2), the earlier size).
+    # `n_whiten3` samples (None: max(n_patches[2], 4 K2), the size of a saved config without this key).
     l3_centre: str = "ensemble"
     n_whiten3: int | None = None
     # CNCE

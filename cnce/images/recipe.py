@@ -34,8 +34,8 @@ __all__ = ["image_seed", "whitener_seed", "choose_eps_carry", "choose_eps_author
 #: The seed of one random draw of an image-model run, :func:`cnce.provenance.int_seed` of
 #: ``(seed, layer, m, k)`` for meta-iteration ``m`` of ``layer``: ``k`` = 0 fresh patches, 1 the
 #: noise generator, 2 a main set, 3 the unseen patches, 97 the planted pooling start, 98 the
-#: layer-3 PCA sample; :func:`whitener_seed` is ``(0, 0, 99)``. Every committed image run was
-#: drawn with it.
+#: layer-3 PCA sample; :func:`whitener_seed` is ``(0, 0, 99)``. The committed image runs are drawn
+#: with it.
 image_seed = provenance.int_seed
 
 

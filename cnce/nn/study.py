@@ -19,13 +19,12 @@ validation log-likelihood among three (CNCE: the three fixed eps; DSM: three sig
 SSM: three learning rates), and reports its test log-likelihood: every method gets the same
 budget of three trained candidates and the same validation data.
 
-``python -m cnce.nn.study`` writes ``data/results/paper/nn-study.csv`` row by row (atomically;
-rerunning resumes where it stopped, and refuses to mix code versions) and its provenance
-``nn-study.json``.
+``python -m cnce nn-study`` (:func:`write_study`) writes ``data/results/paper/nn-study.csv`` row
+by row (atomically; rerunning resumes where it stopped, and refuses to mix code versions) and its
+provenance ``nn-study.json``.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from dataclasses import asdict, dataclass
@@ -39,7 +38,7 @@ from .toys import _log_phi_on  # noqa: PLC2701 (the held-out points share one lo
 from .train import train
 
 __all__ = ["StudySettings", "SETTINGS", "FIXED_EPS", "DSM_SIGMAS", "LR_FACTORS", "RULES", "run_study", "cells",
-           "results_path", "load"]
+           "results_path", "load", "write_study"]
 
 #: fixed eps, in data scales of the training data
 FIXED_EPS = (0.3, 1.0, 3.0)
@@ -195,25 +194,28 @@ def load(name: str = "nn-study"):
     return pd.read_csv(p, keep_default_na=True, dtype={"error": "string"}).fillna({"error": ""}), prov
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m cnce.nn.study", description=__doc__.split("\n")[0])
-    ap.add_argument("--settings", choices=sorted(SETTINGS), default="paper")
-    ap.add_argument("--name", default="nn-study")
-    ap.add_argument("--limit-seconds", type=float, default=None, help="stop (resumably) after this long")
-    ap.add_argument("--allow-dirty", action="store_true", help="for trying the code out only")
-    a = ap.parse_args(argv)
-    torch.set_num_threads(1)
+def write_study(settings: str = "paper", name: str = "nn-study", *, limit_seconds: float | None = None,
+                allow_dirty: bool = False, log=print):
+    """Run the study with the named ``settings`` into ``data/results/paper/<name>.csv`` and its
+    provenance ``<name>.json`` (what ``python -m cnce nn-study`` runs, :mod:`cnce.nn.cli`).
+
+    Rows are written atomically as they finish; a second call resumes where the first stopped.
+    Raises ``RuntimeError`` when ``cnce/`` has uncommitted changes (unless ``allow_dirty``, for
+    trying the code out) or when the stored table holds other settings or was computed by other
+    code (one table, one version of the code). Returns the rows and the table's path."""
+    if settings not in SETTINGS:
+        raise ValueError(f"settings must be one of {sorted(SETTINGS)}; got {settings!r}")
     env = environment_record("cpu")
-    if env["git_dirty_package"] and not a.allow_dirty:
-        raise SystemExit("cnce/ has uncommitted changes: commit first (results must come from a clean commit)")
-    p = results_path(a.name)
-    old = load(a.name)
+    if env["git_dirty_package"] and not allow_dirty:
+        raise RuntimeError("cnce/ has uncommitted changes: commit first (results must come from a clean commit)")
+    p = results_path(name)
+    old = load(name)
     prov = old[1] if old else {}
-    if old and prov.get("settings") != asdict(SETTINGS[a.settings]):
-        raise SystemExit(f"{p} holds a study with other settings; move it away first")
+    if old and prov.get("settings") != asdict(SETTINGS[settings]):
+        raise RuntimeError(f"{p} holds a study with other settings; move it away first")
     if old and prov["runs"][0]["environment"]["package_source_sha256"] != env["package_source_sha256"]:
-        raise SystemExit(f"{p} was computed by other code (package source hash differs): one table, one version "
-                         "of the code; move it away first")
+        raise RuntimeError(f"{p} was computed by other code (package source hash differs): one table, one version "
+                           "of the code; move it away first")
     runs = prov.get("runs", []) + [dict(started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), environment=env)]
     t0 = time.time()
 
@@ -221,7 +223,7 @@ def main(argv=None):
         runs[-1]["wall_seconds"] = time.time() - t0
         runs[-1]["rows_total"] = n_rows
         atomic_write_text(p.with_suffix(".json"), json.dumps(
-            dict(settings=asdict(SETTINGS[a.settings]), settings_name=a.settings, git_commit=runs[0]["environment"]["git_commit"],
+            dict(settings=asdict(SETTINGS[settings]), settings_name=settings, git_commit=runs[0]["environment"]["git_commit"],
                  package_source_sha256=env["package_source_sha256"], runs=runs), indent=1, default=str))
 
     def save(df):
@@ -229,12 +231,8 @@ def main(argv=None):
         atomic_write_text(p, df.to_csv(index=False))
         write_prov(len(df))
 
-    df = run_study(a.settings, stored=old[0] if old else None, save=save, log=lambda s: print(s, flush=True),
-                   limit_seconds=a.limit_seconds)
+    df = run_study(settings, stored=old[0] if old else None, save=save, log=log, limit_seconds=limit_seconds)
     save(df)
-    total = len(cells(SETTINGS[a.settings])) * len(candidates(SETTINGS[a.settings]))
-    print(f"{len(df)} of {total} rows in {p} ({time.time() - t0:.0f} s this run)")
-
-
-if __name__ == "__main__":
-    main()
+    total = len(cells(SETTINGS[settings])) * len(candidates(SETTINGS[settings]))
+    log(f"{len(df)} of {total} rows in {p} ({time.time() - t0:.0f} s this run)")
+    return df, p

@@ -32,7 +32,7 @@ __all__ = ["TOYS", "CASES", "DATASETS", "sample_toy", "ImproperDensityError", "n
            "grid_log_normaliser", "log_likelihood", "BOX"]
 
 TOYS = ("8gaussians", "2spirals", "checkerboard", "rings")
-#: two densities a practitioner would bring (issue 37): a mixture of three anisotropic
+#: two densities a practitioner would bring: a mixture of three anisotropic
 #: Gaussians and a banana (closed-form densities: :func:`true_log_prob`)
 CASES = ("mixture3", "banana")
 DATASETS = TOYS + CASES

@@ -1,7 +1,7 @@
 """The goldens in their own configuration, on the notebooks the book build executed.
 
 The book build executes every notebook as the goldens were made: in ``notebooks/``, under
-:data:`cnce.batch.GOLDEN_ENV` (one thread), on this machine's CPU, with the default
+:data:`cnce.kernel_env.GOLDEN_ENV` (one thread), on this machine's CPU, with the default
 parameters (quick scale, seed 0). Its executed copies (the execution cache,
 ``.jupyter_cache/``, which keeps every output; the copies under ``_build/jupyter_execute/``
 lack the glued ones) are compared here with the goldens, cell by cell, as nbval compares them
@@ -20,13 +20,14 @@ import nbformat
 import nbval.plugin
 import pytest
 
-from cnce.batch import book_is_current, build_book, repo_root
+from cnce.book import book_is_current, build_book
+from cnce.provenance import REPO_ROOT
 from tolerant_compare import compare_outputs, tolerance_for
 
 pytestmark = pytest.mark.book
 
 HERE = Path(__file__).resolve().parent
-ROOT = repo_root()
+ROOT = REPO_ROOT
 CACHE = ROOT / ".jupyter_cache"
 GOLDENS = sorted(HERE.glob("*.ipynb"))
 #: nbval's cell tags that exempt a cell's outputs from the comparison
