@@ -3,10 +3,10 @@
 Numbers from data files, at build time. A page never types a benchmark's result by hand:
 
 * the line ``<!-- generated: benchmarks -->`` in a page is replaced, when the page is read,
-  by the tables that ``benchmarks/summarize.py`` renders from ``benchmarks/results/*.json``
+  by the tables that :mod:`cnce.speed` renders from ``benchmarks/results/*.json``
   (the page is re-read whenever one of those files changes);
 * the line ``<!-- generated: book-times -->`` is replaced by a table of the book-build wall
-  times in ``benchmarks/results/e2e_book.json`` (written by ``benchmarks/run.py --e2e --book
+  times in ``benchmarks/results/e2e_book.json`` (written by ``python -m benchmarks.e2e --book
   --experiments --tag _book``), or, without that file, by a sentence that gives the command;
 * ``{{ e2e_... }}`` substitutions (MyST's ``substitution`` extension) carry the end-to-end
   run times of ``benchmarks/results/e2e.json``. A key that the file no longer provides is an
@@ -41,7 +41,7 @@ BENCH = ROOT / "benchmarks"
 MARK = "<!-- generated: benchmarks -->"
 BOOK_MARK = "<!-- generated: book-times -->"
 BOOK_TIMES = BENCH / "results" / "e2e_book.json"
-BOOK_COMMAND = ".venv/bin/python benchmarks/run.py --e2e --book --experiments --tag _book"
+BOOK_COMMAND = ".venv/bin/python -m benchmarks.e2e --book --experiments --tag _book"
 
 
 def _summarize():
@@ -637,7 +637,7 @@ def rerun_box(docname: str, quick_seconds: float | None = None, repo_url: str = 
                          "time is in the cost table (book/costs)"))
             rows.append(("paper scale, CPU", ".venv/bin/python -m cnce image-train --config paper",
                          "not run on a CPU; estimated in the cost table (book/costs)"))
-        elif name.startswith("06_"):  # the committed runs moved: their provenance holds the times
+        elif name.startswith("06_"):  # the image runs' times are in their provenance files
             rows.append(("paper scale, GPU", "the GPU commands that the image page and the README give",
                          "in each committed run's provenance under data/weights/"))
         else:
