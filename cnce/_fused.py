@@ -60,18 +60,9 @@ from .options import COMPILED_RULES, TINY, NewtonSettings
 # compile time (numba folds them as literals, so the compiled code is the same as with literals;
 # passing them at run time changed how LLVM optimised the solver and moved estimates in the
 # last bits). newton_all refuses settings whose values differ (check_compiled_rules).
-_STALL_TOL = NewtonSettings.stall_tol
-_DAMPING = NewtonSettings.damping
-_DAMPING_GROWTH = NewtonSettings.damping_growth
-_DAMPING_TRIES = NewtonSettings.damping_tries
-_SHRINK_MIN = NewtonSettings.shrink_min
-_SHRINK_MAX = NewtonSettings.shrink_max
-_ROUNDOFF_TOL = NewtonSettings.roundoff_tol
-_REUSE_RHO_LO = NewtonSettings.reuse_rho_lo
-_REUSE_RHO_HI = NewtonSettings.reuse_rho_hi
-_H_QUADRATIC = NewtonSettings.h_quadratic
-_H_LINEAR = NewtonSettings.h_linear
-_H_HORIZON = NewtonSettings.h_horizon
+# One name per field of COMPILED_RULES, in its order (a rule added there must be named here).
+(_STALL_TOL, _DAMPING, _DAMPING_GROWTH, _DAMPING_TRIES, _SHRINK_MIN, _SHRINK_MAX, _ROUNDOFF_TOL, _REUSE_RHO_LO,
+ _REUSE_RHO_HI, _H_QUADRATIC, _H_LINEAR, _H_HORIZON) = (getattr(NewtonSettings, f) for f in COMPILED_RULES)
 
 try:  # numba is a dependency, but keep the package importable without it (torch fallback)
     from numba import literally, njit

@@ -390,14 +390,10 @@ class _ParamAction(argparse.Action):
 
 
 def _cmd_batch(args) -> int:
-    try:
-        out_dir, results = run_batch(
-            args.notebooks, scale=args.scale, parameters=args.parameters, out=args.out,
-            notebooks_dir=args.notebooks_dir, threads=args.threads, timeout=args.timeout,
-        )
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    out_dir, results = run_batch(
+        args.notebooks, scale=args.scale, parameters=args.parameters, out=args.out,
+        notebooks_dir=args.notebooks_dir, threads=args.threads, timeout=args.timeout,
+    )
     failed = [r for r in results if r.status != "ok"]
     total = sum(r.wall_s for r in results)
     print(f"[batch] {len(results) - len(failed)}/{len(results)} notebooks ok in {total:.1f} s; "
@@ -409,12 +405,8 @@ def _cmd_batch(args) -> int:
 
 
 def _cmd_goldens(args) -> int:
-    try:
-        written = regenerate_goldens(args.notebooks, golden_dir=args.golden_dir,
-                                     notebooks_dir=args.notebooks_dir, timeout=args.timeout)
-    except (ValueError, RuntimeError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    written = regenerate_goldens(args.notebooks, golden_dir=args.golden_dir,
+                                 notebooks_dir=args.notebooks_dir, timeout=args.timeout)
     for p in written:
         print(f"[goldens] wrote {p}")
     return 0

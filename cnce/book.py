@@ -221,11 +221,7 @@ def build_book(
 
 
 def _cmd_book(args) -> int:
-    try:
-        wall = build_book(strict=not args.no_strict, clean=args.clean, threads=args.threads, jobs=args.jobs)
-    except (ValueError, RuntimeError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    wall = build_book(strict=not args.no_strict, clean=args.clean, threads=args.threads, jobs=args.jobs)
     print(f"[book] built _build/html in {wall:.1f} s")
     return 0
 

@@ -2,6 +2,10 @@
 
 Sub-commands are contributed by the package's parts; each part exposes
 ``register(subparsers)`` that adds its commands with ``set_defaults(func=...)``.
+
+Errors are reported here, once for every command: a ``ValueError`` (bad input) exits 2 and a
+``RuntimeError`` or ``FileNotFoundError`` (a run that could not finish) exits 1, each with the
+one line ``error: <message>`` on stderr and no traceback.
 """
 from __future__ import annotations
 
@@ -35,7 +39,11 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    rc = args.func(args)
+    try:
+        rc = args.func(args)
+    except (ValueError, RuntimeError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, ValueError) else 1
     return int(rc or 0)
 
 

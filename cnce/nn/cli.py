@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 __all__ = ["register"]
 
@@ -13,12 +12,8 @@ def _run(args: argparse.Namespace) -> int:
     from cnce.nn.study import write_study
 
     torch.set_num_threads(1)  # the study's numbers are stated for one CPU thread
-    try:
-        write_study(args.settings, args.name, limit_seconds=args.limit_seconds, allow_dirty=args.allow_dirty,
-                    log=lambda line: print(line, flush=True))
-    except (ValueError, RuntimeError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    write_study(args.settings, args.name, limit_seconds=args.limit_seconds, allow_dirty=args.allow_dirty,
+                log=lambda line: print(line, flush=True))
     return 0
 
 
