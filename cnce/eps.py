@@ -270,7 +270,7 @@ def resolve_eps(eps, noise=None, *, S: int = 1, rule: EpsRule | None = None, pos
 
 
 def eps_schedule(eps, schedules: tuple[str, ...], default: str) -> str | None:
-    """How a trainer that re-runs the heuristic (:class:`cnce.nn.CNCELoss`) reads its ``eps``
+    """How a trainer that re-runs the heuristic (``cnce.nn.CNCELoss``) reads its ``eps``
     argument: a string names a schedule (``"auto"`` is ``default``; others must be in
     ``schedules``), anything else is a fixed eps (``None`` returned; the trainer checks the
     number). ``ValueError`` naming the value for an unknown name."""
