@@ -228,11 +228,9 @@ def _cmd_book(args) -> int:
 
 def register(subparsers) -> None:
     """Add the ``book`` sub-command to ``python -m cnce``."""
-    b = subparsers.add_parser(
-        "book", help="build the Jupyter Book into _build/html (quick scale)",
-        description="Build the book with the notebooks executed through the execution cache; "
-                    "warnings and failing cells fail the build unless --no-strict.",
-    )
+    b = subparsers.add_parser("book", help="build the Jupyter Book into _build/html (quick scale)",
+                              description="Build the book with the notebooks executed through the execution cache; "
+                                          "warnings and failing cells fail the build unless --no-strict.")
     b.add_argument("--clean", action="store_true", help="delete _build and the execution cache first")
     b.add_argument("--no-strict", action="store_true", help="do not turn warnings into errors")
     b.add_argument("--threads", type=int, default=1,

@@ -269,18 +269,9 @@ def missing_cells(config: ExperimentConfig, store: ResultStore) -> list[Cell]:
     return out
 
 
-def run(
-    name: str | ExperimentConfig,
-    scale: str = "quick",
-    seed: int = 0,
-    *,
-    results_dir: str | os.PathLike | None = None,
-    device: str = "cpu",
-    progress: bool = True,
-    fit=None,
-    draw_base=None,
-    studies: tuple[str, ...] | list[str] | None = None,
-) -> dict:
+def run(name: str | ExperimentConfig, scale: str = "quick", seed: int = 0, *, results_dir: str | os.PathLike | None = None,
+        device: str = "cpu", progress: bool = True, fit=None, draw_base=None,
+        studies: tuple[str, ...] | list[str] | None = None) -> dict:
     """Compute the cells of experiment ``name`` at ``scale`` that are not stored yet.
 
     ``studies`` restricts the run to some of the experiment's studies (e.g. ``["gaussian"]``).
@@ -388,14 +379,8 @@ def _run_study(config, store, study, cells, env, bar, fit, draw_base, device) ->
     return n_run
 
 
-def load_results(
-    name: str | ExperimentConfig,
-    scale: str = "quick",
-    seed: int = 0,
-    *,
-    results_dir: str | os.PathLike | None = None,
-    allow_missing: bool = False,
-) -> pd.DataFrame:
+def load_results(name: str | ExperimentConfig, scale: str = "quick", seed: int = 0, *,
+                 results_dir: str | os.PathLike | None = None, allow_missing: bool = False) -> pd.DataFrame:
     """The tidy rows of experiment ``name`` (only its cells), with provenance in ``df.attrs``.
 
     ``df.attrs["provenance"]`` maps each study to its provenance record. Raises
