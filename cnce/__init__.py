@@ -23,7 +23,7 @@ The rooms, one job each:
 * :mod:`cnce.provenance` -- seeds, atomic writes, git state and source hashes, environment records;
 * :mod:`cnce._validation` -- argument checks shared by every front door;
 * :mod:`cnce.names` -- typed names: jobs, ablation cells, the notebook registry;
-* :mod:`cnce.report` -- what a page reports: glued numbers, verdict blocks, t intervals;
+* :mod:`cnce.report` -- what a page reports: glued numbers, verdict blocks, t intervals and the rule over seeds;
 * :mod:`cnce.batch` / :mod:`cnce.book` -- notebook reruns and goldens / the book build;
 * :mod:`cnce.kernel_env` -- the environment of notebook kernels and child processes (threads, hash seed, CPU);
 * :mod:`cnce.cli` / :mod:`cnce.precompile` -- ``python -m cnce`` / ahead-of-time kernel compilation;
