@@ -199,7 +199,7 @@ def test_cost_table_rows_come_from_records_and_estimates_say_so():
     app_deps = []
     source = [(ROOT / "book" / "costs.md").read_text()]
     ext._insert_costs(SimpleNamespace(env=SimpleNamespace(note_dependency=app_deps.append)), "book/costs", source)
-    assert ext.COSTS_MARK not in source[0] and "| result | notebook |" in source[0]
+    assert ext.COSTS_MARK not in source[0] and "| result | page |" in source[0]
     assert ext.NOTEBOOK_TIMES_SLOT in source[0]
     html = ext.notebook_times_html({"notebooks/02_consistency": 41.0})
     assert "02_consistency" in html and "41 s" in html

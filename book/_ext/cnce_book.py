@@ -310,7 +310,7 @@ def costs_markdown() -> str:
                          "the row above and `benchmarks/results/image_gpu_estimate.json` (`flops_per_layer`)"))
     if not rows:
         return "No run times are recorded in this checkout."
-    out = ["| result | notebook | scale | hardware | wall time | record |", "|---|---|---|---|---|---|"]
+    out = ["| result | page | scale | hardware | wall time | record |", "|---|---|---|---|---|---|"]
     out += [f"| {' | '.join(str(c).replace('|', '/') for c in r)} |" for r in rows]
     calls = gpu_calls_markdown()
     return "\n".join(out + (["", calls] if calls else []))
