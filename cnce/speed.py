@@ -212,6 +212,21 @@ _PASS_COLUMNS = ["kernel", "what", "old ms", "new ms", "new / old", "bitwise equ
 
 #: The development comparisons of :func:`_history`: (result file, title, text(data), columns,
 #: rows(data)).
+def _against_commit(name: str, title: str) -> tuple:
+    """A history section of ``benchmarks/against_commit.py``'s result file ``name``."""
+    return (name, title,
+            lambda ac: [f"`python -m benchmarks.against_commit {ac['old']}`: the package at that commit and the working "
+                        f"tree, imported side by side in one process; the same problems, one thread, alternating (each "
+                        f"side first in every other repeat), median of {ac['repeats']} repeats after a warm-up. Below 1: "
+                        f"the new code is faster."],
+            ["case", "backend", "S", "N", "kappa", "eps", "old s", "new s", "new / old", "estimates bitwise equal",
+             "eps bitwise equal"],
+            lambda ac: [f"| {r['case']} | {r['backend']} | {r['S']} | {r['N']} | {r['kappa'] or '-'} | {r['eps']} | "
+                        f"{r['old_s']:.3f} | {r['new_s']:.3f} | {r['new_over_old']:.2f} | "
+                        f"{'yes' if r['theta_bitwise_equal'] else 'no (%.0e)' % r['theta_max_rel']} | "
+                        f"{_yes(r['eps_bitwise_equal'])} |" for r in ac["rows"]])
+
+
 _HISTORY = (
     ("eps-active", "The eps heuristic, evaluating only the simulations still searching",
      lambda ea: ["The authors' rule steps until the slowest simulation stops; most stop after one or two evaluations of J. "
@@ -249,16 +264,10 @@ _HISTORY = (
                  f"{r['pass_ms']['gradient']:.2f} / {r['pass_ms']['gauss_newton']:.2f} | {r['accounted_ms']:.0f} | "
                  f"{r['loss_minus_default_max']:+.1e} / {r['loss_minus_default_min']:+.1e} | {r['log10_median_err']:.3f} |"
                  for r in ip["rows"]]),
-    ("issue26-against-66a53af", "`cnce.fit` after the settled plan (issue 26) against the commit before",
-     lambda ac: [f"`benchmarks/against_commit.py {ac['old']}`: the package at that commit and the working tree, imported side "
-                 f"by side in one process; the same problems, one thread, alternating (each side first in every other "
-                 f"repeat), median of {ac['repeats']} repeats after a warm-up. Below 1: the new code is faster."],
-     ["case", "backend", "S", "N", "kappa", "eps", "old s", "new s", "new / old", "estimates bitwise equal",
-      "eps bitwise equal"],
-     lambda ac: [f"| {r['case']} | {r['backend']} | {r['S']} | {r['N']} | {r['kappa'] or '-'} | {r['eps']} | "
-                 f"{r['old_s']:.3f} | {r['new_s']:.3f} | {r['new_over_old']:.2f} | "
-                 f"{'yes' if r['theta_bitwise_equal'] else 'no (%.0e)' % r['theta_max_rel']} | {_yes(r['eps_bitwise_equal'])} |"
-                 for r in ac["rows"]]),
+    _against_commit("issue26-against-66a53af", "`cnce.fit` after the settled plan (issue 26) against the commit before"),
+    _against_commit("issue38-against-6acfba7-final",
+                    "`cnce.fit` after one eps resolver, validation and provenance for every front door (issue 38) "
+                    "against the commit before"),
     ("loss-only", "The eps heuristic's loss-only pass",
      lambda lo: ["`benchmarks/loss_only.py`: `cnce._fused.loss_all` (what the compiled heuristic evaluates) against the module "
                  f"before the change ({lo['old']}), one thread, alternating, 9 repeats, ms per simulation."],
