@@ -109,8 +109,7 @@ def fit(
             settings they take the same iterations to the same estimates
             (``tests/test_solvers.py``: equal iteration counts, estimates within 1e-10). The
             plan (:mod:`cnce.backends.plan`) gives them different settings in exactly these
-            fields: the first trial step of a line search (``alpha_grow``, 2 compiled, 4
-            torch), the compiled solver's round-off acceptance (``roundoff_accept``, always on
+            fields: the compiled solver's round-off acceptance (``roundoff_accept``, always on
             there, off in torch), the compiled kernels' progressive sampling and Gauss-Newton matrix reuse
             (``progressive``, ``stage_tol``, ``reuse_h``, ``carry_h``, ``h_cost``,
             ``hess_last``, ``noise_t``, ``patience``), and the torch path's float32 feature

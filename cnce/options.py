@@ -206,9 +206,8 @@ class NewtonSettings(_Replace):
     :data:`COMPILED_RULES` built in at their defaults (compile-time constants: passed at run
     time they changed how the kernels were optimised and moved estimates in the last bits) and
     refuses other values. Where the two solvers differ, the plan (:mod:`cnce.backends.plan`)
-    sets the field: ``alpha_grow`` is 2 for the compiled kernels and 4 for the torch path (the
-    value its results were computed with; ``benchmarks/alpha_grow.py``). ``roundoff_accept``
-    (the compiled solver's rule, always on there; the torch solver refuses it): when the
+    sets the field: ``roundoff_accept`` (the compiled solver's rule, always on there; the
+    torch solver refuses it): when the
     decrement is below ``roundoff_tol * max(1, |loss|)``, the loss difference of the first
     trial is round-off, so a rejected first trial is accepted where it shrinks the gradient
     (else the problem stops, converged). The remaining fields are the compiled kernels'

@@ -12,13 +12,11 @@ from .. import _fused
 from ..options import FitOptions, LBFGSSettings, NewtonSettings
 
 __all__ = ["formulation", "feature_dtype", "optimizer", "newton_settings", "lbfgs_settings", "chunk_size",
-           "COMPILED_ALPHA_GROW", "TORCH_ALPHA_GROW", "COUNTS_MAX_DIM", "PROJECTIONS", "PAIR_COUNTS"]
+           "COUNTS_MAX_DIM", "PROJECTIONS", "PAIR_COUNTS"]
 
 #: the first trial step of a line search, as a multiple of the last accepted step (at most 1):
 #: the compiled kernels' value (1.0-1.5 measured and not adopted: ``benchmarks/notes.md``) and
 #: the torch path's (the value its results were computed with); see :class:`NewtonSettings`
-COMPILED_ALPHA_GROW = NewtonSettings.alpha_grow
-TORCH_ALPHA_GROW = 4.0
 #: the stopping tolerance of the earlier stages of progressive sampling (compiled kernels)
 PROGRESSIVE_STAGE_TOL = 1e-5
 
@@ -90,15 +88,15 @@ def newton_settings(model, method: str, N: int, options: FitOptions, backend: st
       early when it starts close to the optimum.
     * Otherwise: the defaults, the matrix from ``options.hess_points`` points.
 
-    The compiled kernels run with ``alpha_grow =`` :data:`COMPILED_ALPHA_GROW` and the round-off
-    acceptance rule (``roundoff_accept``), the torch path with :data:`TORCH_ALPHA_GROW` and without.
+    Both solvers grow the first trial step by ``NewtonSettings.alpha_grow`` (2; the torch path's
+    earlier 4 was slower on all but one of its problems, ``benchmarks/alpha_grow.py``); the
+    compiled kernels alone apply the round-off acceptance rule (``roundoff_accept``).
     ``form``: the fit's :func:`formulation` (default: decided from the model and ``options``).
     """
     if form is None:
         form = formulation(model, method, options=options)
     fused = backend == "fused"
-    s = NewtonSettings(alpha_grow=COMPILED_ALPHA_GROW if fused else TORCH_ALPHA_GROW, roundoff_accept=fused,
-                       hess_points=options.hess_points, tol=tol)
+    s = NewtonSettings(roundoff_accept=fused, hess_points=options.hess_points, tol=tol)
     if max_iter is not None:
         s = s.replace(max_iter=max_iter)
     if method not in ("cnce", "nce"):
