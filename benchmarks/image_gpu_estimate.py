@@ -2,7 +2,7 @@
 
 No GPU was lent when this was written, so the answer is an estimate from three pieces:
 
-1. the FLOP count of the ``paper`` schedule (:func:`cnce.images.train.estimate_flops`: matrix
+1. the FLOP count of the ``paper`` schedule (:func:`cnce.images.configs.estimate_flops`: matrix
    products of the frozen layers, the eps rule and the L-BFGS evaluations);
 2. a measured CPU meta-iteration of the same code path (the ``paper`` recipe: main set,
    L-BFGS, the authors' eps rule) at a reduced batch, which gives the achieved CPU FLOP rate
@@ -40,7 +40,8 @@ def main(argv=None) -> dict:
     args = p.parse_args(argv)
 
     from cnce.images.configs import get_config
-    from cnce.images.train import estimate_flops, train
+    from cnce.images.configs import estimate_flops
+    from cnce.images.train import train
 
     torch.set_num_threads(args.threads)
     paper = get_config("paper")

@@ -61,7 +61,8 @@ from myst_nb import glue
 from cnce.images import claims as image_claims
 from cnce.images import data as imdata
 from cnce.images import attribution, measures, plots, probes, runs
-from cnce.images.train import find_weights, load_state, make_source, network_from_state, train
+from cnce.images.runs import find_weights, load_state, network_from_state
+from cnce.images.train import make_source, train
 
 #: The committed runs this page reads, in one place (under data/weights). The four-layer runs:
 #: the figures show the first (or the run `weights` names), and every listed run with the same

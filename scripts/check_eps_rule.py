@@ -24,11 +24,10 @@ import json
 import sys
 import time
 
-import numpy as np
 import torch
 
 from cnce.eps import AUTHORS_RULE, EpsRule, choose_eps, data_scale
-from cnce.experiments.configs import SCALES, STUDIES, Cell
+from cnce.experiments.configs import SCALES, Cell
 from cnce.experiments.runner import build_problem, run_cell
 from cnce.experiments.store import ResultStore, default_results_dir
 from cnce.losses import LOG4

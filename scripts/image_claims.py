@@ -30,7 +30,6 @@ import torch
 
 from cnce import provenance
 from cnce.images import claims, d2, layer_claims, probes, runs
-from cnce.images import data as imdata
 
 
 def _dirty() -> bool:

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from cnce.eps import AUTHORS_RULE, IMAGE_AUTHORS_RULE, IMAGE_CARRY_RULE, RULES, SCALE_RULE, EpsRule, EpsSearch, choose_eps
-from cnce.images import train as image_train
+from cnce.images import recipe as image_recipe
 from cnce.losses import LOG4
 
 
@@ -146,9 +146,9 @@ def test_rules_are_validated_and_named():
 def test_the_trainers_rules_are_cnce_eps_rules(name):
     J = CURVES[name]
     for cap in (4.0, 8.0):
-        assert image_train.choose_eps_authors(J, eps_base=0.5, cap=cap) == authors_scalar(J, eps_base=0.5, cap=cap)
+        assert image_recipe.choose_eps_authors(J, eps_base=0.5, cap=cap) == authors_scalar(J, eps_base=0.5, cap=cap)
     for eps0 in (0.5, 2.0):
-        assert image_train.choose_eps_carry(J, eps0=eps0)[0] == carry_scalar(J, eps0=eps0)[0]
+        assert image_recipe.choose_eps_carry(J, eps0=eps0)[0] == carry_scalar(J, eps0=eps0)[0]
 
 
 # --------------------------------------------------------------------------- the one resolver

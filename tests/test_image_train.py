@@ -17,7 +17,10 @@ import torch
 from cnce.images import data as D
 from cnce.images.configs import ImageConfig, get_config
 from cnce.images.network import ImageNetwork
-from cnce.images.train import choose_eps_authors, estimate_flops, load_state, network_from_state, train
+from cnce.images.configs import estimate_flops
+from cnce.images.recipe import choose_eps_authors
+from cnce.images.runs import load_state, network_from_state
+from cnce.images.train import train
 from cnce.losses import LOG4
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -154,7 +157,7 @@ def test_main_set_batches_alternate_within_an_epoch():
 def test_main_sets_are_drawn_when_the_authors_code_draws_them():
     """CNCEstimator.m: a new main set at the first meta-iteration and whenever the 1-based
     meta-iteration is a multiple of the epoch size; batches alternate and restart at each set."""
-    from cnce.images.train import main_set_index
+    from cnce.images.recipe import main_set_index
 
     idx = [main_set_index(m, 20) for m in range(40)]
     starts = [m for m, (e, k) in enumerate(idx) if k == 0]

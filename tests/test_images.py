@@ -13,7 +13,8 @@ from cnce.images import data as D
 from cnce.images.configs import get_config
 from cnce.images.network import ImageNetwork, f_th, gain_control
 from cnce.images.recipe import choose_eps_carry
-from cnce.images.train import load_state, network_from_state, train
+from cnce.images.runs import load_state, network_from_state
+from cnce.images.train import train
 from cnce.plotting import PAGE_WIDTH
 
 TORCH_THREADS = 2  # torch's threads in this module's tests (tests/conftest.py)

@@ -39,8 +39,8 @@ import pandas as pd
 import torch
 
 from ..provenance import derive_seed, environment_record, generator, package_source_hash  # noqa: F401 (re-exported)
-from .configs import EPS_RULES, FIGURES, PILOT_RULES, KAPPA_METHODS, STUDIES, Cell, ExperimentConfig, Study, eps_factor, get_config
-from .store import CELL_KEYS, CorruptResultsError, ResultStore, default_results_dir
+from .configs import EPS_RULES, PILOT_RULES, KAPPA_METHODS, STUDIES, Cell, ExperimentConfig, Study, eps_factor, get_config
+from .store import CELL_KEYS, ResultStore, default_results_dir
 
 __all__ = [
     "DRAW_SCHEME",

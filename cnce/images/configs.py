@@ -30,7 +30,7 @@ choices stay available as options (``"orthonormal"``, ``"planted"``, ``"linear"`
   PCA to ``D = 200`` instead of 600. Its layer 1 is measured by the ablation of the image
   page (``data/weights/ablation/``: the cell "adam, fresh" of the demo size, 3 seeds). At
   ``D = 600`` each meta-iteration costs 2.5 times the arithmetic (30 instead of 12 TFLOP in
-  all, :func:`cnce.images.train.estimate_flops`). Layer 1 uses a larger Adam step (1e-2) than
+  all, :func:`estimate_flops`). Layer 1 uses a larger Adam step (1e-2) than
   layers 2-4 (1e-3).
 * ``quick``: the ``demo`` recipe with few units and a short schedule (a minute or two on a
   CPU); the image notebook trains it when no committed weights are found.

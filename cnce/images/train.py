@@ -58,13 +58,13 @@ import torch
 
 from cnce import __version__, provenance
 from cnce._torch import resolve_device
-from cnce.images.configs import ImageConfig, estimate_flops, get_config  # noqa: F401 (estimate_flops re-exported)
+from cnce.images.configs import ImageConfig, get_config
 from cnce.images.data import PatchSource, Whitener, load_images, load_skimage_images, prepare_image
 from cnce.images.network import ImageNetwork
-from cnce.images.recipe import (_batched, choose_eps_authors, choose_eps_carry, image_seed, main_set_index,  # noqa: F401
-                                make_optimizer, meta_batch, run_meta_iteration, start_pooling_layer, whitener_seed)
-from cnce.images.runs import (STATE_FILE, DirtyTreeError, cnce_tree, driver_record, find_weights, git_commit,  # noqa: F401
-                              load_state, network_from_state, weights_dir, write_provenance, writes_dirty_weights)
+from cnce.images.recipe import (_batched, image_seed, make_optimizer, meta_batch, run_meta_iteration, start_pooling_layer,
+                                whitener_seed)
+from cnce.images.runs import (STATE_FILE, DirtyTreeError, cnce_tree, driver_record, git_commit, write_provenance,
+                              writes_dirty_weights)
 
 __all__ = ["branch_state", "make_source", "train", "train_comparison", "COMPARE_FILE", "COMPARE_VARIANTS"]
 
