@@ -531,8 +531,6 @@ PAPER_PAGE = "https://proceedings.mlr.press/v80/ceylan18a.html"  # the paper and
 #: opens anyway. Figures 1-6 and Sections 2-5 could not be placed on a page, so their links open
 #: the PDF's first page, and the intro says so. Add a figure here only with the evidence.
 PAPER_FIGURE_PAGES: dict[str, int] = {}
-#: Likewise for the sections (established: Section 1 on page 1; see above).
-PAPER_SECTION_PAGES: dict[str, int] = {"1": 1}
 
 
 def paper_pdf_link(figure: str | None = None) -> str:
