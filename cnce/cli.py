@@ -13,6 +13,8 @@ import argparse
 import importlib
 import sys
 
+from .errors import CnceError, exit_code
+
 # Modules that contribute sub-commands. A part that is not installed is skipped only when
 # the missing module is that part itself (a broken import inside it still fails loudly).
 _PARTS = ["cnce.experiments.cli", "cnce.precompile", "cnce.batch", "cnce.book", "cnce.images.cli", "cnce.images.pack",
@@ -41,9 +43,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         rc = args.func(args)
-    except (ValueError, RuntimeError, FileNotFoundError) as exc:
+    except (CnceError, ValueError, RuntimeError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2 if isinstance(exc, ValueError) else 1
+        code = exit_code(exc)
+        return code if code is not None else 2 if isinstance(exc, ValueError) else 1
     return int(rc or 0)
 
 

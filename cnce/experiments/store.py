@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..errors import CorruptResultsError
 from ..provenance import REPO_ROOT, atomic_write, atomic_write_text
 
 __all__ = ["COLUMNS", "CorruptResultsError", "ResultStore", "atomic_write_text", "default_results_dir"]
@@ -64,10 +65,6 @@ def default_results_dir(scale: str, seed: int = 0) -> Path:
     """``data/results/<scale>`` for the default seed 0, ``data/results/<scale>-seed<k>`` otherwise."""
     base = REPO_ROOT / "data" / "results"
     return base / (scale if seed == 0 else f"{scale}-seed{seed}")
-
-
-class CorruptResultsError(ValueError):
-    """A results or provenance file exists but cannot be read as a valid table."""
 
 
 class ResultStore:

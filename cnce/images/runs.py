@@ -50,6 +50,7 @@ import numpy as np
 import torch
 
 from cnce import provenance
+from cnce.errors import DirtyTreeError
 from cnce.report import t_interval
 from cnce.images.data import Whitener
 from cnce.images.network import ImageNetwork
@@ -265,10 +266,6 @@ def driver_record(driver: str | os.PathLike) -> dict:
         rel = str(p)
     return {"path": rel, "sha256": hashlib.sha256(p.read_bytes()).hexdigest()}
 
-
-
-class DirtyTreeError(ValueError):
-    """A run would be written under ``data/weights/`` from code with uncommitted changes."""
 
 
 def writes_dirty_weights(out: Path) -> str:
