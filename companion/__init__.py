@@ -1,6 +1,6 @@
-"""cnce_book: the companion that builds the book around the :mod:`cnce` library.
+"""companion: the workshop that builds the book around the :mod:`cnce` library.
 
-Two layers, one rule: ``cnce_book`` imports ``cnce``; ``cnce`` never imports ``cnce_book``.
+Two layers, one rule: ``companion`` imports ``cnce``; ``cnce`` never imports ``companion``.
 The library (``cnce/``) is what ``pip install cnce`` gives a user: models, noise, losses, eps,
 options, ``fit`` and its backends, ``cnce.nn``, the image model with its trainer and measures.
 The companion (this package, in this repository only) is the workshop: the claims ledger and
