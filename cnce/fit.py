@@ -24,7 +24,7 @@ import time
 
 import torch
 
-from . import backends
+from . import asymptotics, backends
 from . import noise as noise_mod
 from ._torch import make_generator, resolve_device
 from ._validation import check_applies, check_data, check_kappa, check_positive_int, check_theta
@@ -63,6 +63,7 @@ def fit(
     backend: str = "auto",
     threads: int | None = None,
     options: FitOptions | None = None,
+    cov: bool = False,
 ) -> FitResult:
     """Estimate ``model``'s parameters from ``x`` with CNCE, NCE, MLE or score matching.
 
@@ -122,6 +123,13 @@ def fit(
         options: a :class:`~cnce.options.FitOptions` (feature dtype, Gauss-Newton subsample,
             projection, statistical stopping, block size, memory budget, threads); default
             the current defaults (:func:`cnce.option_context`, :func:`cnce.set_options`).
+        cov: also estimate each simulation's large-sample covariance of ``theta`` (NCE: of
+            ``theta`` and ``c``) by the plug-in sandwich ``A^-1 B A^-1 / N`` at the estimate,
+            from the data and noise the fit used (:mod:`cnce.asymptotics`; maximum likelihood:
+            the inverse observed information); sets ``cov``, ``stderr`` and ``cov_reason``
+            (NaN and a reason where the asymptotics do not apply: no convergence, a Hessian
+            that is not positive definite). Computed on the torch path whichever backend
+            fitted. Off by default (it costs about as much as the fit).
 
     Returns:
         :class:`FitResult` with ``theta``, ``eps``, ``loss``, ``n_iter``, ``converged``, ...
@@ -193,6 +201,10 @@ def fit(
         formulation=form, feature_dtype=plan.feature_dtype(model, method, dtype, dev, options),
         projection_block_pairs=options.projection_block_pairs, progress=progress)
     res = mod.solve(problem)
+    if not isinstance(cov, bool):
+        raise ValueError(f"cov must be True or False; got {cov!r}")
+    if cov:
+        asymptotics.attach(res, problem)
     res.seconds = time.perf_counter() - t0
     return res if batched else res.unbatch()
 

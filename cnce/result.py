@@ -59,8 +59,16 @@ class FitResult:
     seconds: float
     log_normaliser: torch.Tensor | None = None
     info: dict = field(default_factory=dict)
+    #: ``fit(..., cov=True)``: the large-sample covariance of ``theta`` (NCE: of ``(theta, c)``),
+    #: ``(S, P, P)`` (:func:`cnce.asymptotics.sandwich`), NaN where ``cov_reason`` says why
+    cov: torch.Tensor | None = None
+    #: the square roots of ``cov``'s diagonal, ``(S, P)``
+    stderr: torch.Tensor | None = None
+    #: per simulation, ``""`` where ``cov`` is given, else why the asymptotics do not apply
+    cov_reason: list | None = None
 
-    _PER_SIM = ("theta", "eps", "loss", "init_loss", "n_iter", "converged", "grad_norm", "log_normaliser")
+    _PER_SIM = ("theta", "eps", "loss", "init_loss", "n_iter", "converged", "grad_norm", "log_normaliser", "cov", "stderr",
+                "cov_reason")
 
     @classmethod
     def from_optim(cls, model, res, *, method: str, kappa: int | None, eps: torch.Tensor | None = None,
@@ -80,7 +88,10 @@ class FitResult:
     def concat(cls, parts: list["FitResult"]) -> "FitResult":
         """The results of chunks of simulations, in order, as one (``info`` of the first)."""
         first = parts[0]
-        per = {k: None if getattr(first, k) is None else torch.cat([getattr(p, k) for p in parts]) for k in cls._PER_SIM}
+        def cat(vs):
+            return [v for part in vs for v in part] if isinstance(vs[0], list) else torch.cat(vs)
+
+        per = {k: None if getattr(first, k) is None else cat([getattr(p, k) for p in parts]) for k in cls._PER_SIM}
         return cls(**per, method=first.method, kappa=first.kappa, seconds=sum(p.seconds for p in parts),
                    info=dict(first.info))
 

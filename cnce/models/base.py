@@ -35,6 +35,8 @@ path through autograd), so a model that declares nothing works:
 ``mle_optimizer``          ``"newton"`` or ``"lbfgs"`` for numerical maximum likelihood
 ``contrastive_optimizer``  ``"newton"`` (Gauss-Newton) or ``"lbfgs"`` for CNCE/NCE
 ``compiled_kernels``       method -> name of the compiled CPU kernel that serves it
+``identified_up_to``       the symmetry the parameters are identified up to, in words (ICA)
+``boundary_params``        parameters whose true value lies on the boundary (log-normal's C = -inf)
 =========================  ==========================================================
 
 Per-simulation constants of a model (the ring's known radius) are given by
@@ -80,6 +82,13 @@ class UnnormalisedModel:
     #: method -> name of the compiled CPU kernel serving it (:data:`cnce._fused.KERNELS`); a
     #: method not listed runs on the batched torch path.
     compiled_kernels = MappingProxyType({})
+    #: the symmetry under which the parameters are identified, in words (``None``: identified);
+    #: standard errors (:mod:`cnce.asymptotics`) then refer to the estimate's own image of the truth.
+    identified_up_to: str | None = None
+    #: indices of parameters whose true value lies on the boundary of the parameter space (the
+    #: log-normal's ``C = -inf``): asymptotic normality does not hold for them, so they get no
+    #: standard error and the others' covariance holds them at their estimates.
+    boundary_params: tuple = ()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -215,6 +224,14 @@ class UnnormalisedModel:
     def mle_closed_form(self, x: torch.Tensor) -> torch.Tensor | None:
         """Closed-form maximum-likelihood estimate ``(S, P)`` (used where ``closed_form_mle``)."""
         return None
+
+    def align(self, theta_hat, theta_true) -> tuple[torch.Tensor, torch.Tensor]:
+        """``theta_hat (S, P)`` moved to the truth's image under the symmetry the model is
+        identified up to (:attr:`identified_up_to`; none here: unchanged), and for each aligned
+        parameter the index of the parameter of ``theta_hat`` it came from, ``(S, P)`` (to carry
+        standard errors along)."""
+        a, b = self._pair(theta_hat, theta_true)
+        return a, torch.arange(a.shape[-1], device=a.device).expand_as(a)
 
     def error(self, theta_hat, theta_true) -> torch.Tensor:
         """Squared estimation error per simulation, ``(S,)`` (squared Euclidean distance)."""

@@ -27,6 +27,8 @@ class LogNormal(UnnormalisedModel):
     linear = True
     closed_form_mle = True
     compiled_kernels = MappingProxyType({"cnce": "lognormal"})
+    #: ``C``'s ideal value is ``-inf``: on the boundary, no standard error
+    boundary_params = (1,)
 
     def __init__(self):
         self.dim = 1

@@ -1,0 +1,156 @@
+"""Do the standard errors of ``cnce.fit(..., cov=True)`` mean what they say? A coverage study.
+
+For every model of the paper and every method that applies to it, ``S`` simulations draw true
+parameters and ``N`` data points as the paper's experiments do, fit with ``cov=True`` and ask
+how often the 95 % Wald interval ``theta_hat +- 1.96 stderr`` covers the true parameter (ICA
+after aligning the estimate's rows to the truth). Beside each coverage: its exact binomial
+(Clopper-Pearson) 95 % interval over the simulations, and the asymptotic prediction of the
+error level the paper's figures show (the median squared error under the normal law of the
+sandwich) against the simulated median.
+
+``python -m companion.coverage`` writes ``data/results/paper/coverage.csv`` (one row per
+model, method and parameter), ``coverage-levels.csv`` (one row per model and method) and
+``coverage.provenance.json``, atomically; ``--out`` writes elsewhere, ``--sims`` and ``-N``
+change the size. Each study is stored as it finishes, and a rerun skips the studies already
+stored with the same settings (resume).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+import cnce
+from cnce import asymptotics, provenance
+from cnce.models import get_model
+
+#: (model, its constructor's arguments, the parameter groups as (name, indices or None: all))
+MODELS = {
+    "gaussian": ({"dim": 5}, "diagonal and off-diagonal entries of the precision matrix"),
+    "ica": ({"dim": 4}, "entries of the demixing matrix B (aligned to the truth's rows)"),
+    "lognormal": ({}, "the two parameters"),
+    "bernoulli": ({}, "the two parameters"),
+    "ring": ({"dim": 5}, "the precision of the radius"),
+}
+KAPPA = 10
+DEFAULT_OUT = provenance.REPO_ROOT / "data" / "results" / "paper"
+
+
+def groups(model) -> dict[str, list[int]]:
+    """Parameter groups of a model for the summary: the Gaussian's diagonal and off-diagonal
+    precision entries apart; one group otherwise."""
+    if model.boundary_params:
+        return {"all but the boundary": [p for p in range(model.n_params) if p not in model.boundary_params]}
+    if model.name == "gaussian":
+        i, j = (t.tolist() for t in model._iu)
+        return {"diagonal": [p for p, (a, b) in enumerate(zip(i, j)) if a == b],
+                "off-diagonal": [p for p, (a, b) in enumerate(zip(i, j)) if a != b]}
+    return {"all": list(range(model.n_params))}
+
+
+def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    from scipy.stats import beta
+
+    a = (1 - level) / 2
+    lo = 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))
+    hi = 1.0 if k == n else float(beta.ppf(1 - a, k + 1, n - k))
+    return lo, hi
+
+
+def run_one(family: str, method: str, S: int, N: int, seed: int) -> tuple[pd.DataFrame, dict]:
+    """One model and method: per-parameter coverage rows and the level summary."""
+    kwargs, _ = MODELS[family]
+    gen = provenance.generator(seed, family)
+    model = get_model(family, **kwargs) if family != "ring" else get_model(family, **kwargs).build(S, gen, **kwargs)
+    theta = model.random_params(S, generator=gen)
+    x = model.sample(theta, N, generator=gen)
+    t0 = time.perf_counter()
+    res = cnce.fit(model, x, method=method, **({"kappa": KAPPA} if method in ("cnce", "nce") else {}),
+                   seed=provenance.int_seed(seed, 1), cov=True, threads=1)
+    seconds = time.perf_counter() - t0
+    hits = asymptotics.wald_covers(model, res.theta, res.stderr, theta)  # (S, P), NaN: no stderr
+    given = torch.tensor([not r for r in res.cov_reason])
+    rows = []
+    for name, idx in groups(model).items():
+        for p in idx:
+            h = hits[given, p]
+            k, n = int(h.sum()), int(h.numel())
+            lo, hi = clopper_pearson(k, n) if n else (float("nan"), float("nan"))
+            rows.append(dict(model=family, method=method, group=name, param=p, sims=n, covered=k, coverage=k / n if n else float("nan"),
+                             lo=lo, hi=hi))
+    keep = [p for p in range(model.n_params) if p not in model.boundary_params]
+    aligned, _ = model.align(res.theta, theta)
+    sq = ((aligned - theta)[:, keep] ** 2).sum(-1)[given]
+    cov = res.cov[given][:, keep][:, :, keep]
+    pred = asymptotics.median_sq_error(cov, generator=torch.Generator().manual_seed(seed))
+    level = dict(model=family, method=method, N=N, sims=S, with_stderr=int(given.sum()),
+                 reasons="; ".join(sorted({r for r in res.cov_reason if r})),
+                 sim_median=float(sq.median()), pred_median=float(pred.median()), fit_and_cov_seconds=seconds)
+    return pd.DataFrame(rows), level
+
+
+def run(out: Path = DEFAULT_OUT, S: int = 200, N: int = 5000, seed: int = 0, only=None) -> None:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    cov_path, lev_path, prov_path = out / "coverage.csv", out / "coverage-levels.csv", out / "coverage.provenance.json"
+    settings = {"sims": S, "N": N, "seed": seed, "kappa": KAPPA}
+    prov = json.loads(prov_path.read_text()) if prov_path.exists() else {}
+    if prov.get("settings") != settings:
+        prov = {"settings": settings, "studies": {}}
+    cov_df = pd.read_csv(cov_path) if cov_path.exists() and prov["studies"] else pd.DataFrame()
+    lev_df = pd.read_csv(lev_path) if lev_path.exists() and prov["studies"] else pd.DataFrame()
+    todo = [(f, m) for f in MODELS for m in get_model(f, **MODELS[f][0]).methods if only is None or f in only]
+    for i, (family, method) in enumerate(todo, 1):
+        key = f"{family}/{method}"
+        if key in prov["studies"]:
+            print(f"[coverage] {i}/{len(todo)} {key}: stored", file=sys.stderr)
+            continue
+        print(f"[coverage] {i}/{len(todo)} {key}: {S} simulations at N = {N} ...", file=sys.stderr, flush=True)
+        rows, level = run_one(family, method, S, N, seed)
+        cov_df = pd.concat([cov_df, rows], ignore_index=True)
+        lev_df = pd.concat([lev_df, pd.DataFrame([level])], ignore_index=True)
+        provenance.atomic_write_text(cov_path, cov_df.to_csv(index=False, float_format="%.10g"))
+        provenance.atomic_write_text(lev_path, lev_df.to_csv(index=False, float_format="%.10g"))
+        prov["studies"][key] = {"finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **provenance.git_state("cnce", "companion"),
+                                "package_source_sha256": provenance.package_source_hash(), "seconds": level["fit_and_cov_seconds"]}
+        provenance.atomic_write_text(prov_path, json.dumps(prov, indent=1) + "\n")
+        print(f"[coverage] {key}: pooled coverage {rows.covered.sum() / max(rows.sims.sum(), 1):.3f}, "
+              f"median error predicted {level['pred_median']:.3g} / simulated {level['sim_median']:.3g}", file=sys.stderr)
+
+
+def summary(cov: pd.DataFrame) -> pd.DataFrame:
+    """Pooled coverage per model, method and parameter group, with its Clopper-Pearson interval
+    over the pooled intervals (parameters of one simulation are not independent: the interval is
+    a guide, the per-parameter rows are exact) and the per-parameter range."""
+    out = []
+    for (m, meth, g), d in cov.groupby(["model", "method", "group"], sort=False):
+        k, n = int(d.covered.sum()), int(d.sims.sum())
+        lo, hi = clopper_pearson(k, n) if n else (float("nan"), float("nan"))
+        out.append(dict(model=m, method=meth, group=g, params=len(d), sims=int(d.sims.max()),
+                        coverage=k / n if n else float("nan"), lo=lo, hi=hi,
+                        param_min=float(d.coverage.min()), param_max=float(d.coverage.max())))
+    return pd.DataFrame(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m companion.coverage", description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder of the result files (default data/results/paper)")
+    ap.add_argument("--sims", type=int, default=200, help="simulations per model and method (default 200)")
+    ap.add_argument("-N", type=int, default=5000, help="data points per simulation (default 5000)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--only", nargs="*", choices=sorted(MODELS), help="only these models")
+    a = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    run(a.out, a.sims, a.N, a.seed, a.only)
+    print(summary(pd.read_csv(a.out / "coverage.csv")).to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

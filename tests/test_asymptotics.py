@@ -1,0 +1,130 @@
+"""Standard errors of ``cnce.fit(..., cov=True)`` (:mod:`cnce.asymptotics`): known answers.
+
+The coverage study over simulations is a committed result (``python -m companion.coverage``,
+``data/results/paper/coverage.csv``); these tests check the pieces on small cases in seconds."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import cnce
+from cnce import asymptotics, losses
+from cnce.models import ICA, Bernoulli, Gaussian, LogNormal
+from cnce.noise import NCEGaussianNoise, default_noise
+
+pytestmark = pytest.mark.fast
+
+
+def _data(model, S=3, N=400, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    theta = model.random_params(S, generator=g)
+    return theta, model.sample(theta, N, generator=g)
+
+
+def test_gaussian_mle_covariance_is_the_closed_form_inverse_fisher():
+    """For the Gaussian, -log p is linear in theta but for log Z = -1/2 log det Lambda + const, so
+    the observed information is the Fisher information I_ab = 1/2 tr(Sigma E_a Sigma E_b)."""
+    m = Gaussian(3)
+    _, x = _data(m, S=2, N=300)
+    r = cnce.fit(m, x, method="mle", cov=True)
+    i, j = m._iu
+    E = torch.zeros(m.n_params, 3, 3, dtype=torch.float64)
+    for p, (a, b) in enumerate(zip(i.tolist(), j.tolist())):
+        E[p, a, b] = E[p, b, a] = 1.0
+    for s in range(2):
+        Sigma = torch.linalg.inv(m.precision(r.theta[s:s + 1])[0])
+        fisher = 0.5 * torch.einsum("ij,ajk,kl,bli->ab", Sigma, E, Sigma, E)
+        expected = torch.linalg.inv(fisher) / x.shape[1]
+        assert torch.allclose(r.cov[s], expected, rtol=1e-10, atol=0)
+    assert r.cov_reason == ["", ""]
+    assert torch.allclose(r.stderr, torch.diagonal(r.cov, dim1=-2, dim2=-1).sqrt())
+
+
+@pytest.mark.parametrize("method", ["cnce", "nce"])
+def test_contrastive_hessian_and_gradients_match_autograd_of_the_loss(method):
+    """A (written from the logistic weights and the Jacobians) is the autograd Hessian of the
+    loss of Eq. (8) / of NCE, and the per-tuple gradients average to its gradient."""
+    m = Gaussian(2)
+    theta, x = _data(m, S=2, N=150)
+    kappa = 4
+    g = torch.Generator().manual_seed(5)
+    base = torch.randn(2, 150, kappa, 2, generator=g, dtype=torch.float64)
+    noise = default_noise(m)
+    eps = torch.tensor([0.7, 1.3], dtype=torch.float64)
+    c = torch.tensor([-1.0, -2.0], dtype=torch.float64)
+    psi = torch.cat([theta, c.unsqueeze(-1)], -1) if method == "nce" else theta
+    gt, A = asymptotics._contrastive(m, x, psi, method, kappa=kappa, eps=eps, noise=noise, noise_base=base)
+    if method == "cnce":
+        y = noise.apply(x, base, eps).reshape(2, 150 * kappa, 2)
+
+        def J(q):
+            return losses.cnce_loss(m.log_phi(x, q), m.log_phi(y, q).reshape(2, 150, kappa))
+    else:
+        pn = NCEGaussianNoise.fit(x)
+        y = pn.apply(base.reshape(2, 150 * kappa, 2))
+
+        def J(q):
+            th, cc = q[:, :-1], q[:, -1:]
+            return losses.nce_loss(m.log_phi(x, th) + cc - pn.log_prob(x) - math.log(kappa),
+                                   m.log_phi(y, th) + cc - pn.log_prob(y) - math.log(kappa))
+    assert torch.allclose(A, asymptotics.hessian(J, psi), rtol=1e-10, atol=1e-12)
+    assert torch.allclose(gt.mean(1), asymptotics._grad(J, psi), rtol=1e-10, atol=1e-12)
+
+
+def test_no_standard_error_where_the_asymptotics_do_not_hold():
+    # a fit stopped after one iteration is not at a minimum
+    m = Gaussian(2)
+    _, x = _data(m, S=2, N=200)
+    r = cnce.fit(m, x, method="cnce", max_iter=1, cov=True)
+    assert not bool(r.converged.any())
+    assert torch.isnan(r.stderr).all() and all("did not converge" in q for q in r.cov_reason)
+    # the log-normal's C has its ideal value at -inf (a boundary): theta's error is given, C's is not
+    ln = LogNormal()
+    _, x = _data(ln, S=2, N=500)
+    for method in ("cnce", "mle"):
+        r = cnce.fit(ln, x, method=method, cov=True)
+        assert torch.isfinite(r.stderr[:, 0]).all() and torch.isnan(r.stderr[:, 1]).all(), method
+        assert "boundary" in r.info["cov_boundary"]
+    # the Bernoulli model is identified up to a common factor: a flat direction, no number
+    b = Bernoulli()
+    _, x = _data(b, S=2, N=300)
+    r = cnce.fit(b, x, method="cnce", cov=True)
+    assert torch.isnan(r.stderr).all() and all("not positive definite" in q for q in r.cov_reason)
+
+
+def test_cov_is_off_by_default_and_must_be_a_bool():
+    m = Gaussian(2)
+    _, x = _data(m, S=1, N=100)
+    r = cnce.fit(m, x[0], method="mle")
+    assert r.cov is None and r.stderr is None and r.cov_reason is None
+    r = cnce.fit(m, x[0], method="mle", cov=True)  # one (N, D) dataset: no simulation axis
+    assert r.cov.shape == (3, 3) and r.stderr.shape == (3,) and r.cov_reason == ""
+    with pytest.raises(ValueError, match="cov must be True or False; got 'yes'"):
+        cnce.fit(m, x[0], method="mle", cov="yes")
+
+
+def test_wald_covers_known_answers_and_aligns_ica():
+    m = Gaussian(2)
+    truth = torch.tensor([[2.0, 0.5, 1.0]], dtype=torch.float64)
+    se = torch.tensor([[0.1, 0.1, 0.1]], dtype=torch.float64)
+    hat = truth + torch.tensor([[0.1, -0.19, 0.3]], dtype=torch.float64)
+    assert asymptotics.wald_covers(m, hat, se, truth).tolist() == [[1.0, 1.0, 0.0]]
+    assert torch.isnan(asymptotics.wald_covers(m, hat, torch.full_like(se, float("nan")), truth)).all()
+    # ICA: an estimate whose rows are swapped and one re-signed is the truth, covered, and the
+    # standard errors follow their rows
+    ica = ICA(2)
+    B = torch.tensor([[1.0, 0.2, -0.3, 2.0]], dtype=torch.float64)
+    B_hat = torch.tensor([[0.3, -2.0, 1.0, 0.2]], dtype=torch.float64) + 0.01
+    se = torch.tensor([[0.001, 0.001, 1.0, 1.0]], dtype=torch.float64)  # only the first row of B_hat is tight
+    hits = asymptotics.wald_covers(ica, B_hat, se, B)
+    assert hits.tolist() == [[1.0, 1.0, 0.0, 0.0]]  # B_hat's loose row is B's first row; its tight row is B's second
+
+
+def test_median_sq_error_known_answer():
+    """For one parameter the median of sigma^2 chi^2_1 is sigma^2 times 0.45494 (chi^2_1's median)."""
+    cov = torch.tensor([[[4.0]], [[float("nan")]]], dtype=torch.float64)
+    med = asymptotics.median_sq_error(cov, n_draws=200000, generator=torch.Generator().manual_seed(0))
+    assert abs(float(med[0]) / 4.0 - 0.454936) < 0.01
+    assert math.isnan(float(med[1]))
