@@ -138,6 +138,80 @@ def summary(cov: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+#: the committed paper-scale studies whose error curves get a predicted level
+LEVEL_STUDIES = ("gaussian", "ica", "lognormal")
+
+
+def predicted_quantiles(cov: torch.Tensor, q=(0.1, 0.5, 0.9), n_draws: int = 2000, seed: int = 0) -> list[float]:
+    """Quantiles over simulations of ``|theta_hat - theta|^2`` when simulation ``s``'s error is
+    ``N(0, cov[s])``: the law the paper's curves summarise (median and 0.1/0.9 quantiles over
+    simulations) is the mixture of the simulations' laws, so draws of all simulations are pooled."""
+    ok = torch.isfinite(cov).all(-1).all(-1)
+    lam = torch.linalg.eigvalsh(cov[ok]).clamp_min(0)
+    z = torch.randn(int(ok.sum()), n_draws, cov.shape[-1], generator=torch.Generator().manual_seed(seed), dtype=cov.dtype)
+    sq = ((z ** 2) @ lam.unsqueeze(-1)).reshape(-1)
+    return torch.quantile(sq, torch.tensor(q, dtype=sq.dtype)).tolist()
+
+
+def run_levels(out: Path = DEFAULT_OUT, results: Path = DEFAULT_OUT, studies=LEVEL_STUDIES) -> None:
+    """The predicted error level of every (method, kappa, N) of the committed consistency studies:
+    the sandwich at the TRUE parameters, with each simulation's own data, noise and eps (the
+    committed table's eps), as the law of the error; written to ``theory-levels.csv`` beside the
+    simulated quantiles of the committed errors (resumable per cell)."""
+    from cnce.experiments.runner import build_problem
+
+    out = Path(out)
+    path = out / "theory-levels.csv"
+    done = pd.read_csv(path) if path.exists() else pd.DataFrame()
+    for study in studies:
+        df = pd.read_csv(Path(results) / f"{study}.csv")
+        if "eps_setting" in df:
+            df = df[df["eps_setting"].fillna("default") == "default"]
+        df = df[df["method"].isin(["cnce", "mle"])]
+        S, N_max = int(df["sim"].max()) + 1, int(df["N"].max())
+        problem = build_problem(study, S, N_max, seed=0)
+        model, truth = problem.model, problem.theta_true
+        keep = [p for p in range(model.n_params) if p not in model.boundary_params]
+        cells = df[["method", "kappa", "N"]].drop_duplicates().sort_values(["method", "kappa", "N"])
+        for _, c in cells.iterrows():
+            kappa = None if pd.isna(c["kappa"]) else int(c["kappa"])
+            key = (study, c["method"], kappa if kappa is not None else -1, int(c["N"]))
+            if len(done) and ((done["study"] == key[0]) & (done["method"] == key[1]) & (done["kappa"] == key[2])
+                              & (done["N"] == key[3])).any():
+                continue
+            N = int(c["N"])
+            sims = df[(df["method"] == c["method"]) & (df["N"] == N)
+                      & ((df["kappa"] == kappa) if kappa is not None else df["kappa"].isna())].sort_values("sim")
+            t0 = time.perf_counter()
+            kw = {}
+            if c["method"] == "cnce":
+                kw = dict(kappa=kappa, eps=torch.tensor(sims["eps"].to_numpy(float)), noise=cnce.noise.default_noise(model),
+                          noise_base=problem.noise_base(N, kappa))
+            x = problem.data(N)
+            step = asymptotics._chunk(S, N, kappa, model.n_params)
+            covs = []
+            for a in range(0, S, step):
+                sl = slice(a, min(S, a + step))
+                part = {k: (v[sl] if isinstance(v, torch.Tensor) else v) for k, v in kw.items()}
+                covs.append(asymptotics.sandwich(model.take(sl, S), x[sl], truth[sl], c["method"], **part).cov)
+            cov = torch.cat(covs)[:, keep][:, :, keep]
+            q10, q50, q90 = predicted_quantiles(cov)
+            e = sims["error"].to_numpy(float)
+            row = dict(study=study, method=c["method"], kappa=key[2], N=N, sims=S,
+                       with_cov=int(torch.isfinite(cov).all(-1).all(-1).sum()),
+                       pred_q10=q10, pred_median=q50, pred_q90=q90, sim_q10=float(np.quantile(e, 0.1)),
+                       sim_median=float(np.median(e)), sim_q90=float(np.quantile(e, 0.9)),
+                       seconds=time.perf_counter() - t0)
+            done = pd.concat([done, pd.DataFrame([row])], ignore_index=True)
+            provenance.atomic_write_text(path, done.to_csv(index=False, float_format="%.10g"))
+            print(f"[levels] {study} {c['method']} kappa={kappa} N={N}: predicted median {q50:.3g}, simulated "
+                  f"{row['sim_median']:.3g} ({row['seconds']:.0f} s)", file=sys.stderr, flush=True)
+    prov_path = out / "theory-levels.provenance.json"
+    provenance.atomic_write_text(prov_path, json.dumps({
+        "studies": list(studies), "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **provenance.git_state("cnce", "companion"),
+        "package_source_sha256": provenance.package_source_hash()}, indent=1) + "\n")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m companion.coverage", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder of the result files (default data/results/paper)")
@@ -145,8 +219,13 @@ def main(argv=None) -> int:
     ap.add_argument("-N", type=int, default=5000, help="data points per simulation (default 5000)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--only", nargs="*", choices=sorted(MODELS), help="only these models")
+    ap.add_argument("--levels", action="store_true",
+                    help="instead: the predicted error levels of the committed consistency studies (theory-levels.csv)")
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
+    if a.levels:
+        run_levels(a.out)
+        return 0
     run(a.out, a.sims, a.N, a.seed, a.only)
     print(summary(pd.read_csv(a.out / "coverage.csv")).to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     return 0
