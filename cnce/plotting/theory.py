@@ -10,9 +10,9 @@ import math
 
 import numpy as np
 
-from . import METHOD_COLORS, figure, shared_legend
+from . import METHOD_COLORS, curve_style, figure, shared_legend
 
-__all__ = ["eps_path_figure", "sm_limit_figure", "ica_kinks_figure"]
+__all__ = ["eps_path_figure", "sm_limit_figure", "ica_kinks_figure", "levels_figure"]
 
 LOG4 = 2 * math.log(2)
 
@@ -121,4 +121,35 @@ def ica_kinks_figure(eps, ratio, kinks, half_sm_ae: float, half_sm_kinks: float,
     ax.set_ylabel("pairs straddling a kink")
     ax.set_title(f"of {n_pairs} data-noise pairs\n(a count of 0 is plotted at 0.5 on this log axis)", fontsize="medium")
     shared_legend(fig, ncol=1)
+    return fig
+
+
+def levels_figure(levels, titles: dict):
+    """Simulated median squared error (markers) against the level asymptotic theory predicts
+    (lines: the median under the sandwich's normal law at the true parameters), ``log10``
+    against ``log10 N``; one panel per study, one colour per kappa and one for MLE.
+
+    Args:
+        levels: the rows of ``theory-levels.csv`` (``study, method, kappa, N, pred_median,
+            sim_median``; ``kappa`` -1 for MLE).
+        titles: ``{study: panel title}``, in panel order.
+    """
+    fig, axes = figure(len(titles))
+    for ax, (study, title) in zip(axes[0], titles.items()):
+        d = levels[levels["study"] == study]
+        for (method, kappa), c in d.groupby(["method", "kappa"], sort=True):
+            c = c.sort_values("N")
+            st = curve_style(method, None if kappa < 0 else kappa)
+            lx = np.log10(c["N"].to_numpy(float))
+            ax.plot(lx, np.log10(c["pred_median"].to_numpy(float)), color=st["color"], lw=1.3, label=st["label"])
+            ax.plot(lx, np.log10(c["sim_median"].to_numpy(float)), ls="none", marker=st["marker"], color=st["color"])
+        ax.set_title(title)
+        ax.set_xlabel(r"$\log_{10} N$")
+    axes[0][0].set_ylabel(r"$\log_{10}$ median squared error")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    from matplotlib.lines import Line2D
+
+    handles += [Line2D([], [], color="grey", lw=1.3), Line2D([], [], color="grey", ls="none", marker=".")]
+    labels += ["predicted (theory)", "simulated median"]
+    shared_legend(fig, handles, labels, ncol=4)
     return fig
