@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["Estimate", "Medians", "log10_medians", "slope", "slope_bend", "log_ratio", "gap_change", "point_log_ratios",
-           "count_above", "ring_best_eps", "score_matching_limit", "eps0_check", "eps_one_share"]
+           "count_above", "ring_best_eps", "score_matching_limit", "eps0_check", "eps_one_share", "committed_results"]
 
 
 @dataclass
@@ -311,3 +311,30 @@ def eps0_check(S: int = 20, N: int = 1000, seed: int = 0, kappa: int = 10) -> di
         out[model.name] = dev
         worst = max(worst, *dev.values())
     return {"deviations": out, "worst": worst, "S": S, "N": N, "seed": seed}
+
+
+def committed_results(seed: int = 0, studies=None, scale: str = "paper") -> tuple[dict, list[str]]:
+    """The committed tables of ``data/results/<scale>/`` as ``{study: DataFrame}`` (a study
+    shared by two figures: the union of their cells), and one line per study naming the commits
+    of its runs. ``studies``: only these. Experiments without a complete run are left out."""
+    from .configs import FIGURES
+    from .runner import load_results
+
+    results, runs = {}, []
+    for name in FIGURES:
+        try:
+            df = load_results(name, scale, seed)
+        except (FileNotFoundError, ValueError):  # not committed: its claims are left out
+            continue
+        for study in df.study.unique():
+            if studies is not None and str(study) not in studies:
+                continue
+            rows = df[df.study == study]
+            if str(study) in results:
+                both = pd.concat([results[str(study)], rows], ignore_index=True)
+                results[str(study)] = both.drop_duplicates(["method", "kappa", "N", "sim"], ignore_index=True)
+                continue
+            results[str(study)] = rows
+            commits = {(r.get("git_commit") or "")[:8] for r in (df.attrs["provenance"].get(study) or {}).get("runs", [])}
+            runs.append(f"{study} ({', '.join(sorted(commits))})")
+    return results, runs

@@ -188,9 +188,14 @@ class Claim:
             raise ValueError(f"claim {self.id!r}: a verdict other than 'reproduced' needs a one-line why")
         return record
 
+    @property
+    def declared_in(self) -> str:
+        """The module that declares the claim and holds its rule (``companion.claims.synthetic``)."""
+        return self.compute.__module__
+
     def as_dict(self) -> dict:
         return {k: getattr(self, k) for k in ("id", "title", "section", "paper", "kind", "rule", "measure", "data",
-                                              "baselines", "page", "anchor", "code")}
+                                              "baselines", "page", "anchor", "code", "declared_in")}
 
 
 _REGISTRY: dict[str, Claim] = {}

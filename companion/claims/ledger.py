@@ -19,7 +19,7 @@ from cnce import provenance
 
 from . import Claim, Record, claims
 
-__all__ = ["LEDGER", "Context", "committed_results", "compute", "write", "load", "code_hash", "input_hash", "stale",
+__all__ = ["LEDGER", "Context", "compute", "write", "load", "code_hash", "input_hash", "stale",
            "records", "record"]
 
 ROOT = provenance.REPO_ROOT
@@ -33,35 +33,6 @@ CODE = ("companion/claims", "cnce/experiments/claims.py", "cnce/experiments/eps_
         "cnce/images/d2.py", "cnce/images/attribution.py", "cnce/images/measures.py")
 #: the inputs the records read (folders: every file in them)
 INPUTS = ("data/results/paper", "data/checks/image-claims.json", "data/weights")
-
-
-def committed_results(seed: int = 0, studies=None, scale: str = "paper", ) -> tuple[dict, list[str]]:
-    """The committed tables of ``data/results/<scale>/`` as ``{study: DataFrame}`` (a study
-    shared by two figures: the union of their cells), and one line per study naming the commits
-    of its runs. ``studies``: only these. Experiments without a complete run are left out."""
-    import pandas as pd
-
-    from cnce.experiments.configs import FIGURES
-    from cnce.experiments.runner import load_results
-
-    results, runs = {}, []
-    for name in FIGURES:
-        try:
-            df = load_results(name, scale, seed)
-        except (FileNotFoundError, ValueError):  # not committed: its claims are left out
-            continue
-        for study in df.study.unique():
-            if studies is not None and str(study) not in studies:
-                continue
-            rows = df[df.study == study]
-            if str(study) in results:
-                both = pd.concat([results[str(study)], rows], ignore_index=True)
-                results[str(study)] = both.drop_duplicates(["method", "kappa", "N", "sim"], ignore_index=True)
-                continue
-            results[str(study)] = rows
-            commits = {(r.get("git_commit") or "")[:8] for r in (df.attrs["provenance"].get(study) or {}).get("runs", [])}
-            runs.append(f"{study} ({', '.join(sorted(commits))})")
-    return results, runs
 
 
 class Context:
@@ -80,6 +51,8 @@ class Context:
     @property
     def results(self) -> dict:
         if self._results is None:
+            from cnce.experiments.claims import committed_results
+
             self._results, self.runs = committed_results(self.seed)
         return self._results
 

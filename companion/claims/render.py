@@ -21,10 +21,32 @@ from . import OURS, PAGES, PAPER, VERDICTS, tally
 from . import ledger as _ledger
 
 __all__ = ["verdict_block_html", "glue_verdict_block", "claims_table_html", "tally_html", "glue_numbers", "anchor_id",
-           "REPO_URL"]
+           "code_files", "DOWNLOADS"]
 
-#: where the claims table links the code that computes a claim
-REPO_URL = "https://github.com/cnce-companion/cnce/blob/main/"
+#: where the built book keeps copies of the source files (the book extension copies the code
+#: files of :func:`code_files` there), relative to the book's root
+DOWNLOADS = "downloads"
+
+
+def _module_path(dotted: str) -> str:
+    """``cnce/experiments/claims.py`` for ``cnce.experiments.claims`` or one of its functions."""
+    from pathlib import Path
+
+    parts = dotted.split(".")
+    for n in range(len(parts), 0, -1):
+        rel = Path(*parts[:n])
+        if (_ledger.ROOT / rel.with_suffix(".py")).is_file():
+            return str(rel.with_suffix(".py"))
+        if (_ledger.ROOT / rel / "__init__.py").is_file():
+            return str(rel / "__init__.py")
+    raise ValueError(f"code must name a module of this repository (or a function in one); got {dotted!r}")
+
+
+def code_files(rows=None, path=None) -> list[str]:
+    """The repository paths of the code the ledger's rows name (their measures and the modules
+    that declare them): the book ships copies under :data:`DOWNLOADS` and the claims table links them."""
+    rows = rows if rows is not None else _ledger.records(path=path)
+    return sorted({_module_path(r[k]) for r in rows for k in ("code", "declared_in")})
 
 
 def anchor_id(heading: str) -> str:
@@ -132,8 +154,9 @@ def claims_table_html(rows=None, *, page_prefix: str = "../", path=None) -> str:
     def tr(i, r):
         rec = r["record"]
         href = _page_href(r["page"], page_prefix) + (f"#{anchor_id(r['anchor'])}" if r["anchor"] else "")
-        mod = r["code"].rsplit(".", 1)[0]
-        code = f'<a href="{REPO_URL}{mod.replace(".", "/")}.py"><code>{html.escape(r["code"])}</code></a>'
+        code = (f'<a href="{page_prefix}{DOWNLOADS}/{_module_path(r["code"])}"><code>{html.escape(r["code"])}</code></a> '
+                f'(rule: <a href="{page_prefix}{DOWNLOADS}/{_module_path(r["declared_in"])}">'
+                f'<code>{html.escape(r["declared_in"])}</code></a>)')
         why = html.escape(rec["why"]) if rec["verdict"] != "reproduced" and r["kind"] == PAPER else ""
         return (f'<tr id="claim-{html.escape(r["id"])}"><td>{i}</td><td><b>{html.escape(r["title"])}</b><br>'
                 f'<small>{html.escape(r["section"])}</small></td>'
