@@ -154,6 +154,28 @@ def test_score_matching_rule_on_the_real_check():
     assert S.sm_verdict(bad["rel_dev"], bad["slope"])[0] != "reproduced"
 
 
+def test_parts_rule_every_verdict():
+    from companion.claims.shapes import parts_verdict
+
+    assert parts_verdict({"localised": "reproduced", "oriented": "reproduced", "band-pass": "reproduced"})[0] == "reproduced"
+    v, why = parts_verdict({"localised": "reproduced", "oriented": "reproduced", "band-pass": "not reproduced"})
+    assert v == "partly reproduced" and "band-pass" in why
+    assert parts_verdict({"a": "not reproduced", "b": "not testable here"})[0] == "not reproduced"
+    assert parts_verdict({"a": "not testable here"})[0] == "not testable here"
+    with pytest.raises(ValueError, match="part"):
+        parts_verdict({})
+
+
+def test_existence_rule_every_verdict():
+    from companion.claims.shapes import existence_verdict
+
+    assert existence_verdict(3, 0.5, p_value=0.01)[0] == "reproduced"
+    assert existence_verdict(3, 0.5, p_value=0.2)[0] == "partly reproduced"
+    assert existence_verdict(1, 2.0)[0] == "partly reproduced"
+    assert existence_verdict(0, 0.0)[0] == "not reproduced"
+    assert existence_verdict(5, 0.0, testable=False, reason="control fails") == ("not testable here", "control fails")
+
+
 # --- computing from constructed tables -------------------------------------------------------------
 
 def _table(study, curves, Ns=(100, 300, 1000, 3000), S_=60, eps=0.5, seed=0):
