@@ -31,7 +31,7 @@ def _from_row(title: str, kind: str):
             raise ValueError(f"cnce.images.claims.chapter_rows gives no row {title!r}; it gives {sorted(rows)}")
         r = rows[title]
         verdict = QUESTION if kind == OURS else r.verdict
-        why = "" if verdict in ("reproduced", QUESTION) else r.short
+        why = "" if verdict in ("reproduced", QUESTION) else f"by the measure's own rule: {r.short}"
         short, measured = r.short, r.measured
         if kind == OURS and short.startswith("reproduced"):  # our question's answer, not a verdict on the paper
             short = "yes, the earlier failure recurs" + short[len("reproduced"):]
