@@ -301,3 +301,18 @@ def test_claims_table_links_each_row_to_its_page_section_and_code():
         assert (ROOT / f).is_file() and f'downloads/{f}"' in t
     not_repro = [r for r in rows if r["kind"] == C.PAPER and r["record"]["verdict"] != "reproduced"]
     assert not_repro and all(html.escape(r["record"]["why"]) in t for r in not_repro)
+
+
+def test_the_command_checks_and_lists_the_ledger(capsys, tmp_path):
+    from companion.__main__ import main
+
+    assert main(["claims", "--check"]) == 0
+    assert main(["claims", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "claims of the paper" in out and "questions of ours" in out
+    stale = tmp_path / "ledger.json"
+    doc = ledger.load()
+    stale.write_text(json.dumps({**doc, "provenance": {**doc["provenance"], "code_hash": "0"}}))
+    assert ledger.stale(stale) == ["the claims code changed"]
+    with pytest.raises(SystemExit):
+        main(["claims", "--n-boot", "many"])
