@@ -280,6 +280,8 @@ def test_every_verdict_a_page_shows_is_a_ledger_record(page):
     for (_, body), m in zip(items, ids):
         rec = rows[m.group(1)]["record"]
         assert f">{rec['verdict']}</span>" in body and html.escape(rec["short"]) in body
+        if rec["verdict"] not in ("reproduced", C.QUESTION):
+            assert html.escape(rec["why"]) in body, f"{page}: the block does not say why {m.group(1)} is {rec['verdict']}"
 
 
 def test_a_verdict_block_names_only_ledger_claims():
