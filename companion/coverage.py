@@ -8,7 +8,7 @@ after aligning the estimate's rows to the truth). Beside each coverage: its exac
 error level the paper's figures show (the median squared error under the normal law of the
 sandwich) against the simulated median.
 
-``python -m companion.coverage`` writes ``data/results/paper/coverage.csv`` (one row per
+``python -m companion.coverage`` writes ``data/results/asymptotics/coverage.csv`` (one row per
 model, method and parameter), ``coverage-levels.csv`` (one row per model and method) and
 ``coverage.provenance.json``, atomically; ``--out`` writes elsewhere, ``--sims`` and ``-N``
 change the size. Each study is stored as it finishes, and a rerun skips the studies already
@@ -39,7 +39,9 @@ MODELS = {
     "ring": ({"dim": 5}, "the precision of the radius"),
 }
 KAPPA = 10
-DEFAULT_OUT = provenance.REPO_ROOT / "data" / "results" / "paper"
+DEFAULT_OUT = provenance.REPO_ROOT / "data" / "results" / "asymptotics"
+#: the committed paper-scale results whose error curves get a predicted level
+PAPER_RESULTS = provenance.REPO_ROOT / "data" / "results" / "paper"
 
 
 def groups(model) -> dict[str, list[int]]:
@@ -155,7 +157,7 @@ def predicted_quantiles(cov: torch.Tensor, q=(0.1, 0.5, 0.9), n_draws: int = 200
     return torch.quantile(sq, torch.tensor(q, dtype=sq.dtype)).tolist()
 
 
-def run_levels(out: Path = DEFAULT_OUT, results: Path = DEFAULT_OUT, studies=LEVEL_STUDIES) -> None:
+def run_levels(out: Path = DEFAULT_OUT, results: Path = PAPER_RESULTS, studies=LEVEL_STUDIES) -> None:
     """The predicted error level of every (method, kappa, N) of the committed consistency studies:
     the sandwich at the TRUE parameters, with each simulation's own data, noise and eps (the
     committed table's eps), as the law of the error; written to ``theory-levels.csv`` beside the
@@ -220,7 +222,7 @@ def run_levels(out: Path = DEFAULT_OUT, results: Path = DEFAULT_OUT, studies=LEV
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m companion.coverage", description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder of the result files (default data/results/paper)")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder of the result files (default data/results/asymptotics)")
     ap.add_argument("--sims", type=int, default=200, help="simulations per model and method (default 200)")
     ap.add_argument("-N", type=int, default=5000, help="data points per simulation (default 5000)")
     ap.add_argument("--seed", type=int, default=0)
