@@ -101,7 +101,7 @@ ALL_VERDICTS = (*VERDICTS, QUESTION)
 #: The pages a claim can be shown on: name -> short title (book pages by their path).
 PAGES = {"01_theory": "Theory", "02_consistency": "Consistency", "03_cnce_vs_nce": "NCE", "04_ring": "Ring",
          "05_supplementary": "Supp. models", "06_image_model": "Image model", "07_choosing_eps": "Choosing eps",
-         "08_energy_networks": "Energy networks"}
+         "08_energy_networks": "Energy networks", "09_standard_errors": "Standard errors"}
 
 
 def _text(name, v, empty=False):
@@ -216,6 +216,7 @@ def claims() -> list[Claim]:
     module's order of declarations)."""
     from . import synthetic  # noqa: F401, I001  (importing declares; this order is the book's)
     from . import images  # noqa: F401
+    from . import theory  # noqa: F401
 
     return list(_REGISTRY.values())
 

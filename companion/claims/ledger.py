@@ -30,9 +30,9 @@ FORMAT = 1
 #: the code whose change can change a record (besides this package): the library measures
 CODE = ("companion/claims", "cnce/experiments/claims.py", "cnce/experiments/eps_sweep.py", "cnce/experiments/analysis.py",
         "cnce/theory.py", "cnce/images/claims.py", "cnce/images/layer_claims.py", "cnce/images/verdicts.py",
-        "cnce/images/d2.py", "cnce/images/attribution.py", "cnce/images/measures.py")
+        "cnce/images/d2.py", "cnce/images/attribution.py", "cnce/images/measures.py", "companion/coverage.py")
 #: the inputs the records read (folders: every file in them)
-INPUTS = ("data/results/paper", "data/checks/image-claims.json", "data/weights")
+INPUTS = ("data/results/paper", "data/results/asymptotics", "data/checks/image-claims.json", "data/weights")
 
 
 class Context:
