@@ -37,10 +37,12 @@ from .toys import (BOX, TOYS, GaussianEnergy, ImproperDensityError, MLPEnergy, Q
 from .objectives import (DEFAULT_FACTOR, DEFAULT_SCHEDULE, SCHEDULES, CNCELoss, DSMLoss, EnergyLoss, NCELoss, SSMLoss,
                          make_loss)
 from .health import HealthCheck
+from .likelihood import HeldOutLikelihood, LogNormaliser, UnsupportedEstimateError, held_out_log_likelihood, log_normaliser
 from .sampling import langevin
 from .train import DSM_SIGMA, EPS_CAP, METHODS, TrainResult, train
 
-__all__ = ["HealthCheck", "CNCELoss", "NCELoss", "DSMLoss", "SSMLoss", "EnergyLoss", "make_loss", "SCHEDULES", "DEFAULT_SCHEDULE", "DEFAULT_FACTOR",
+__all__ = ["HealthCheck", "log_normaliser", "held_out_log_likelihood", "LogNormaliser", "HeldOutLikelihood",
+           "UnsupportedEstimateError", "CNCELoss", "NCELoss", "DSMLoss", "SSMLoss", "EnergyLoss", "make_loss", "SCHEDULES", "DEFAULT_SCHEDULE", "DEFAULT_FACTOR",
            "langevin", "ImproperDensityError", "normaliser_check", "QuarticEnergy", "train", "TrainResult", "METHODS", "EPS_CAP", "DSM_SIGMA", "cnce_loss", "nce_loss", "dsm_loss",
            "ssm_loss", "evaluate", "score", "TOYS", "BOX", "sample_toy", "true_log_prob", "eight_gaussians_log_prob",
            "MLPEnergy", "GaussianEnergy", "grid", "grid_log_normaliser", "log_likelihood"]

@@ -379,7 +379,7 @@ def train(log_phi, x, method="cnce", *, kappa: int = 10, eps=None, sigma=None, s
     if want is not None:
         torch.set_num_threads(want)
     t0 = time.perf_counter()
-    try:
+    try:  # torch's thread setting is restored in the finally clause
         for t in range(start, steps):
             idx = torch.randint(0, N, (batch_size,), generator=batches)
             xb = x[idx.to(dev)]
