@@ -355,12 +355,17 @@ print("mixture3 (MLP) at the defaults, mean held-out log-likelihood per method: 
 # %% [markdown]
 # ## Samples beside the data
 #
-# `cnce.nn.langevin` (Langevin dynamics, here Metropolis-adjusted and annealed from
-# temperature 4 to 1) draws from a trained network. This page trains the MLP on the
-# three-Gaussian mixture with each method at its defaults, in a loop of its own with the
-# loss objects (`cnce.nn.CNCELoss(eps="auto")`, ...; the same code as `cnce.nn.train`, and
-# bitwise the same result, which the tests check), for fewer steps than the study so that
-# the page stays cheap, in float64 so that its printed numbers do not depend on the CPU.
+# `cnce.nn.langevin` (Langevin dynamics, here Metropolis-adjusted and annealed through
+# temperatures 2 and 1, {glue:text}`final_share` of the steps at $T = 1$, the step size
+# adapted toward an acceptance of {glue:text}`target_acc`) draws from a trained network.
+# This page trains the MLP on the three-Gaussian mixture with each method at its defaults,
+# in a loop of its own with the loss objects (`cnce.nn.CNCELoss(eps="auto")`, ...; the same
+# code as `cnce.nn.train`, and bitwise the same result, which the tests check), for fewer
+# steps than the study so that the page stays cheap, in float64 so that its printed numbers
+# do not depend on the CPU. The loss's own parameters go to the optimiser with the
+# network's (NCE's log-normaliser is one, `loss.parameters()`), and `cnce.nn.HealthCheck`
+# watches every step for a collapse to a constant network (CNCE's $2\log 2$), a blow-up
+# or a normaliser that does not train; `cnce.nn.train` runs the same check.
 
 # %%
 demo_steps, demo_batch = (300 if scale == "quick" else sc.steps), 128
@@ -376,20 +381,27 @@ x0 = 3 * torch.randn(1000, 2, generator=torch.Generator().manual_seed(seed + 1),
                      dtype=torch.float64)
 for m, loss in demo_losses.items():
     net = cnn.MLPEnergy(2, sc.hidden, sc.layers, seed=seed, dtype=torch.float64)
+    # the loss's parameters (NCE's log-normaliser) train with the network's
     opt = torch.optim.Adam(list(net.parameters()) + list(loss.parameters()), lr=sc.lr)
+    check = cnn.HealthCheck(loss, lr=sc.lr)
     batches = torch.Generator().manual_seed(seed)
     for step in range(demo_steps):
         xb = x_demo[torch.randint(0, len(x_demo), (demo_batch,), generator=batches)]
         opt.zero_grad()
-        loss(net, xb).backward()
+        value = loss(net, xb)
+        value.backward()
         opt.step()
+        check(value, net, xb)
     demo_nets[m] = net
     ll = cnn.log_likelihood(net, x_demo_test, n=sc.grid, on_fail="warn")
     samples[m], info = cnn.langevin(net, x0, steps=200, step_size=0.02, seed=seed,
-                                    metropolis=True, temperatures=(4, 2, 1),
+                                    metropolis=True, temperatures=(2, 1), data=x_demo,
                                     return_info=True)
     print(f"{LABELS[m]}: held-out log-likelihood {ll:.2f}; Langevin acceptance at T = 1 "
-          f"{info['acceptance'][-1]:.2f}" + (f"; eps {loss.eps:.2f}" if m == "cnce" else ""))
+          f"{info['acceptance'][-1]:.2f}" + (f"; eps {loss.eps:.2f} ({loss.eps_choice['why']})"
+                                             if m == "cnce" else ""))
+glue("final_share", f"{100 * cnn.sampling.FINAL_SHARE:.0f} %")
+glue("target_acc", f"{cnn.sampling.TARGET_ACCEPTANCE:.2f}")
 
 # %% tags=["hide-input"] mystnb={"image": {"alt": "Five square scatter plots in a row: the three-Gaussian mixture's data points in black, then the Langevin samples from the network trained with CNCE, NCE, DSM and SSM in blue."}}
 plots.samples_figure(x_demo[:1000], samples, title="mixture3 data");
