@@ -193,6 +193,7 @@ def main(argv=None):
     torch.set_num_threads(1)
     import torchebm
 
+    machine = machine_info(1)  # the commit the runs come from, recorded before they start
     rows = []
     for case in sc.cases.split(","):
         for lib, methods in (("cnce.nn", ("cnce", "nce", "dsm", "ssm")), ("torchebm", ("dsm", "ssm", "cd"))):
@@ -205,7 +206,8 @@ def main(argv=None):
     threads = {str(n): round(thread_steps(n, sc), 3) for n in (1, 2)}
     print("CNCE step (ms) by torch threads:", threads)
     out = dict(suite=SUITE, settings={k: v for k, v in vars(sc).items()}, torchebm=torchebm.__version__,
-               rows=rows, thread_ms=threads, machine=machine_info(1))
+               rows=rows, thread_ms=threads, machine=machine,
+               load_average_end=list(__import__('os').getloadavg()))
     path = RESULTS / f"{SUITE}{sc.tag}.json"
     path.write_text(json.dumps(out, indent=1) + "\n")
     print(f"wrote {path}")
