@@ -27,7 +27,7 @@ import torch
 from . import backends
 from . import noise as noise_mod
 from ._torch import make_generator, resolve_device
-from ._validation import check_applies, check_data, check_kappa, check_positive_int, check_theta
+from ._validation import check_applies, check_kappa, check_positive_int, check_rows, check_theta
 from .backends import plan
 from .eps import EpsRule, resolve_eps
 from .models.base import UnnormalisedModel
@@ -152,7 +152,10 @@ def fit(
     dev = resolve_device(device)
     if dtype not in (torch.float64, torch.float32):
         raise ValueError(f"dtype must be torch.float64 or torch.float32; got {dtype!r}")
-    x, batched = check_data(x, model.dim, dtype=dtype, device=dev)
+    x = check_rows(x, name="x", D=model.dim, dtype=dtype, device=dev, booleans=model.discrete, sims=True)
+    batched = x.ndim == 3
+    if not batched:
+        x = x.unsqueeze(0)
     model.validate_data(x)
     S, N, D = x.shape
     uses_noise = method in NOISE_METHODS
