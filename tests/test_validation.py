@@ -64,8 +64,9 @@ def test_bernoulli_eps_outside_unit_interval(eps, shown):
     x = torch.tensor([[0.0], [1.0], [1.0]])
     with pytest.raises(ValueError, match=r"eps must .*got " + shown):
         _fit(Bernoulli(), x, eps=eps)
-    _fit(Bernoulli(), x, eps=1.0)  # the end points are admissible
-    _fit(Bernoulli(), x, eps=0.0)
+    _fit(Bernoulli(), x, eps=1.0)  # the upper end point is admissible
+    with pytest.raises(ValueError, match=r"eps must be > 0: at eps = 0 the conditional noise equals the data"):
+        _fit(Bernoulli(), x, eps=0.0)
 
 
 @pytest.mark.parametrize("kappa,shown", [(0, "0"), (-3, "-3"), (2.5, r"2\.5"), (2.0, r"the float 2\.0"), ("3", "'3'"), (True, "True")])

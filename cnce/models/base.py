@@ -154,6 +154,12 @@ class UnnormalisedModel:
             h = None
         return T.transpose(1, 2).to(dtype or u.dtype).contiguous(), h
 
+    def valid_params(self, theta: torch.Tensor) -> torch.Tensor:
+        """``(S,)`` bool: where ``theta (S, P)`` is a valid parameter of the model (finite, and
+        wherever the model says so, normalisable: a precision matrix positive definite).
+        :func:`cnce.fit` never reports a fit ending outside as converged. Default: finite."""
+        return torch.isfinite(theta).all(-1)
+
     def validate_data(self, x: torch.Tensor) -> None:
         """Raise ``ValueError`` naming ``x`` if the data ``(S, N, D)`` are outside the model's support."""
 

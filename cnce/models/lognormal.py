@@ -49,6 +49,10 @@ class LogNormal(UnnormalisedModel):
         T, h = self.features(u)
         return torch.einsum("smp,sp->sm", T, psi) + h, T
 
+    def valid_params(self, theta: torch.Tensor) -> torch.Tensor:
+        """Finite theta with a positive log-domain precision (``C`` may be any number or -inf)."""
+        return torch.isfinite(theta[:, 0]) & (theta[:, 0] > 0) & ~torch.isnan(theta[:, 1])
+
     def log_partition(self, theta):
         """``log int_0^inf phi du = log sqrt(2 pi / theta)`` (the positive axis only)."""
         theta = check_theta(theta, 2)
