@@ -8,7 +8,7 @@
 * :class:`ResultsError` -- stored results cannot be used as they are: a corrupt or truncated
   table (:class:`CorruptResultsError`), a table of another scale than asked
   (:class:`WrongScaleError`), a table without its provenance record
-  (:class:`MissingProvenanceError`). The message names the file and what to do.
+  (:class:`MissingProvenanceError`), cells not stored yet (:class:`IncompleteResultsError`). The message names the file and what to do.
 * :class:`RunError` -- a run could not finish: interrupted (:class:`RunInterrupted`), no space
   left or a folder that cannot be written (:class:`StorageError`), a run that would record
   results from uncommitted code (:class:`DirtyTreeError`), training that diverged
@@ -21,7 +21,7 @@ run errors; anything else is a bug and shows its traceback. Every class here der
 from __future__ import annotations
 
 __all__ = ["CnceError", "InputError", "InputTypeError", "InputDtypeError", "ResultsError", "CorruptResultsError", "WrongScaleError",
-           "MissingProvenanceError", "RunError", "RunInterrupted", "StorageError", "DirtyTreeError", "TrainingError",
+           "MissingProvenanceError", "IncompleteResultsError", "RunError", "RunInterrupted", "StorageError", "DirtyTreeError", "TrainingError",
            "exit_code"]
 
 
@@ -59,6 +59,11 @@ class WrongScaleError(ResultsError):
 
 class MissingProvenanceError(ResultsError):
     """A results table has no provenance record beside it."""
+
+
+class IncompleteResultsError(ResultsError, ValueError):
+    """Cells a caller asked for are not stored (yet); the message says which and how to compute
+    them. A ``ValueError`` too, as it was before the hierarchy existed."""
 
 
 # ------------------------------------------------------------------------------------ run

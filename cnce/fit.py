@@ -132,17 +132,17 @@ def fit(
     """
     t0 = time.perf_counter()
     if not isinstance(model, UnnormalisedModel):
-        raise ValueError(f"model must be a cnce.models.UnnormalisedModel instance; got {model!r}")
+        raise InputError(f"model must be a cnce.models.UnnormalisedModel instance; got {model!r}")
     if not isinstance(method, str) or method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+        raise InputError(f"method must be one of {METHODS}; got {method!r}")
     if method not in model.methods:
-        raise ValueError(f"method {method!r} does not apply to {model!r}; its methods are {model.methods}")
+        raise InputError(f"method {method!r} does not apply to {model!r}; its methods are {model.methods}")
     if not isinstance(backend, str) or backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}; got {backend!r}")
+        raise InputError(f"backend must be one of {BACKENDS}; got {backend!r}")
     if options is None:
         options = get_options()
     elif not isinstance(options, FitOptions):
-        raise ValueError(f"options must be a cnce.FitOptions; got {options!r}")
+        raise InputError(f"options must be a cnce.FitOptions; got {options!r}")
     if threads is not None:
         threads = check_positive_int(threads, "threads")
     else:
@@ -152,10 +152,10 @@ def fit(
     if max_iter is not None:
         max_iter = check_positive_int(max_iter, "max_iter", 0)
     if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol >= 0:
-        raise ValueError(f"tol must be a number >= 0; got {tol!r}")
+        raise InputError(f"tol must be a number >= 0; got {tol!r}")
     dev = resolve_device(device)
     if dtype not in (torch.float64, torch.float32):
-        raise ValueError(f"dtype must be torch.float64 or torch.float32; got {dtype!r}")
+        raise InputError(f"dtype must be torch.float64 or torch.float32; got {dtype!r}")
     x = check_rows(x, name="x", D=model.dim, dtype=dtype, device=dev, booleans=model.discrete, sims=True)
     batched = x.ndim == 3
     if not batched:
@@ -171,7 +171,7 @@ def fit(
     if noise is None:
         noise = noise_mod.default_noise(model)
     elif not isinstance(noise, noise_mod.ConditionalNoise):
-        raise ValueError(f"noise must be a cnce.noise.ConditionalNoise; got {noise!r}")
+        raise InputError(f"noise must be a cnce.noise.ConditionalNoise; got {noise!r}")
     # eps settled here, once: the backends get an (S,) tensor or an EpsSearch
     if method == "cnce":
         prefix, margin = options.eps_prefix_settings(N, kappa)
@@ -302,7 +302,7 @@ def _diagnose(res, model, x: torch.Tensor, theta0: torch.Tensor, problem, noise)
 
 def _check_base(base, S, N, kappa, D):
     if not isinstance(base, torch.Tensor) or base.ndim != 4:
-        raise ValueError(f"noise_base must be a tensor of shape (S, N, kappa, D) = ({S}, >={N}, >={kappa}, {D}); got {getattr(base, 'shape', type(base).__name__)}")
+        raise InputError(f"noise_base must be a tensor of shape (S, N, kappa, D) = ({S}, >={N}, >={kappa}, {D}); got {getattr(base, 'shape', type(base).__name__)}")
     if base.shape[0] != S or base.shape[1] < N or base.shape[2] < kappa or base.shape[3] != D:
-        raise ValueError(f"noise_base must have shape ({S}, >={N}, >={kappa}, {D}); got {tuple(base.shape)}")
+        raise InputError(f"noise_base must have shape ({S}, >={N}, >={kappa}, {D}); got {tuple(base.shape)}")
     return base[:, :N, :kappa]

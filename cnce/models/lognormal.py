@@ -9,6 +9,7 @@ from types import MappingProxyType
 
 from .._validation import check_positive_int, check_theta
 from .base import UnnormalisedModel, _uniform
+from ..errors import InputError
 
 __all__ = ["LogNormal"]
 
@@ -87,7 +88,7 @@ class LogNormal(UnnormalisedModel):
     def mle_closed_form(self, x):
         """``theta = 1 / mean((log x)^2)``; ``C = -inf`` (the normalised model has no mass there)."""
         if (x <= 0).any():
-            raise ValueError("x must be positive for the log-normal maximum-likelihood estimate; got a value <= 0")
+            raise InputError("x must be positive for the log-normal maximum-likelihood estimate; got a value <= 0")
         th = 1.0 / (torch.log(x[..., 0]) ** 2).mean(-1)
         return torch.stack([th, torch.full_like(th, -math.inf)], -1)
 
