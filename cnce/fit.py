@@ -192,6 +192,16 @@ def fit(
         noise_base = _check_base(noise_base, S, N, kappa, D).to(device=dev, dtype=dtype)
     form = plan.formulation(model, method, noise, x, options)
     mod = backends.choose(model, method, noise, dev, dtype, form, backend)
+    if mod.NAME == "torch":
+        need = plan.simulation_bytes(model, method, N, kappa if uses_noise else None, dtype)
+        if need > options.memory_budget_bytes:
+            fused_fits = backends.compiled.supports(model, method, noise, torch.device("cpu"), torch.float64, form) is None
+            alt = ("backend='fused' on the CPU (the compiled kernels stream the rows: little memory)" if fused_fits
+                   else "fewer rows or a smaller kappa")
+            raise InputError(
+                f"this fit needs about {need / 2**30:.1f} GB for one simulation on the torch backend ({N} rows x "
+                f"kappa={kappa}), above options.memory_budget_gb = {options.memory_budget_gb:g}; use {alt}, or raise "
+                f"the budget (cnce.option_context(memory_budget_gb=...)) if the memory is there")
     kernel = model.compiled_kernels.get(method) if mod.NAME == "fused" else None
     problem = backends.FitProblem(
         model=model, x=x, method=method, kappa=kappa if uses_noise else None, eps=eps, noise=noise,
