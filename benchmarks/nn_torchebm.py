@@ -180,7 +180,7 @@ class Settings(argparse.Namespace):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=800)
+    ap.add_argument("--steps", type=int, default=500)
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--kappa", type=int, default=10)
     ap.add_argument("--lr", type=float, default=5e-3)

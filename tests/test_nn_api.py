@@ -11,7 +11,7 @@ import torch
 
 import cnce.eps as cnce_eps
 import cnce.nn as nn
-from cnce.errors import InputError, InputTypeError, TrainingError
+from cnce.errors import InputDtypeError, InputError, InputTypeError, TrainingError
 from cnce.provenance import derive_seed
 
 
@@ -317,9 +317,9 @@ def test_loss_objects_check_their_batch_like_train(make):
     bad[3, 1] = float("nan")
     with pytest.raises(InputError, match=r"x must be finite; row 3"):
         make()(net, bad)
-    with pytest.raises(InputError, match="x must hold real numbers; got dtype torch.bool"):
+    with pytest.raises(InputDtypeError, match="x must hold real numbers; got dtype torch.bool"):
         make()(net, x[:16] > 0)
-    with pytest.raises(InputError, match="complex"):
+    with pytest.raises(InputDtypeError, match="complex"):
         make()(net, x[:16].to(torch.complex64))
     with pytest.raises(InputError, match=r"x has shape \(16, 3\).*fails on it"):
         make()(net, torch.zeros(16, 3))
