@@ -478,9 +478,9 @@ print("truth: [[1.00, 0.60], [0.60, 2.00]]; truth + I: [[2.00, 0.60], [0.60, 3.0
 # the weights degenerate (up to three dimensions it uses quadrature, with checks). The
 # estimator must be able to fail, so it is first run on a density whose $\log Z$ is known:
 # {glue:text}`nd_dim`-D data from a mixture of two Gaussians, whose own log-density plus
-# 1.5 has $\log Z = 1.5$. Then an MLP is trained on the same data with CNCE
-# (`eps="auto"`) and scored on held-out points, beside the data density's own
-# log-likelihood (the ceiling).
+# {glue:text}`nd_shift` has $\log Z =$ {glue:text}`nd_shift`. Then an MLP is trained on
+# the same data with CNCE (`eps="auto"`) and scored on held-out points, beside the data
+# density's own log-likelihood (the ceiling).
 
 # %% tags=["hide-input"]
 nd_dim = 5
@@ -501,12 +501,14 @@ comp = torch.multinomial(nd_w, 6000, replacement=True, generator=g)
 x_nd = nd_mu[comp] + nd_sd[comp, None] * torch.randn(6000, nd_dim, generator=g,
                                                       dtype=torch.float64)
 x_nd_train, x_nd_test = x_nd[:3000], x_nd[3000:]
+nd_shift = 1.5  # log Z of the known density below: its log-density plus this
 glue("nd_dim", nd_dim)
+glue("nd_shift", f"{nd_shift:g}")
 
 # %%
-known = cnn.log_normaliser(lambda u: nd_log_prob(u) + 1.5, x_nd_train, seed=seed)
+known = cnn.log_normaliser(lambda u: nd_log_prob(u) + nd_shift, x_nd_train, seed=seed)
 print(f"known density: log Z {known.log_z:.3f} in [{known.lo:.3f}, {known.hi:.3f}] "
-      f"(truth 1.500); forward {known.forward:.3f}, reverse {known.reverse:.3f}; "
+      f"(truth {nd_shift:.3f}); forward {known.forward:.3f}, reverse {known.reverse:.3f}; "
       f"ESS {known.ess:.0f} of {known.chains} chains")
 net_nd = cnn.MLPEnergy(nd_dim, 32, 2, seed=seed, dtype=torch.float64)
 cnn.train(net_nd, x_nd_train, "cnce", steps=demo_steps, batch_size=demo_batch,
@@ -522,7 +524,8 @@ glue("nd_ll", f"{ll_nd.value:.2f} [{ll_nd.lo:.2f}, {ll_nd.hi:.2f}]")
 glue("nd_ceiling", f"{ceiling:.2f}")
 
 # %% [markdown]
-# On the known density the estimate is {glue:text}`nd_known` against the truth 1.5; the
+# On the known density the estimate is {glue:text}`nd_known` against the truth
+# {glue:text}`nd_shift`; the
 # network trained for a few hundred steps reaches {glue:text}`nd_ll` nats against the
 # ceiling of {glue:text}`nd_ceiling`. The tests check the estimator on Gaussians and
 # mixtures in 5 and 10 dimensions, and that it refuses an improper density and a budget too

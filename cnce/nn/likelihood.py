@@ -313,7 +313,7 @@ def _ais(f, ref, dtype, device, chains, temperatures, steps, seed, min_ess, tol,
     u0 = base.sample(chains, gen)
     h0 = 0.1 * base.min_var() / BASE_WIDEN**2
     betas = _betas(temperatures)
-    u, logw, h = _anneal(path, u0, betas, steps, h0, gen)
+    _, logw, h = _anneal(path, u0, betas, steps, h0, gen)
     est = LogNormaliser(log_z=float("nan"), lo=float("nan"), hi=float("nan"), method="ais", chains=chains,
                         temperatures=temperatures, steps=steps, components=base.components)
     if not torch.isfinite(logw).all():
