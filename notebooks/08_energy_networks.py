@@ -397,8 +397,9 @@ for m, loss in demo_losses.items():
     samples[m], info = cnn.langevin(net, x0, steps=200, step_size=0.02, seed=seed,
                                     metropolis=True, temperatures=(2, 1), data=x_demo,
                                     return_info=True)
+    # acceptance to one decimal: the adapted step follows the last bits of the network
     print(f"{LABELS[m]}: held-out log-likelihood {ll:.2f}; Langevin acceptance at T = 1 "
-          f"{info['acceptance'][-1]:.2f}" + (f"; eps {loss.eps:.2f} ({loss.eps_choice['why']})"
+          f"{info['acceptance'][-1]:.1f}" + (f"; eps {loss.eps:.2f} ({loss.eps_choice['why']})"
                                              if m == "cnce" else ""))
 glue("final_share", f"{100 * cnn.sampling.FINAL_SHARE:.0f} %")
 glue("target_acc", f"{cnn.sampling.TARGET_ACCEPTANCE:.2f}")
