@@ -1,14 +1,16 @@
 """The four losses as ``torch.nn.Module`` objects that own their random numbers.
 
-Each is called as ``loss(log_phi, x)`` on a minibatch ``x (B, D)`` and returns a scalar to
-minimise; it draws its noise (noise points, perturbations or projections, ``kappa`` per data
-point) from a CPU ``torch.Generator`` of its own, seeded by ``seed`` and saved in its
-``state_dict`` with everything else it has chosen (CNCE's eps, DSM's sigma, NCE's noise), so
-that a loop resumed from ``loss.load_state_dict`` continues exactly as the uninterrupted one.
-:func:`cnce.nn.train` is a loop over these objects; your own loop runs the same code::
+Each is called as ``loss(log_phi, x)`` on a minibatch ``x (B, D)`` (checked and cast as
+:func:`cnce.nn.train` checks its data) and returns a scalar to minimise (``reduction`` as in
+torch's losses); it draws its noise (noise points, perturbations or projections, ``kappa``
+per data point) on the data's device, from torch's global generator, or with ``seed`` from a
+generator of its own saved in its ``state_dict`` with everything else it has chosen (CNCE's
+eps, DSM's sigma, NCE's noise), so that a loop resumed from ``loss.load_state_dict``
+continues exactly as the uninterrupted one. :func:`cnce.nn.train` is a loop over these
+objects; your own loop runs the same code::
 
-    loss = cnce.nn.CNCELoss(kappa=10, seed=0)           # eps="auto": the study's default rule
-    opt = torch.optim.Adam(net.parameters(), lr=5e-3)
+    loss = cnce.nn.CNCELoss(kappa=10)                   # eps="auto": the study's default rule
+    opt = torch.optim.Adam(list(net.parameters()) + list(loss.parameters()), lr=5e-3)
     for xb in batches:
         opt.zero_grad(); loss(net, xb).backward(); opt.step()
 
@@ -16,7 +18,8 @@ that a loop resumed from ``loss.load_state_dict`` continues exactly as the unint
 most energy-based-model libraries). The functional forms are :mod:`cnce.nn.losses`.
 
 CNCE's eps (Eq. 13's noise scale) with ``eps="auto"`` follows :data:`DEFAULT_SCHEDULE`
-(0.3 data scales of the first minibatch, :data:`DEFAULT_FACTOR`, chosen by the study); the
+(0.3 data scales, :data:`DEFAULT_FACTOR`, chosen by the study: of the first minibatch, then
+re-checked on all rows of the first :data:`DEFAULT_WARMUP` minibatches); the
 schedules (``"once"``, ``"rechoose"``, ``"carry"``, ``"upward"``, ``"scale"``) are the
 candidates of the eps-rule study on the page "CNCE for your own energy network" (notebook 08):
 

@@ -10,10 +10,13 @@ The trainer is a plain loop over the loss objects of :mod:`cnce.nn.objectives`; 
         xb = x[torch.randint(0, N, (batch_size,), generator=batches)]
         opt.zero_grad(); loss(net, xb).backward(); opt.step()
 
-with ``derive_seed`` from :mod:`cnce.provenance` (``data=x`` is used by NCE only). The random
-numbers are drawn on the CPU, so a CPU and a GPU see the same ones; the checkpoint holds the
-network, the optimiser, the loss (its generator and what it chose) and the batch generator, so
-that a resumed run continues exactly as the uninterrupted one.
+with ``derive_seed`` from :mod:`cnce.provenance` (``data=x`` is used by NCE only), and a
+:class:`cnce.nn.HealthCheck` after every step (``health=True``), which draws no random
+numbers. The loss's random numbers are drawn on the device of the data (a GPU run draws
+other numbers than a CPU run of the same seed); the checkpoint holds the network, the
+optimiser, the loss (its generator and what it chose) and the batch generator, so that a
+resumed run continues exactly as the uninterrupted one. Small networks train on one CPU
+thread (``threads``): at this size torch's thread pool costs more than it saves.
 """
 from __future__ import annotations
 
