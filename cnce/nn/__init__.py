@@ -5,8 +5,13 @@ log-densities ``(B,)``. :func:`train` fits it with one of four losses (:mod:`cnc
 :mod:`cnce.nn.objectives` has the same losses as ``nn.Module`` objects for a loop of your own;
 :mod:`cnce.nn.toys` has the four standard 2-D toy densities, two more cases, a small MLP and a
 quartic energy, and exact log-likelihoods by a checked grid normalisation;
-:func:`cnce.nn.langevin` samples a trained network; :mod:`cnce.nn.study` runs the study of the
-page "CNCE for your own energy network" (notebook 08) and :mod:`cnce.nn.compare` its verdicts.
+:func:`cnce.nn.langevin` samples a trained network (annealed MALA with step adaptation, warning
+when it is likely wrong); :class:`cnce.nn.HealthCheck` catches a collapsed, blown-up or
+stalled run (:func:`train` runs it); :func:`cnce.nn.log_normaliser` and
+:func:`cnce.nn.held_out_log_likelihood` give ``log Z`` and held-out log-likelihoods in any
+dimension with an error bar (quadrature up to 3-D, AIS with a reverse bracket beyond), or
+refuse; :mod:`cnce.nn.study` runs the study of the page "CNCE for your own energy network"
+(notebook 08) and :mod:`cnce.nn.compare` its verdicts.
 
 Example::
 
