@@ -515,3 +515,23 @@ def test_langevin_warns_and_refuses():
     a = nn.langevin(f, x0, 3, 0.1)
     torch.manual_seed(3)
     assert torch.equal(a, nn.langevin(f, x0, 3, 0.1))
+
+
+def test_train_uses_one_thread_for_a_small_network_and_restores_the_setting():
+    before = torch.get_num_threads()
+    seen = []
+
+    class Spy(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = _net()
+
+        def forward(self, u):
+            seen.append(torch.get_num_threads())
+            return self.inner(u)
+
+    nn.train(Spy(), _x(), "cnce", eps=0.3, steps=2, batch_size=8, kappa=2, progress=False)
+    assert set(seen[-2:]) == {1} and torch.get_num_threads() == before
+    seen.clear()
+    nn.train(Spy(), _x(), "cnce", eps=0.3, steps=2, batch_size=8, kappa=2, progress=False, threads=2)
+    assert set(seen[-2:]) == {2} and torch.get_num_threads() == before
