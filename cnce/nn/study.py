@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from ..errors import TrainingError
 from ..provenance import REPO_ROOT, atomic_write_text, derive_seed, environment_record
 from .objectives import CNCELoss, DSMLoss, NCELoss, SSMLoss
 from .toys import CASES, TOYS, MLPEnergy, QuarticEnergy, normaliser_check, sample_toy
@@ -138,7 +139,7 @@ def _run(arch, dataset, seed, method, value, sc, xtr, xva, xte, unit):
         res = train(net, xtr, loss, steps=sc.steps, batch_size=sc.batch_size, lr=lr,
                     seed=derive_seed(seed, "train", arch, dataset), device="cpu", progress=False)
         scale = res.eps
-    except FloatingPointError as exc:
+    except (FloatingPointError, TrainingError) as exc:
         err, scale = str(exc)[:120], float("nan")
     sec = time.perf_counter() - t0
     row = dict(arch=arch, dataset=dataset, seed=seed, method=method, lr=lr, seconds=sec, scale=scale,
