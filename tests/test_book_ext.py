@@ -173,13 +173,16 @@ def test_each_page_ships_its_sources_and_the_archive(tmp_path):
     ext.ship_sources(app, None)
     for page in ("notebooks/02_consistency", "book/intro"):
         links = ext.source_links(app, page)
-        assert len(links) == (3 if page.startswith("notebooks/") else 2)
+        assert len(links) == (4 if page.startswith("notebooks/") else 3)
         for _, href in links:
             assert ((out / page).parent / href).resolve().is_file(), (page, href)
     names = zipfile.ZipFile(out / ext.DOWNLOADS / ext.ARCHIVE).namelist()
     assert "cnce-book-source/cnce/fit.py" in names and "cnce-book-source/notebooks/02_consistency.py" in names
     assert "cnce-book-source/data/results/paper/gaussian.csv" in names
     assert not any("/data/weights/" in n or "__pycache__" in n for n in names)
+    weights = zipfile.ZipFile(out / ext.DOWNLOADS / ext.ARCHIVE_WEIGHTS).namelist()
+    assert "cnce-book-source/data/weights/paper/state.pt" in weights
+    assert all(n.startswith("cnce-book-source/data/weights/") for n in weights)
     ext.ship_sources(app, RuntimeError("failed build"))  # nothing to do after a failed build
 
 

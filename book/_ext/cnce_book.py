@@ -715,12 +715,19 @@ def _repository_buttons(app, config):
 
 #: Where the built book keeps the sources it ships (under the HTML output folder).
 DOWNLOADS = "downloads"
-#: The archive of the package, notebooks, book, tests, scripts and committed results tables.
+#: The archive of the package, the companion, notebooks, book, tests, scripts and committed
+#: results tables and checks (``data/results``, ``data/checks``).
 ARCHIVE = "cnce-source.zip"
-#: What the archive holds (paths relative to the repository root); data/weights is left out (42 MB).
-ARCHIVE_ROOTS = ("cnce", "notebooks", "book", "tests", "scripts", "examples", "benchmarks", "_static", "jupyter",
-                 "data/results", "data/checks", "pyproject.toml", "requirements.in", "requirements-lock.txt",
+#: What the archive holds (paths relative to the repository root).
+ARCHIVE_ROOTS = ("cnce", "companion", "notebooks", "book", "tests", "scripts", "examples", "benchmarks", "_static",
+                 "jupyter", "data/results", "data/checks", "pyproject.toml", "requirements.in", "requirements-lock.txt",
                  "environment.yml", "README.md", "CONTRIBUTING.md", "_config.yml", "_toc.yml")
+#: The second archive: the committed image-model runs (``data/weights``, what pages 06, 06a and
+#: the claims page read; about 80 MB, kept apart so that the source archive stays small). Both
+#: unpack into the same folder, :data:`ARCHIVE_FOLDER`.
+ARCHIVE_WEIGHTS = "cnce-weights.zip"
+ARCHIVE_WEIGHTS_ROOTS = ("data/weights",)
+ARCHIVE_FOLDER = "cnce-book-source"
 
 
 def _rel(href: str, pagename: str) -> str:
@@ -743,32 +750,53 @@ def source_links(app, pagename: str) -> list[tuple[str, str]]:
     if src.suffix in (".py", ".ipynb") and rel.startswith("notebooks/"):
         links.append((f"{src.stem}.ipynb (as executed for this book)", _rel(f"{DOWNLOADS}/{pagename}.ipynb", pagename)))
     links.append((f"{ARCHIVE} (the package and every page's source)", _rel(f"{DOWNLOADS}/{ARCHIVE}", pagename)))
+    links.append((f"{ARCHIVE_WEIGHTS} (the committed image-model runs, data/weights; unpack beside it)",
+                  _rel(f"{DOWNLOADS}/{ARCHIVE_WEIGHTS}", pagename)))
     return links
 
 
-def _archive_files(root: Path = ROOT) -> list[Path]:
-    """The files of :data:`ARCHIVE_ROOTS`: those git tracks when ``root`` is a git checkout,
-    else every file under them (caches and notebooks' checkpoints left out)."""
+def _archive_files(root: Path = ROOT, roots: tuple[str, ...] = ARCHIVE_ROOTS) -> list[Path]:
+    """The files under ``roots``: those git tracks when ``root`` is a git checkout, else every
+    file under them (caches and notebooks' checkpoints left out)."""
     import subprocess
 
     try:
-        out = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--", *ARCHIVE_ROOTS], capture_output=True,
+        out = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--", *roots], capture_output=True,
                              check=True, timeout=60).stdout.decode()
         files = [root / f for f in out.split("\0") if f]
     except (OSError, subprocess.SubprocessError):
         files = []
-        for r in ARCHIVE_ROOTS:
+        for r in roots:
             p = root / r
             files += [p] if p.is_file() else sorted(q for q in p.rglob("*") if q.is_file())
     skip = ("__pycache__", ".ipynb_checkpoints", ".pytest_cache")
     return sorted(f for f in files if f.is_file() and not any(k in f.parts for k in skip))
 
 
+def build_archives(out: Path, root: Path = ROOT) -> dict[str, Path]:
+    """Write :data:`ARCHIVE` and :data:`ARCHIVE_WEIGHTS` into the folder ``out`` (each written
+    to a ``.part`` file first, then renamed); return ``{name: path}``. Unpacked into one folder,
+    the two give :data:`ARCHIVE_FOLDER`, a tree from which every page of the book reruns."""
+    import zipfile
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for name, roots in ((ARCHIVE, ARCHIVE_ROOTS), (ARCHIVE_WEIGHTS, ARCHIVE_WEIGHTS_ROOTS)):
+        tmp = out / (name + ".part")
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+            for f in _archive_files(root, roots):
+                z.write(f, Path(ARCHIVE_FOLDER) / f.relative_to(root))
+        tmp.replace(out / name)
+        written[name] = out / name
+    return written
+
+
 def ship_sources(app, exception):
     """After an HTML build: every page's source and every notebook as executed for the book
-    under ``downloads/`` (same paths as in the repository), and :data:`ARCHIVE`."""
+    under ``downloads/`` (same paths as in the repository), :data:`ARCHIVE` and
+    :data:`ARCHIVE_WEIGHTS` (:func:`build_archives`)."""
     import shutil
-    import zipfile
 
     if exception is not None or getattr(app.builder, "format", "") != "html":
         return
@@ -788,11 +816,7 @@ def ship_sources(app, exception):
         if nb.is_file():
             (out / f"{doc}.ipynb").parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(nb, out / f"{doc}.ipynb")
-    tmp = out / (ARCHIVE + ".part")
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
-        for f in _archive_files():
-            z.write(f, Path("cnce-book-source") / f.relative_to(ROOT))
-    tmp.replace(out / ARCHIVE)
+    build_archives(out)
 
 
 def setup(app):
