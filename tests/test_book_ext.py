@@ -33,6 +33,11 @@ def test_every_substitution_in_the_book_pages_comes_from_the_results():
     for key, v in config.myst_substitutions.items():
         if key in repo_keys:  # the repository's address and links into it
             assert "https://example.org/r" in v, (key, v)
+        elif key == "e2e_made":  # where the timing came from: its commit (or that it left the history) and date
+            assert re.fullmatch(r"(commit [0-9a-f]{7}|a commit that is no longer in this repository's history), "
+                                r"\d{4}-\d\d-\d\d", v), (key, v)
+        elif key == "e2e_results_since":  # a sentence computed from the results' provenance
+            assert v.endswith(".") and ("computed again after that run" in v or v.startswith("No committed")), v
         elif key == "e2e_studies_differ":  # study names (or "none")
             assert v == "none" or set(v.split(", ")) <= set(STUDIES), v
         else:  # a number or a commit
@@ -93,7 +98,8 @@ def test_book_build_times_come_from_the_results_file(tmp_path):
         "results": [{"experiment": "book (clean)", "seconds": 301.4, "returncode": 0, "load_average": [2.5, 2, 2]},
                     {"experiment": "book (cached)", "seconds": 20.6, "returncode": 0, "load_average": [1.0, 1, 1]}]}))
     table = ext.book_times_markdown(f)
-    assert "| 301 s | 2.5 | 0 |" in table and "| 21 s | 1.0 | 0 |" in table and "abcdef0" in table
+    assert "| 301 s | 2.5 | 0 |" in table and "| 21 s | 1.0 | 0 |" in table and "no longer in this repository's history (2026-01-02)" not in table  # the date is given once
+    assert "a commit that is no longer in this repository's history" in table  # abcdef0123 is not in the history
     deps = []
     app = SimpleNamespace(env=SimpleNamespace(note_dependency=deps.append))
     source = [(ROOT / "book" / "reproduce.md").read_text()]

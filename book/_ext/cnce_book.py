@@ -44,6 +44,34 @@ BOOK_TIMES = BENCH / "results" / "e2e_book.json"
 BOOK_COMMAND = ".venv/bin/python -m benchmarks.e2e --book --experiments --tag _book"
 
 
+def in_history(commit: str, root: Path = ROOT) -> bool | None:
+    """Whether ``commit`` is in the history of ``root``'s checked-out commit: ``True`` or
+    ``False`` where git can tell, ``None`` where it cannot (no git, not a checkout, or a
+    shallow clone, whose history is cut)."""
+    import subprocess
+
+    def git(*args):
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=60)
+
+    try:
+        shallow = git("rev-parse", "--is-shallow-repository")
+        if shallow.returncode != 0 or shallow.stdout.strip() != "false":
+            return None
+        r = git("merge-base", "--is-ancestor", str(commit), "HEAD")
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {0: True, 1: False}.get(r.returncode, False if git("rev-parse", "--git-dir").returncode == 0 else None)
+
+
+def commit_ref(commit: str, date: str | None = None) -> str:
+    """``"commit 1c67aae"``; for a commit that git says is not in this repository's history
+    (a record made on a branch that was rewritten), says so instead of naming an id nobody can
+    check out, with the record's date."""
+    if in_history(commit) is False:
+        return "a commit that is no longer in this repository's history" + (f" ({str(date)[:10]})" if date else "")
+    return f"commit {str(commit)[:7]}"
+
+
 def _summarize():
     from cnce import speed
 
@@ -78,7 +106,7 @@ def book_times_markdown(path: Path = BOOK_TIMES) -> str:
                             "executed, stored quick-scale results reused",
             "book (cached)": "`python -m cnce book` right after: cached executions, pages re-rendered"}
     out = [f"Measured by `{BOOK_COMMAND}` on {m['cpu']} ({m['cores']} cores, {m['memory_gib']} GiB, no GPU used), "
-           f"{str(m['date'])[:10]}, commit {str(m['git_commit'])[:7]}:", "",
+           f"{str(m['date'])[:10]}, {commit_ref(m['git_commit'])}:", "",
            "| build | wall time | load average (1 min) at its end | exit code |", "|---|---|---|---|"]
     note = (f"A load average above the {m['cores']} cores means that other jobs competed for the CPU "
             "during the measurement; an otherwise idle machine of this kind would likely be faster.")
@@ -257,7 +285,7 @@ def costs_markdown() -> str:
                 studies = ", ".join(f"{k} {v:.0f} s" for k, v in (q.get("study_seconds") or {}).items())
                 nb = EXPERIMENT_NOTEBOOK.get(q["experiment"], "-")
                 rows.append((f"`python -m cnce run {q['experiment']}`" + (f" ({studies})" if studies else ""), nb, "paper",
-                             hw, _h(q["wall_seconds"]), f"measured: `benchmarks/results/e2e.json`, commit {str(m['git_commit'])[:7]}"))
+                             hw, _h(q["wall_seconds"]), f"measured: `benchmarks/results/e2e.json`, {commit_ref(m['git_commit'], m.get('date'))}"))
         rows.append(("the same experiments on a GPU", "02-05, 07", "paper", "GPU", "not measured",
                      "the fits are small; single fits are compared in `benchmarks/results/cuda-fit-check.json`"))
     book = _load_json(BOOK_TIMES)
@@ -266,7 +294,7 @@ def costs_markdown() -> str:
         for r in book["results"]:
             rows.append((f"the whole book, {r['experiment'].split('(')[-1].rstrip(')')} build (`scripts/book.sh`)", "all",
                          "quick", f"CPU: {m['cpu']}, {m['cores']} cores, 1 thread per notebook", _h(r["seconds"]),
-                         f"measured: `benchmarks/results/e2e_book.json`, commit {str(m['git_commit'])[:7]}"))
+                         f"measured: `benchmarks/results/e2e_book.json`, {commit_ref(m['git_commit'], m.get('date'))}"))
     calls = gpu_calls()
     abl = _load_json(ABLATION)
     for name in ("paper", "paper-seed1", "paper-seed2"):
@@ -441,6 +469,27 @@ def _insert_book_times(app, docname, source):
     source[0] = source[0].replace(BOOK_MARK, book_times_markdown())
 
 
+def results_recomputed_since(date: str, folder: Path = ROOT / "data" / "results" / "paper") -> str:
+    """One sentence: which committed paper-scale tables were (re)computed after ``date`` (ISO
+    time of a rerun that was compared with them), with the commits and dates of those runs from
+    each study's provenance file; or that none was, so the comparison still holds."""
+    later = {}
+    for f in sorted(folder.glob("*.provenance.json")):
+        runs = (_load_json(f) or {}).get("runs") or []
+        for r in runs:
+            if str(r.get("started", "")) > date:
+                later.setdefault(f.name.split(".provenance")[0], set()).add(
+                    (str(r.get("git_commit", ""))[:7], str(r.get("started", ""))[:10]))
+    if not later:
+        return ("No committed paper-scale table was computed after that run, so the comparison describes the "
+                "tables this book shows.")
+    made = sorted({c for v in later.values() for c in v})
+    when = "; ".join(f"{commit_ref(c)}, {d}" for c, d in made)
+    return (f"The committed tables of {len(later)} stud{'ies' if len(later) > 1 else 'y'} ({', '.join(sorted(later))}) "
+            f"were computed again after that run ({when}), so the comparison is with the tables as they were "
+            "before; the tables this book shows have not been compared with a full rerun since.")
+
+
 def _e2e_substitutions(app, config):
     """``e2e_all_s``, ``e2e_<experiment>_s`` (seconds), ``e2e_threads``, ``e2e_commit`` and
     ``e2e_cores`` (the machine's CPU cores) from ``e2e.json``."""
@@ -461,6 +510,8 @@ def _e2e_substitutions(app, config):
     subs["e2e_ica_s"] = f"{ica_s:.0f}"
     subs["e2e_ica_pct"] = f"{100 * ica_s / paper_s:.0f}" if paper_s else "-"
     subs["e2e_commit"] = str(e["machine"]["git_commit"])[:7]
+    subs["e2e_made"] = f"{commit_ref(e['machine']['git_commit'])}, {str(e['machine']['date'])[:10]}"
+    subs["e2e_results_since"] = results_recomputed_since(str(e["machine"]["date"]))
     subs["e2e_cores"] = str(e["machine"]["cores"])
     cmp_path = BENCH / "results" / "e2e-compare.json"
     if cmp_path.is_file():  # the timed run's results against the committed ones
