@@ -38,6 +38,8 @@ def test_every_substitution_in_the_book_pages_comes_from_the_results():
                                 r"\d{4}-\d\d-\d\d", v), (key, v)
         elif key == "e2e_results_since":  # a sentence computed from the results' provenance
             assert v.endswith(".") and ("computed again after that run" in v or v.startswith("No committed")), v
+        elif key == "cost_image_gpu":  # the GPU named in the shown run's provenance
+            assert v in (ROOT / "data" / "weights" / "paper" / "provenance.json").read_text(), v
         elif key == "e2e_studies_differ":  # study names (or "none")
             assert v == "none" or set(v.split(", ")) <= set(STUDIES), v
         else:  # a number or a commit

@@ -346,17 +346,21 @@ def costs_markdown() -> str:
 
 def _cost_substitutions(app, config):
     """``cost_image_cpu_layer1_h`` and ``cost_image_cpu_model_h`` (hours, estimated by
-    :func:`image_cpu_estimate`) and ``cost_image_gpu_min`` (minutes of the shown run's
-    training on its GPU, measured), for the prose of the reproduce and cost pages."""
+    :func:`image_cpu_estimate`, on a CPU of ``cost_cpu_cores`` cores), ``cost_image_gpu_min``
+    (minutes of the shown run's training on its GPU, measured) and ``cost_image_gpu`` (that
+    GPU, from the run's provenance), for the prose of the reproduce and cost pages."""
     subs = dict(getattr(config, "myst_substitutions", None) or {})
     est = image_cpu_estimate()
     if est:
         subs["cost_image_cpu_layer1_h"] = f"{est['layer1_seconds'] / 3600:.1f}"
         if est["model_seconds"] is not None:
             subs["cost_image_cpu_model_h"] = f"{est['model_seconds'] / 3600:.1f}"
+        subs["cost_cpu_cores"] = str(est["cpu_machine"].get("cores", "?"))
     p = _load_json(IMAGE_RUN)
     if p and p.get("wall_seconds_per_layer"):
         subs["cost_image_gpu_min"] = f"{sum(float(v) for v in p['wall_seconds_per_layer'].values()) / 60:.0f}"
+        gpu = next((x.get("gpu") for x in p.get("sessions") or [] if isinstance(x, dict) and x.get("gpu")), None)
+        subs["cost_image_gpu"] = gpu or "GPU (not recorded)"
     config.myst_substitutions = subs
 
 
