@@ -3,7 +3,7 @@ repository's history, and statements about a rerun or a timing are computed from
 by the current code, naming the commit and date they came from.
 
 The text checked is what a reader sees: every ``book/*.md`` page with the book extension's
-substitutions and generated tables filled in (``companion.pages.rendered``), every notebook's
+substitutions and generated tables filled in (``companion.prose.rendered``), every notebook's
 markdown, and the outputs of the golden notebooks (``tests/golden/*.ipynb``: the glued values
 the book shows). Where git cannot tell (no git, an unpacked archive, a shallow clone) the
 history check is skipped, with the reason.
@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from companion import pages
+from companion import prose
 
 ROOT = Path(__file__).resolve().parents[1]
-ext = pages.book_extension()
+ext = prose.book_extension()
 
 
 def _head() -> str | None:
@@ -50,12 +50,12 @@ def _golden_text(path: Path) -> str:
 
 
 def test_named_commits_finds_this_repositorys_commits_and_skips_other_repositories_links():
-    assert pages.named_commits("timed at commit 1c67aae, 2026-11-26") == ["1c67aae"]
-    assert pages.named_commits("recomputed at commit 9557313 on two cores; runs 8708dc5 (clean)") == \
+    assert prose.named_commits("timed at commit 1c67aae, 2026-11-26") == ["1c67aae"]
+    assert prose.named_commits("recomputed at commit 9557313 on two cores; runs 8708dc5 (clean)") == \
         ["9557313", "8708dc5"]
-    assert pages.named_commits("at 47472d9, where both solvers grow") == ["47472d9"]
-    assert pages.named_commits("links go to commit [`39c6d4f`](https://github.com/o/r/tree/39c6d4fe41)") == []
-    assert pages.named_commits("measured at 1234567 points") == []  # after "at", all digits: a number
+    assert prose.named_commits("at 47472d9, where both solvers grow") == ["47472d9"]
+    assert prose.named_commits("links go to commit [`39c6d4f`](https://github.com/o/r/tree/39c6d4fe41)") == []
+    assert prose.named_commits("measured at 1234567 points") == []  # after "at", all digits: a number
 
 
 def test_a_commit_outside_the_history_is_found_and_one_inside_passes():
@@ -68,8 +68,8 @@ def test_a_commit_outside_the_history_is_found_and_one_inside_passes():
 
 
 def _texts():
-    for page in pages.book_pages(ROOT):
-        yield page, pages.rendered(page, ROOT)
+    for page in prose.book_pages(ROOT):
+        yield page, prose.rendered(page, ROOT)
     for golden in sorted((ROOT / "tests" / "golden").glob("*.ipynb")):
         yield str(golden.relative_to(ROOT)), _golden_text(golden)
 
@@ -78,7 +78,7 @@ def test_every_commit_the_book_names_is_in_the_history():
     _needs_history()
     missing = {}
     for where, text in _texts():
-        for c in sorted(set(pages.named_commits(text))):
+        for c in sorted(set(prose.named_commits(text))):
             if ext.in_history(c) is not True:
                 missing.setdefault(where, []).append(c)
     assert not missing, (f"the book names commits that are not in this repository's history: {missing}; "
@@ -92,7 +92,7 @@ def test_the_rerun_comparison_says_which_tables_were_recomputed_after_it():
     assert ext.results_recomputed_since("9999-01-01").startswith("No committed paper-scale table")
     early = ext.results_recomputed_since("2000-01-01")
     assert "were computed again after that run" in early and "gaussian" in early
-    text = pages.rendered("book/reproduce.md", ROOT)
+    text = prose.rendered("book/reproduce.md", ROOT)
     e2e = json.loads((ROOT / "benchmarks" / "results" / "e2e.json").read_text())
     assert ext.results_recomputed_since(str(e2e["machine"]["date"])) in text
     assert str(e2e["machine"]["date"])[:10] in text  # the timing names its date and commit

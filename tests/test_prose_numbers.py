@@ -14,7 +14,7 @@ must be one of
   (:data:`companion.settings.DEBT`), which may only shrink.
 
 What is not prose is not read: code, glue roles, substitutions, links' addresses, references
-to equations, figures, sections, notebooks and lines of code (``companion.pages.typed_numbers``).
+to equations, figures, sections, notebooks and lines of code (``companion.prose.typed_numbers``).
 Single digits are not counted ("2 log 2", exponents) unless they are a share ("5 %").
 """
 from __future__ import annotations
@@ -23,31 +23,31 @@ from pathlib import Path
 
 import pytest
 
-from companion import pages, settings
+from companion import prose, settings
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = pages.book_pages(ROOT)
+PAGES = prose.book_pages(ROOT)
 
 
 def check(page: str, text: str) -> list[str]:
     """The numbers typed in ``text`` (the prose of ``page``) that no declared setting of that
     page and no debt of it allows."""
     ok = set(settings.allowed(page)) | set(settings.DEBT.get(page, ()))
-    return sorted(set(n for n in pages.typed_numbers(text) if n not in ok))
+    return sorted(set(n for n in prose.typed_numbers(text) if n not in ok))
 
 
 # --- the check itself, on pages with a known answer --------------------------------------------
 
 def test_typed_numbers_finds_a_typed_result_and_skips_glue_code_and_references():
-    assert pages.typed_numbers("NCE's error is 3.4 times CNCE's, 0.53 decades") == ["3.4", "0.53"]
-    assert pages.typed_numbers("NCE's error is {glue:text}`authors_nce_gm` times CNCE's") == []
-    assert pages.typed_numbers("the run took {{ e2e_all_s }} s") == []
-    assert pages.typed_numbers("the noise of Eq. (13), Eqs. 52-59, Fig. 2a-b, Supp. Eq. 46, Section 3.2") == []
-    assert pages.typed_numbers("slope 2 and `python -m cnce batch 02 04`, notebooks 02-05, lines 17 and 41-45") == []
-    assert pages.typed_numbers(r"$$G = 0 \qquad (9)$$ with 5000 samples, $\log_{10}$") == ["5000"]
-    assert pages.typed_numbers("[code](https://github.com/a/b/blob/39c6d4f/x.m#L17-L45) at 20 000 and 50,000") == \
+    assert prose.typed_numbers("NCE's error is 3.4 times CNCE's, 0.53 decades") == ["3.4", "0.53"]
+    assert prose.typed_numbers("NCE's error is {glue:text}`authors_nce_gm` times CNCE's") == []
+    assert prose.typed_numbers("the run took {{ e2e_all_s }} s") == []
+    assert prose.typed_numbers("the noise of Eq. (13), Eqs. 52-59, Fig. 2a-b, Supp. Eq. 46, Section 3.2") == []
+    assert prose.typed_numbers("slope 2 and `python -m cnce batch 02 04`, notebooks 02-05, lines 17 and 41-45") == []
+    assert prose.typed_numbers(r"$$G = 0 \qquad (9)$$ with 5000 samples, $\log_{10}$") == ["5000"]
+    assert prose.typed_numbers("[code](https://github.com/a/b/blob/39c6d4f/x.m#L17-L45) at 20 000 and 50,000") == \
         ["20000", "50000"]
-    assert pages.typed_numbers("5 % of the units, 3 seeds") == ["5"]
+    assert prose.typed_numbers("5 % of the units, 3 seeds") == ["5"]
 
 
 def test_a_page_with_a_typed_measured_number_fails_and_one_with_glue_and_settings_passes():
@@ -64,7 +64,7 @@ def test_a_page_with_a_typed_measured_number_fails_and_one_with_glue_and_setting
 def test_every_setting_names_its_source_and_pages_that_exist():
     assert settings.SETTINGS, "no settings declared"
     for s in settings.SETTINGS:
-        assert s.number == pages.normalise(s.number) and s.source and s.meaning and s.pages, s
+        assert s.number == prose.normalise(s.number) and s.source and s.meaning and s.pages, s
         assert any(p for pat in s.pages for p in PAGES if __import__("fnmatch").fnmatch(p, pat)), s
 
 
@@ -87,7 +87,7 @@ def test_every_page_of_the_book_is_checked():
 
 @pytest.mark.parametrize("page", PAGES)
 def test_no_measured_number_typed_in_the_prose(page):
-    extra = check(page, pages.prose(page, ROOT))
+    extra = check(page, prose.prose(page, ROOT))
     assert not extra, (f"{page}: numbers typed in the prose: {extra}. Insert a result from the run "
                        "(myst-nb glue and {glue:text}`name`; in a book/*.md page a {{ key }} substitution of the "
                        "book extension), or, for a setting or a quote of the paper, declare it in "
@@ -97,6 +97,6 @@ def test_no_measured_number_typed_in_the_prose(page):
 @pytest.mark.parametrize("page", sorted(settings.DEBT))
 def test_the_debt_only_shrinks(page):
     """A number of a page's debt that the page no longer types must leave the debt."""
-    found = set(pages.typed_numbers(pages.prose(page, ROOT)))
+    found = set(prose.typed_numbers(prose.prose(page, ROOT)))
     stale = sorted(n for n in settings.DEBT[page] if n not in found or n in settings.allowed(page))
     assert not stale, f"{page}: no longer typed or now a declared setting, remove from DEBT: {stale}"

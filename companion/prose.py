@@ -61,7 +61,7 @@ def prose(page: str, root: Path = ROOT) -> str:
 @lru_cache(maxsize=None)
 def book_extension():
     """The book's Sphinx extension module (``book/_ext/cnce_book.py``)."""
-    spec = importlib.util.spec_from_file_location("cnce_book_ext_pages", ROOT / "book" / "_ext" / "cnce_book.py")
+    spec = importlib.util.spec_from_file_location("cnce_book_ext_prose", ROOT / "book" / "_ext" / "cnce_book.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
