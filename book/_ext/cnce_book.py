@@ -775,7 +775,8 @@ DOWNLOADS = "downloads"
 ARCHIVE = "cnce-source.zip"
 #: What the archive holds (paths relative to the repository root).
 ARCHIVE_ROOTS = ("cnce", "companion", "notebooks", "book", "tests", "scripts", "examples", "benchmarks", "_static",
-                 "jupyter", "data/results", "data/checks", "pyproject.toml", "requirements.in", "requirements-lock.txt",
+                 "jupyter", "data/results", "data/checks", "data/claims", "pyproject.toml", "requirements.in",
+                 "requirements-lock.txt",
                  "environment.yml", "README.md", "CONTRIBUTING.md", "_config.yml", "_toc.yml")
 #: The second archive: the committed image-model runs (``data/weights``, what pages 06, 06a and
 #: the claims page read; about 80 MB, kept apart so that the source archive stays small). Both
@@ -847,6 +848,17 @@ def build_archives(out: Path, root: Path = ROOT) -> dict[str, Path]:
     return written
 
 
+def _claims_code_files() -> list[str]:
+    """The code files the claims ledger names (:func:`companion.claims.render.code_files`);
+    none without a ledger."""
+    try:
+        from companion.claims import render
+
+        return render.code_files()
+    except ValueError:  # no ledger: the claims page fails the build with its own message
+        return []
+
+
 def ship_sources(app, exception):
     """After an HTML build: every page's source and every notebook as executed for the book
     under ``downloads/`` (same paths as in the repository), :data:`ARCHIVE` and
@@ -871,6 +883,9 @@ def ship_sources(app, exception):
         if nb.is_file():
             (out / f"{doc}.ipynb").parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(nb, out / f"{doc}.ipynb")
+    for rel in _claims_code_files():  # the claims table links the code of every claim
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ROOT / rel, out / rel)
     build_archives(out)
 
 
