@@ -22,6 +22,7 @@ def test_every_substitution_in_the_book_pages_comes_from_the_results():
     ext._e2e_substitutions(None, config)
     ext._cost_substitutions(None, config)
     ext._authors_code_substitutions(None, config)
+    ext._ledger_substitutions(None, config)
     ext._repo_substitutions(None, config)
     repo_keys = {"repo_url", "link_bench_notes", "link_bench_summary"}
     used = set()
@@ -38,6 +39,8 @@ def test_every_substitution_in_the_book_pages_comes_from_the_results():
                                 r"\d{4}-\d\d-\d\d", v), (key, v)
         elif key == "e2e_results_since":  # a sentence computed from the results' provenance
             assert v.endswith(".") and ("computed again after that run" in v or v.startswith("No committed")), v
+        elif key.startswith("ledger_"):  # the claims ledger's counts and its records' numbers, as the ledger has them
+            continue
         elif key == "cost_image_gpu":  # the GPU named in the shown run's provenance
             assert v in (ROOT / "data" / "weights" / "paper" / "provenance.json").read_text(), v
         elif key == "e2e_studies_differ":  # study names (or "none")
@@ -83,6 +86,22 @@ def test_bibliography_labels_are_author_year_with_links():
     assert not unlinked, f"bibliography entries without a DOI or URL: {unlinked}"
     html = next(e for e in entries if e.key == "ceylan2018").text.render_as("html")
     assert 'href="https://proceedings.mlr.press/v80/ceylan18a.html"' in html
+
+
+def test_ledger_substitutions_count_the_ledger(tmp_path):
+    """The counts a Markdown page takes from the claims ledger follow the ledger's records."""
+    import json
+
+    ext = _ext()
+    f = tmp_path / "ledger.json"
+    recs = [{"id": "a-b", "kind": "paper", "record": {"verdict": "reproduced", "numbers": {"gm": 2.5}}},
+            {"id": "c", "kind": "paper", "record": {"verdict": "not reproduced", "numbers": {}}},
+            {"id": "d", "kind": "ours", "record": {"verdict": "reproduced", "numbers": {}}}]
+    f.write_text(json.dumps({"format": 1, "provenance": {}, "claims": recs}))
+    subs = ext.ledger_substitutions(f)
+    assert subs["ledger_paper_claims"] == "2" and subs["ledger_our_questions"] == "1"
+    assert subs["ledger_paper_reproduced"] == "1" and subs["ledger_paper_not_reproduced"] == "1"
+    assert subs["ledger_a_b_gm"] == "2.5"
 
 
 def test_book_build_times_come_from_the_results_file(tmp_path):

@@ -530,6 +530,38 @@ def _e2e_substitutions(app, config):
     config.myst_substitutions = subs
 
 
+def ledger_substitutions(path: Path | None = None) -> dict[str, str]:
+    """Numbers of the claims ledger (``data/claims/ledger.json``) for the prose of ``book/*.md``
+    pages: ``ledger_paper_claims`` and ``ledger_our_questions`` (counted apart), the paper's
+    claims per verdict (``ledger_paper_<verdict>``, spaces as ``_``) and every number a record
+    offers (``ledger_<id>_<name>``, ``-`` as ``_``). Empty without a ledger."""
+    try:
+        from companion.claims import ledger
+    except ImportError:  # pragma: no cover - a checkout without the companion
+        return {}
+    try:
+        rows = ledger.records(path=path)
+    except (ValueError, OSError):
+        return {}
+    subs = {"ledger_paper_claims": str(sum(r["kind"] == "paper" for r in rows)),
+            "ledger_our_questions": str(sum(r["kind"] != "paper" for r in rows))}
+    for r in rows:
+        rec = r["record"]
+        if r["kind"] == "paper":
+            key = "ledger_paper_" + re.sub(r"\W+", "_", rec["verdict"]).strip("_")
+            subs[key] = str(int(subs.get(key, 0)) + 1)
+        for name, v in (rec.get("numbers") or {}).items():
+            subs[f"ledger_{r['id'].replace('-', '_')}_{name}"] = str(v)
+    return subs
+
+
+def _ledger_substitutions(app, config):
+    """:func:`ledger_substitutions` as ``{{ key }}`` substitutions."""
+    subs = dict(getattr(config, "myst_substitutions", None) or {})
+    subs.update(ledger_substitutions())
+    config.myst_substitutions = subs
+
+
 def _dedupe_scripts(app, pagename, templatename, context, doctree):
     scripts = context.get("script_files")
     if not scripts:
@@ -901,4 +933,5 @@ def setup(app):
     app.connect("config-inited", _e2e_substitutions)
     app.connect("config-inited", _cost_substitutions)
     app.connect("config-inited", _authors_code_substitutions)
+    app.connect("config-inited", _ledger_substitutions)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
