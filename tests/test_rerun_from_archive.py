@@ -8,8 +8,9 @@ there, ``PYTHONPATH`` pointing at it, nothing read from this checkout):
 
 * executes one synthetic page at quick scale (``python -m cnce batch 00``, the quickstart);
 * loads every committed run under ``data/weights`` (each ``.pt`` and ``.json``), the image
-  claims' measures that page 06 reads (``data/checks/image-claims.json``) and the committed
-  paper-scale tables that the claims page reads; no training.
+  claims' measures that page 06 reads (``data/checks/image-claims.json``), the committed
+  paper-scale tables, and the claims ledger that the claims page renders, which must match the
+  shipped declarations, code and inputs (``companion.claims.ledger.stale``); no training.
 """
 from __future__ import annotations
 
@@ -59,7 +60,13 @@ for f in sorted(runs.weights_dir().rglob("*")):
     loaded.append(str(rel))
 measured, tables, meta = image_claims.load_measured(tree / "data" / "checks" / "image-claims.json")
 results, used = claims.committed_results(0)
-print(json.dumps({"loaded": loaded, "measured": len(measured), "studies": sorted(results)}))
+import companion
+assert Path(companion.__file__).resolve().is_relative_to(tree), companion.__file__
+from companion.claims import ledger
+rows = ledger.records()  # what the claims page renders
+stale = ledger.stale()  # the ledger matches the shipped declarations, code and inputs
+print(json.dumps({"loaded": loaded, "measured": len(measured), "studies": sorted(results), "claims": len(rows),
+                  "stale": stale}))
 """
 
 
@@ -103,6 +110,7 @@ def test_every_committed_run_loads_from_the_unpacked_archives_alone(unpacked):
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert "paper/state.pt" in out["loaded"] and "ica/paper.pt" in out["loaded"]
     assert out["measured"] > 0 and "gaussian" in out["studies"]
+    assert out["claims"] > 0 and out["stale"] == [], out["stale"]
 
 
 @pytest.mark.timeout(600)
