@@ -17,7 +17,7 @@ from .errors import CnceError, exit_code
 
 # Modules that contribute sub-commands. A part that is not installed is skipped only when
 # the missing module is that part itself (a broken import inside it still fails loudly).
-_PARTS = ["cnce.experiments.cli", "cnce.precompile", "cnce.batch", "cnce.book", "cnce.images.cli", "cnce.images.pack",
+_PARTS = ["cnce.experiments.cli", "cnce.precompile", "cnce.images.cli", "cnce.images.pack",
           "cnce.nn.cli"]
 
 

@@ -5,8 +5,6 @@
   ``d2/nce-reset/s0``, ``photos/paper/s0``);
 * :class:`AblationCell`: a cell of the image model's layer-1 ablation, ``<optimiser>-<schedule>``
   (``cg-main``);
-* :class:`Page` and :data:`PAGES`: the notebook registry, each results page with the experiment
-  it runs (``python -m cnce run <experiment>``), its short title and the studies its claims read.
 
 ``parse`` reads a name's text (``ValueError`` naming it when malformed) and ``str`` writes it, so
 a name is built in one place and split in one place.
@@ -16,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["JobName", "AblationCell", "Page", "PAGES", "page", "page_of_experiment"]
+__all__ = ["JobName", "AblationCell"]
 
 _PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _SEED = re.compile(r"s(\d+)")
@@ -84,51 +82,3 @@ class AblationCell:
 
     def __str__(self) -> str:
         return f"{self.optimiser}-{self.schedule}"
-
-
-@dataclass(frozen=True)
-class Page:
-    """A results page of the book: its notebook's name (``notebooks/<name>.py``), the experiment
-    it runs (``None``: it runs no experiment of :mod:`cnce.experiments`), its short title and the
-    studies whose committed tables its claims read."""
-
-    name: str
-    experiment: str | None
-    title: str
-    studies: tuple[str, ...] = ()
-
-    @property
-    def number(self) -> str:
-        """The notebook's number, ``"02"``."""
-        return self.name[:2]
-
-
-#: The notebook registry: every results page, in the book's order.
-PAGES: tuple[Page, ...] = (
-    Page("02_consistency", "consistency", "Consistency", ("gaussian", "ica")),
-    Page("03_cnce_vs_nce", "nce", "NCE", ("gaussian", "ica")),
-    Page("04_ring", "ring", "Ring", ("ring-authors", "ring-exact")),
-    Page("05_supplementary", "supplementary", "Supp. models", ("lognormal", "bernoulli", "bernoulli-eps0.2")),
-    Page("06_image_model", None, "Image model"),
-    Page("07_choosing_eps", "eps", "Choosing eps",
-         ("eps-gaussian", "eps-ica", "eps-ring-authors", "eps-ring-exact", "eps-lognormal", "eps-bernoulli")),
-    Page("08_energy_networks", None, "Energy networks"),
-)
-
-
-def page(name: str) -> Page:
-    """The :class:`Page` of a notebook's name (``"02_consistency"``; a path or ``.py``/``.ipynb``
-    name is reduced to it); ``ValueError`` naming the known pages otherwise."""
-    stem = str(name).rsplit("/", 1)[-1].split(".", 1)[0]
-    for p in PAGES:
-        if p.name == stem:
-            return p
-    raise ValueError(f"page must be one of {[p.name for p in PAGES]}; got {name!r}")
-
-
-def page_of_experiment(experiment: str) -> Page:
-    """The page that shows ``experiment`` (``"consistency"``)."""
-    for p in PAGES:
-        if p.experiment == experiment:
-            return p
-    raise ValueError(f"experiment must be one of {[p.experiment for p in PAGES if p.experiment]}; got {experiment!r}")

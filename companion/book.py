@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 from typing import Iterable
 
-from ._validation import check_positive_int
-from .kernel_env import GOLDEN_ENV, deterministic_env, thread_env
-from .provenance import REPO_ROOT
+from cnce._validation import check_positive_int
+from .process_env import GOLDEN_ENV, deterministic_env, thread_env
+from .paths import REPO_ROOT
 
 __all__ = ["book_sources_hash", "book_is_current", "build_book", "prefill_execution_cache", "register"]
 

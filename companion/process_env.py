@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Iterator, Mapping
 
-from .provenance import REPO_ROOT
+from .paths import REPO_ROOT
 
 __all__ = ["GOLDEN_ENV", "deterministic_env", "generic_cpu_env", "thread_env"]
 

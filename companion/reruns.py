@@ -30,9 +30,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ._validation import check_positive_int
-from .kernel_env import GOLDEN_ENV, deterministic_env, thread_env
-from .provenance import REPO_ROOT
+from cnce._validation import check_positive_int
+from .process_env import GOLDEN_ENV, deterministic_env, thread_env
+from .paths import REPO_ROOT
 
 __all__ = [
     "SCALES",
