@@ -22,12 +22,13 @@ The rooms, one job each:
 * :mod:`cnce.plotting` -- the book's figures;
 * :mod:`cnce.provenance` -- seeds, atomic writes, git state and source hashes, environment records;
 * :mod:`cnce._validation` -- argument checks shared by every front door;
-* :mod:`cnce.names` -- typed names: jobs, ablation cells, the notebook registry;
+* :mod:`cnce.names` -- typed names: jobs, ablation cells;
 * :mod:`cnce.report` -- what a page reports: glued numbers, verdict blocks, t intervals and the rule over seeds;
-* :mod:`cnce.batch` / :mod:`cnce.book` -- notebook reruns and goldens / the book build;
-* :mod:`cnce.kernel_env` -- the environment of notebook kernels and child processes (threads, hash seed, CPU);
-* :mod:`cnce.cli` / :mod:`cnce.precompile` -- ``python -m cnce`` / ahead-of-time kernel compilation;
-* :mod:`cnce.speed` -- the benchmark tables (``benchmarks/results``) for the book's speed page.
+* :mod:`cnce.cli` / :mod:`cnce.precompile` -- ``python -m cnce`` / ahead-of-time kernel compilation.
+
+The book's workshop (book build, notebook reruns and goldens, speed tables, run adoption, the
+notebook registry) is the separate package ``companion`` in the repository; it imports ``cnce``,
+never the other way round.
 """
 __version__ = "0.1.0"
 

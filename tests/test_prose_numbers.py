@@ -110,7 +110,7 @@ def test_typed_numbers_finds_a_typed_result_and_skips_glue_and_references():
     assert typed_numbers("NCE's error is 3.4 times CNCE's, 0.53 decades") == {"3.4", "0.53"}
     assert typed_numbers("NCE's error is {glue:text}`authors_nce_gm` times CNCE's") == set()
     assert typed_numbers("the noise of Eq. (13), Eqs. 52-59, Fig. 2a-b, Supp. Eq. 46, Section 3.2") == set()
-    assert typed_numbers("slope 2 and `python -m cnce batch 02 04`") == set()
+    assert typed_numbers("slope 2 and `python -m companion batch 02 04`") == set()
     assert typed_numbers(r"$$G = 0 \qquad (9)$$ with 5000 samples") == {"5000"}
 
 
