@@ -18,9 +18,9 @@ from pathlib import Path
 import torch
 
 from cnce import provenance
-from cnce.images.runs import CALL2, CALL3, STATE_FILE, weights_dir, write_provenance
+from cnce.images.runs import CALL2, CALL3, STATE_FILE, write_provenance
 
-from .paths import REPO_ROOT
+from .paths import DATA, REPO_ROOT
 
 #: the driver of the GPU runs, whose hash every run records
 DRIVER = "scripts/gpu_section4.py"
@@ -88,7 +88,7 @@ def adopt_device_runs(src: str | os.PathLike, commit: str, *, root: str | os.Pat
     ``commit`` once the hashes have been checked.
     """
     src = Path(src)
-    root = Path(root or weights_dir())
+    root = Path(root or DATA / "weights")
     want, want_driver = commit_source_hash(commit), commit_driver_hash(commit)
     results = json.loads((src / "results.json").read_text())
     got = {(c.get("source_hash"), c.get("driver_hash")) for c in results["calls"]}

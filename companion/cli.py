@@ -44,6 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from cnce.locations import set_data_dir
+
+    from .paths import DATA
+
+    set_data_dir(DATA)  # the repository's results and weights, wherever the command runs from
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -6,5 +6,7 @@ from pathlib import Path
 
 #: the repository that holds this package
 REPO_ROOT = Path(__file__).resolve().parent.parent
+#: the repository's data folder (results/, weights/, checks/): what the companion passes to cnce
+DATA = REPO_ROOT / "data"
 
-__all__ = ["REPO_ROOT"]
+__all__ = ["REPO_ROOT", "DATA"]

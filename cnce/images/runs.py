@@ -45,6 +45,7 @@ import torch
 
 from cnce import provenance
 from cnce.errors import DirtyTreeError
+from cnce.locations import data_dir
 from cnce.report import t_interval
 from cnce.images.data import Whitener
 from cnce.images.network import ImageNetwork
@@ -89,8 +90,9 @@ SCHEDULE_NAMES = {"main": "their main sets", "fresh": "fresh patches"}
 
 
 def weights_dir() -> Path:
-    """``data/weights`` of the repository that holds this package."""
-    return provenance.REPO_ROOT / "data" / "weights"
+    """``weights/`` under the data folder (:func:`cnce.locations.data_dir`; ``data/weights`` in the
+    repository)."""
+    return data_dir() / "weights"
 
 
 def load_state(out: str | os.PathLike) -> dict:
@@ -253,7 +255,7 @@ def driver_record(driver: str | os.PathLike) -> dict:
     if not p.is_file():
         raise ValueError(f"driver={str(driver)!r} is not a file")
     try:
-        rel = p.relative_to(provenance.REPO_ROOT.resolve()).as_posix()
+        rel = p.relative_to(provenance._SOURCE_BASE).as_posix()
     except ValueError:
         rel = str(p)
     return {"path": rel, "sha256": hashlib.sha256(p.read_bytes()).hexdigest()}
