@@ -186,7 +186,7 @@ def environment_record(device) -> dict:
     import scipy
     import torch
 
-    from . import __version__
+    from ._version import __version__
 
     return {
         "package_version": __version__,
