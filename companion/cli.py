@@ -16,7 +16,7 @@ import sys
 from cnce.errors import CnceError, exit_code
 
 #: modules that contribute sub-commands (each has ``register(subparsers)``)
-PARTS = ["companion.reruns", "companion.book", "companion.cli"]
+PARTS = ["companion.claims.command", "companion.reruns", "companion.book", "companion.cli"]
 
 
 def _cmd_compile_generic(args) -> int:
