@@ -24,7 +24,7 @@ Working state lives in ``--work`` (default ``/root/cnce-work``): a second call o
 machine resumes every unfinished run and skips finished jobs. ``--scale smoke --device cpu`` is
 the CPU test (``tests/test_gpu_section4.py``). Every call records the commit, the hash of the
 package source and the hash of this driver (:func:`driver_hash`), which
-:func:`cnce.images.runs.adopt_device_runs` checks against the commit.
+:func:`companion.adopt.adopt_device_runs` checks against the commit.
 """
 from __future__ import annotations
 

@@ -150,7 +150,7 @@ def test_paper_links_open_at_a_page_only_where_it_is_established(monkeypatch):
 def test_rerun_box_names_commands_and_measured_times():
     ext = _ext()
     box = ext.rerun_box("notebooks/02_consistency", 41.0)
-    assert "cnce batch 02" in box and "cnce run consistency --scale paper" in box and "41 s in this build" in box
+    assert "companion batch 02" in box and "cnce run consistency --scale paper" in box and "41 s in this build" in box
     assert "e2e.json" in box and "GPU" in box
     assert "scripts/book.sh" in ext.rerun_box("book/claims")
     box6 = ext.rerun_box("notebooks/06_image_model")

@@ -43,7 +43,7 @@ def test_typed_numbers_finds_a_typed_result_and_skips_glue_code_and_references()
     assert prose.typed_numbers("NCE's error is {glue:text}`authors_nce_gm` times CNCE's") == []
     assert prose.typed_numbers("the run took {{ e2e_all_s }} s") == []
     assert prose.typed_numbers("the noise of Eq. (13), Eqs. 52-59, Fig. 2a-b, Supp. Eq. 46, Section 3.2") == []
-    assert prose.typed_numbers("slope 2 and `python -m cnce batch 02 04`, notebooks 02-05, lines 17 and 41-45") == []
+    assert prose.typed_numbers("slope 2 and `python -m companion batch 02 04`, notebooks 02-05, lines 17 and 41-45") == []
     assert prose.typed_numbers(r"$$G = 0 \qquad (9)$$ with 5000 samples, $\log_{10}$") == ["5000"]
     assert prose.typed_numbers("[code](https://github.com/a/b/blob/39c6d4f/x.m#L17-L45) at 20 000 and 50,000") == \
         ["20000", "50000"]

@@ -3,7 +3,7 @@
 Numbers from data files, at build time. A page never types a benchmark's result by hand:
 
 * the line ``<!-- generated: benchmarks -->`` in a page is replaced, when the page is read,
-  by the tables that :mod:`cnce.speed` renders from ``benchmarks/results/*.json``
+  by the tables that :mod:`companion.speed` renders from ``benchmarks/results/*.json``
   (the page is re-read whenever one of those files changes);
 * the line ``<!-- generated: book-times -->`` is replaced by a table of the book-build wall
   times in ``benchmarks/results/e2e_book.json`` (written by ``python -m benchmarks.e2e --book
@@ -34,7 +34,7 @@ from pybtex.plugin import register_plugin
 from pybtex.style.formatting.unsrt import Style as UnsrtStyle
 from pybtex.style.labels import BaseLabelStyle
 
-from cnce.names import PAGES
+from companion.pages import PAGES
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks"
@@ -73,7 +73,7 @@ def commit_ref(commit: str, date: str | None = None) -> str:
 
 
 def _summarize():
-    from cnce import speed
+    from companion import speed
 
     return speed
 
@@ -102,9 +102,9 @@ def book_times_markdown(path: Path = BOOK_TIMES) -> str:
     rows = [r for r in e["results"] if str(r["experiment"]).startswith("book")]
     if not rows:
         raise RuntimeError(f"{path} holds no book-build timings")
-    what = {"book (clean)": "`python -m cnce book --clean` (as `scripts/book.sh --clean`): every notebook "
+    what = {"book (clean)": "`python -m companion book --clean` (as `scripts/book.sh --clean`): every notebook "
                             "executed, stored quick-scale results reused",
-            "book (cached)": "`python -m cnce book` right after: cached executions, pages re-rendered"}
+            "book (cached)": "`python -m companion book` right after: cached executions, pages re-rendered"}
     out = [f"Measured by `{BOOK_COMMAND}` on {m['cpu']} ({m['cores']} cores, {m['memory_gib']} GiB, no GPU used), "
            f"{str(m['date'])[:10]}, {commit_ref(m['git_commit'])}:", "",
            "| build | wall time | load average (1 min) at its end | exit code |", "|---|---|---|---|"]
@@ -692,7 +692,7 @@ def rerun_box(docname: str, quick_seconds: float | None = None, repo_url: str = 
         num = name.split("_")[0]  # "06", "06a": what cnce batch takes for this page alone
         q = (f"{_fmt_s(quick_seconds)} in this build (CPU, one thread)" if quick_seconds else
              "its time is in the batch summary it writes")
-        rows.append(("quick scale, CPU", f".venv/bin/python -m cnce batch {num}", q))
+        rows.append(("quick scale, CPU", f".venv/bin/python -m companion batch {num}", q))
         exp = EXPERIMENT_OF.get(name)
         e2e = BENCH / "results" / "e2e.json"
         if exp and e2e.is_file():
@@ -704,7 +704,7 @@ def rerun_box(docname: str, quick_seconds: float | None = None, repo_url: str = 
             t = (f"{_fmt_s(secs[exp])} on a {e['machine']['cores']}-core CPU, {e.get('settings', {}).get('threads', 2)} "
                  f"threads (benchmarks/results/e2e.json)") if exp in secs else "not measured"
             rows.append(("paper scale, CPU", f".venv/bin/python -m cnce run {exp} --scale paper --seed 1 && "
-                         f".venv/bin/python -m cnce batch {num} --scale paper -p seed 1", t))
+                         f".venv/bin/python -m companion batch {num} --scale paper -p seed 1", t))
             rows.append(("paper scale, GPU", f".venv/bin/python -m cnce run {exp} --scale paper --seed 1 --device cuda",
                          "not measured for this experiment (the fits are small; benchmarks/results/cuda-fit-check.json "
                          "compares single fits)"))
@@ -726,7 +726,7 @@ def rerun_box(docname: str, quick_seconds: float | None = None, repo_url: str = 
             rows.append(("paper scale, GPU", "the GPU commands that the image page and the README give",
                          "in each committed run's provenance under data/weights/"))
         else:
-            rows.append(("paper scale, CPU", f".venv/bin/python -m cnce batch {num} --scale paper",
+            rows.append(("paper scale, CPU", f".venv/bin/python -m companion batch {num} --scale paper",
                          "not measured (more simulations and data in every check)"))
     else:
         rows.append(("this page", "scripts/book.sh", book_t or "see the reproduce page"))

@@ -116,7 +116,7 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
         code_commit: the commit the code came from, recorded instead of what git reports (the
             copy of the tree on a lent GPU machine carries a stale ``.git``); the provenance also
             records a hash of the package's source (:func:`cnce.provenance.package_source_hash`),
-            which :func:`cnce.images.runs.adopt_device_runs` checks against that commit.
+            which :func:`companion.adopt.adopt_device_runs` checks against that commit.
         driver: the script that started this run (it chose the config, seed and data); every
             session records its path relative to the repository and the SHA-256 of its source,
             which the adoption checks against the commit too.
