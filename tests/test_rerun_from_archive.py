@@ -6,7 +6,7 @@ and checks) and the committed image-model runs (``data/weights``). This test bui
 book does, unpacks them into an empty folder and, from that folder alone (working directory
 there, ``PYTHONPATH`` pointing at it, nothing read from this checkout):
 
-* executes one synthetic page at quick scale (``python -m cnce batch 00``, the quickstart);
+* executes one synthetic page at quick scale (``python -m companion batch 00``, the quickstart);
 * loads every committed run under ``data/weights`` (each ``.pt`` and ``.json``), the image
   claims' measures that page 06 reads (``data/checks/image-claims.json``), the committed
   paper-scale tables, and the claims ledger that the claims page renders, which must match the
@@ -117,7 +117,7 @@ def test_every_committed_run_loads_from_the_unpacked_archives_alone(unpacked):
 def test_a_synthetic_page_executes_from_the_unpacked_archives_alone(unpacked, tmp_path):
     tree, _ = unpacked
     out = tmp_path / "batch"
-    proc = subprocess.run([sys.executable, "-m", "cnce", "batch", "00", "--out", str(out)], cwd=tree,
+    proc = subprocess.run([sys.executable, "-m", "companion", "batch", "00", "--out", str(out)], cwd=tree,
                           env=_env(tree), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-3000:])
     summary = json.loads((out / "summary.json").read_text())
