@@ -42,9 +42,10 @@ def _value(x) -> str:
 def _settings() -> tuple[Setting, ...]:
     from cnce.eps import EpsRule
     from cnce.experiments.analysis import QUANTILES
-    from cnce.experiments.configs import SCALES
+    from cnce.experiments.configs import SCALES, STUDIES
 
     rule, paper = EpsRule(), SCALES["paper"]
+    dim = dict(STUDIES["gaussian"].model_kwargs)["dim"]
     quantile_pages = ("notebooks/02_*", "notebooks/03_*", "notebooks/05_*", "notebooks/07_*")
     interval_pages = ("notebooks/02_*", "notebooks/03_*", "notebooks/04_*", "notebooks/05_*", "notebooks/07_*",
                       "book/claims.py", "book/intro.md")
@@ -75,8 +76,9 @@ def _settings() -> tuple[Setting, ...]:
         Setting("2000", "bootstrap resamples of the claims table", "book/claims.py: claims_table(n_boot=2000)",
                 ("book/claims.py",)),
         # -- facts of a model and the paper's protocol
-        Setting("15", "free parameters of the 5-D Gaussian's precision matrix (5 x 6 / 2)",
-                "cnce.models (Gaussian, dim 5); paper Section 5.1", ("notebooks/00_*", "notebooks/02_*")),
+        Setting(_value(dim * (dim + 1) // 2), "free parameters of the Gaussian's precision matrix (D (D + 1) / 2)",
+                "cnce.experiments.configs.STUDIES['gaussian'] (dim); paper Section 5.1",
+                ("notebooks/00_*", "notebooks/02_*")),
         Setting("10", "kappa = 10 (the paper's ring and eps-rule settings), 10 % band, factor 10 per decade "
                 "(log10), condition number bound 10, C0 = -10, 10 line searches per meta-iteration",
                 "paper Section 5 (kappa); cnce.eps.EpsRule.near (10 %); cnce.models.ica (condition number); "
@@ -103,7 +105,7 @@ def _settings() -> tuple[Setting, ...]:
                 ("book/authors-code.md", "book/differences.md")),
         Setting("6000", "iterations of the authors' quasi-Newton fits", "authors' config_consistency.m",
                 ("book/authors-code.md", "book/differences.md")),
-        Setting("0.2", "the fixed flip probability of study bernoulli-eps0.2",
+        Setting(_value(STUDIES["bernoulli-eps0.2"].cnce_eps), "the fixed flip probability of study bernoulli-eps0.2",
                 "cnce.experiments.configs.STUDIES['bernoulli-eps0.2'].cnce_eps", ("notebooks/05_*", "book/differences.md")),
         Setting("0.1", "truncation of the authors' ring radius", "cnce.models.ring (radial='authors')",
                 ("notebooks/04_*", "book/differences.md")),
