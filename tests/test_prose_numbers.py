@@ -19,6 +19,7 @@ Single digits are not counted ("2 log 2", exponents) unless they are a share ("5
 """
 from __future__ import annotations
 
+import fnmatch
 from pathlib import Path
 
 import pytest
@@ -65,7 +66,7 @@ def test_every_setting_names_its_source_and_pages_that_exist():
     assert settings.SETTINGS, "no settings declared"
     for s in settings.SETTINGS:
         assert s.number == prose.normalise(s.number) and s.source and s.meaning and s.pages, s
-        assert any(p for pat in s.pages for p in PAGES if __import__("fnmatch").fnmatch(p, pat)), s
+        assert any(p for pat in s.pages for p in PAGES if fnmatch.fnmatch(p, pat)), s
 
 
 def test_settings_read_from_the_package_follow_it():
