@@ -22,8 +22,10 @@ __all__ = ["book_sources_hash", "book_is_current", "build_book", "prefill_execut
 #: Sources whose content decides whether a built book is current.
 _BOOK_SOURCES = ("_config.yml", "_toc.yml", "book", "notebooks")
 #: Sources whose change makes cached notebook executions stale (the execution cache keys on
-#: the notebooks' code cells only, so a change in the package would otherwise be missed).
-_EXECUTION_SOURCES = ("cnce", "data/results")
+#: the notebooks' code cells only, so a change in the package would otherwise be missed): the
+#: library, the companion the pages call (the ledger's rendering), and every committed input the
+#: pages read (results, the claims ledger, checks, image-model runs).
+_EXECUTION_SOURCES = ("cnce", "companion", "data/results", "data/claims", "data/checks", "data/weights")
 _BUILD_STAMP = "_build/html/.cnce-build.json"
 _CACHE_STAMP = ".jupyter_cache/.cnce-execution-sources"
 

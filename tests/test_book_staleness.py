@@ -96,3 +96,22 @@ def test_the_rerun_comparison_says_which_tables_were_recomputed_after_it():
     e2e = json.loads((ROOT / "benchmarks" / "results" / "e2e.json").read_text())
     assert ext.results_recomputed_since(str(e2e["machine"]["date"])) in text
     assert str(e2e["machine"]["date"])[:10] in text  # the timing names its date and commit
+
+
+def test_a_changed_ledger_or_companion_makes_cached_page_executions_stale(tmp_path):
+    """The book's execution cache keys on the notebooks' code cells only; the build drops it when
+    what the pages read changes: the package, the companion, or a committed input (a page glues
+    its verdicts from the claims ledger)."""
+    from companion import book
+
+    for rel in ("cnce/a.py", "companion/claims/render.py", "data/results/paper/x.csv", "data/claims/ledger.json",
+                "data/checks/c.json", "data/weights/paper/provenance.json"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("0")
+    before = book._tree_hash(tmp_path, book._EXECUTION_SOURCES)
+    for rel in ("companion/claims/render.py", "data/claims/ledger.json", "data/checks/c.json",
+                "data/weights/paper/provenance.json"):
+        (tmp_path / rel).write_text("1")
+        after = book._tree_hash(tmp_path, book._EXECUTION_SOURCES)
+        assert after != before, f"a change of {rel} leaves cached executions in place"
+        before = after
