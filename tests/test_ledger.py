@@ -154,6 +154,28 @@ def test_score_matching_rule_on_the_real_check():
     assert S.sm_verdict(bad["rel_dev"], bad["slope"])[0] != "reproduced"
 
 
+def test_parts_rule_every_verdict():
+    from companion.claims.shapes import parts_verdict
+
+    assert parts_verdict({"localised": "reproduced", "oriented": "reproduced", "band-pass": "reproduced"})[0] == "reproduced"
+    v, why = parts_verdict({"localised": "reproduced", "oriented": "reproduced", "band-pass": "not reproduced"})
+    assert v == "partly reproduced" and "band-pass" in why
+    assert parts_verdict({"a": "not reproduced", "b": "not testable here"})[0] == "not reproduced"
+    assert parts_verdict({"a": "not testable here"})[0] == "not testable here"
+    with pytest.raises(ValueError, match="part"):
+        parts_verdict({})
+
+
+def test_existence_rule_every_verdict():
+    from companion.claims.shapes import existence_verdict
+
+    assert existence_verdict(3, 0.5, p_value=0.01)[0] == "reproduced"
+    assert existence_verdict(3, 0.5, p_value=0.2)[0] == "partly reproduced"
+    assert existence_verdict(1, 2.0)[0] == "partly reproduced"
+    assert existence_verdict(0, 0.0)[0] == "not reproduced"
+    assert existence_verdict(5, 0.0, testable=False, reason="control fails") == ("not testable here", "control fails")
+
+
 # --- computing from constructed tables -------------------------------------------------------------
 
 def _table(study, curves, Ns=(100, 300, 1000, 3000), S_=60, eps=0.5, seed=0):
@@ -258,6 +280,8 @@ def test_every_verdict_a_page_shows_is_a_ledger_record(page):
     for (_, body), m in zip(items, ids):
         rec = rows[m.group(1)]["record"]
         assert f">{rec['verdict']}</span>" in body and html.escape(rec["short"]) in body
+        if rec["verdict"] not in ("reproduced", C.QUESTION):
+            assert html.escape(rec["why"]) in body, f"{page}: the block does not say why {m.group(1)} is {rec['verdict']}"
 
 
 def test_a_verdict_block_names_only_ledger_claims():
@@ -279,3 +303,18 @@ def test_claims_table_links_each_row_to_its_page_section_and_code():
         assert (ROOT / f).is_file() and f'downloads/{f}"' in t
     not_repro = [r for r in rows if r["kind"] == C.PAPER and r["record"]["verdict"] != "reproduced"]
     assert not_repro and all(html.escape(r["record"]["why"]) in t for r in not_repro)
+
+
+def test_the_command_checks_and_lists_the_ledger(capsys, tmp_path):
+    from companion.__main__ import main
+
+    assert main(["claims", "--check"]) == 0
+    assert main(["claims", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "claims of the paper" in out and "questions of ours" in out
+    stale = tmp_path / "ledger.json"
+    doc = ledger.load()
+    stale.write_text(json.dumps({**doc, "provenance": {**doc["provenance"], "code_hash": "0"}}))
+    assert ledger.stale(stale) == ["the claims code changed"]
+    with pytest.raises(SystemExit):
+        main(["claims", "--n-boot", "many"])

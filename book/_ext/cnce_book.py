@@ -881,14 +881,14 @@ def build_archives(out: Path, root: Path = ROOT) -> dict[str, Path]:
 
 
 def _claims_code_files() -> list[str]:
-    """The code files the claims ledger names (:func:`companion.claims.render.code_files`);
-    none without a ledger."""
-    try:
-        from companion.claims import render
+    """The code files that the claims ledger of the book's repository names
+    (:func:`companion.claims.render.code_files`); none when that repository has no ledger."""
+    from companion.claims import ledger, render
 
-        return render.code_files()
-    except ValueError:  # no ledger: the claims page fails the build with its own message
+    path = ROOT / ledger.LEDGER
+    if not path.is_file():  # a book without the claims page (e.g. a test's small book)
         return []
+    return [f for f in render.code_files(path=path) if (ROOT / f).is_file()]
 
 
 def ship_sources(app, exception):

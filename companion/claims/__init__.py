@@ -49,7 +49,8 @@ number, in full), ``why`` (one line where a paper claim is not "reproduced": why
 or why it cannot be tested; required then) and ``numbers`` (``{name: text}``: numbers a page
 may quote by name, formatted as printed).
 
-Rule shapes. Besides the interval rules of the synthetic claims, two shapes recur:
+Rule shapes. Besides the interval rules of the synthetic claims, two shapes recur (their
+rules: :mod:`companion.claims.shapes`):
 
 * a statement about **one shown unit** ("a fourth-layer unit is a corner detector") is an
   existence claim: ``value`` is the number of units like it, ``baselines`` holds the count

@@ -6,7 +6,7 @@ committed runs and claim measures (``data/checks/image-claims.json``), so that t
 complete today. The Section 4 issue replaces this file with proper declarations here (its own
 ``compute`` functions and rules: Gabor-like = localised AND oriented AND band-pass, a statement
 about one shown unit as existence beside a null with the share reported beside it; see the
-rule shapes in :mod:`companion.claims`), and then ``chapter_rows``' rows stop being a source.
+rule shapes in :mod:`companion.claims` and their functions in :mod:`companion.claims.shapes`), and then ``chapter_rows``' rows stop being a source.
 """
 from __future__ import annotations
 
@@ -31,11 +31,12 @@ def _from_row(title: str, kind: str):
             raise ValueError(f"cnce.images.claims.chapter_rows gives no row {title!r}; it gives {sorted(rows)}")
         r = rows[title]
         verdict = QUESTION if kind == OURS else r.verdict
-        why = "" if verdict in ("reproduced", QUESTION) else r.short
-        short = r.short
+        why = "" if verdict in ("reproduced", QUESTION) else f"by the measure's own rule: {r.short}"
+        short, measured = r.short, r.measured
         if kind == OURS and short.startswith("reproduced"):  # our question's answer, not a verdict on the paper
             short = "yes, the earlier failure recurs" + short[len("reproduced"):]
-        return Record(verdict=verdict, short=short, measured=r.measured, why=why, seeds="three seeds (see the row)")
+            measured = "yes, the earlier failure recurs" + measured[len("reproduced"):]
+        return Record(verdict=verdict, short=short, measured=measured, why=why, seeds="three seeds (see the row)")
     return compute
 
 

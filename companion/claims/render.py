@@ -66,16 +66,19 @@ def verdict_block_html(page: str, question: str, note: str | None = None, *, ids
                        claims_href: str = "../book/claims.html", path=None) -> str:
     """The verdict block of ``page`` from the ledger: the question, then one line per claim
     shown on the page (``ids``: these, in this order) with its badge, title and deciding
-    number, each linked to its row of the claims table."""
+    number (and, for a paper claim not reproduced, the one-line why), each linked to its row of
+    the claims table."""
     rows = _ledger.records(page, path) if ids is None else [_ledger.record(i, path) for i in ids]
     if not rows:
         raise ValueError(f"the ledger holds no claim shown on page {page!r}")
     lines = []
     for r in rows:
         rec = r["record"]
+        why = (f' <span class="cnce-why">(why: {html.escape(rec["why"])})</span>'
+               if r["kind"] == PAPER and rec["verdict"] != "reproduced" and rec["why"] else "")
         lines.append(f'<li data-claim="{html.escape(r["id"])}">{badge_html(rec["verdict"])} '
                      f'<strong><a href="{html.escape(claims_href)}#claim-{html.escape(r["id"])}">{html.escape(r["title"])}'
-                     f'</a></strong>: {html.escape(rec["short"])}</li>')
+                     f'</a></strong>: {html.escape(rec["short"])}{why}</li>')
     out = [f'<div class="admonition cnce-verdict"><p class="admonition-title">{html.escape(title)}</p>',
            f'<p class="cnce-question">{question}</p>', f'<ul class="cnce-verdict-items">{"".join(lines)}</ul>']
     if note:

@@ -598,7 +598,7 @@ def _ring(ctx):
     measured = "; ".join(
         f"{_GENERATORS[s]}: log10(NCE / CNCE median error), mean over N, CNCE at the heuristic's eps: {_f(e)} decades "
         f"(factor {10 ** e.value:.2g})"
-        + (f"; at the best eps of the eps experiment's grid (chosen on these simulations): "
+        + ("; at the best eps of the eps experiment's grid (chosen on these simulations): "
            + ", ".join(f"N = {r.N}: {r.best.fmt()} (best multiple {r.best_factor:.3g})" for r in best[s]["table"].itertuples())
            + f"; mean {best[s]['mean_best'].fmt()}, against {best[s]['mean_default'].fmt()} at the heuristic's eps on the "
              "same N" if s in best else "")
@@ -606,7 +606,7 @@ def _ring(ctx):
     short = "; ".join(f"{_GENERATORS[s]}: NCE's error {10 ** e.value:.2g} times CNCE's ({_f(e)} decades)"
                       for s, e in est.items())
     if at_best:
-        short += (f"; at the grid's best eps: " + ", ".join(f"{10 ** b['mean_best'].value:.2g} times" for b in best.values())
+        short += ("; at the grid's best eps: " + ", ".join(f"{10 ** b['mean_best'].value:.2g} times" for b in best.values())
                   + f", where the same rule gives '{at_best['verdict_at_best_eps']}'")
     key = {"ring-authors": "authors", "ring-exact": "exact"}
     words = {"order": "CNCE is ahead by about the paper's order of magnitude or more",
