@@ -157,7 +157,7 @@ def run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_ep
                 total = torch.zeros((), device=u.device)
                 for a in range(0, n_e, chunk):
                     b = min(a + chunk, n_e)
-                    ly = net.layer_log_phi(net.layer_input(u[a:b, None, :] + e * xi[a:b], layer), layer)
+                    ly = net.layer_log_phi(net.layer_input(u[a:b, None, :] + e * xi[a:b], layer), layer)  # noqa: F821 (called before the del below)
                     total += cnce_loss(lx_e[a:b], ly) * (b - a)
                 return total / n_e
 
@@ -174,7 +174,7 @@ def run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_ep
         del xi
 
     def loss_on(idx):
-        return loss_of(hx[idx], hy[idx])
+        return loss_of(hx[idx], hy[idx])  # noqa: F821 (called before the del below)
 
     loss = _mean_loss(loss_of, hx[:n_e], hy[:n_e], chunk)
     params = [p for g in opt.param_groups for p in g["params"]]
@@ -183,7 +183,7 @@ def run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_ep
         def closure():
             for p in params:
                 p.grad = None
-            return _chunked_mean(loss_of, hx, hy, chunk, backward=True)
+            return _chunked_mean(loss_of, hx, hy, chunk, backward=True)  # noqa: F821 (called before the del below)
 
         opt.step(closure)
         with torch.no_grad():

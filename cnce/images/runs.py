@@ -40,7 +40,6 @@ import platform
 from pathlib import Path
 from typing import TypedDict
 
-import numpy as np
 import torch
 
 from cnce import provenance
