@@ -58,6 +58,7 @@ import torch
 
 from cnce import __version__, provenance
 from cnce._torch import resolve_device
+from cnce.constraints import Integer, validate
 from cnce.images.configs import ImageConfig, get_config
 from cnce.images.data import PatchSource, Whitener, load_images, load_skimage_images, prepare_image
 from cnce.images.network import ImageNetwork
@@ -130,8 +131,7 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
     layers = tuple(int(l) for l in layers)
     if not layers or any(l not in ImageNetwork.LAYERS for l in layers) or list(layers) != sorted(set(layers)):
         raise ValueError(f"layers must be ascending values from {ImageNetwork.LAYERS}; got {layers!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ValueError(f"seed must be an int; got {seed!r}")
+    validate(seed, Integer(), "seed")
     dev = resolve_device(device)
     if threads is not None:
         torch.set_num_threads(int(threads))
