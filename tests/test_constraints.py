@@ -75,3 +75,19 @@ def test_validate_fields_prefix():
         validate_fields(S(), {"a": Integer(lo=1)})
     with pytest.raises(InputError, match=r"^a must be an integer >= 1; got 0$"):
         validate_fields(S(), {"a": Integer(lo=1)}, prefix="")
+
+
+def test_formulation_is_an_enum_equal_to_its_text():
+    import json
+
+    import cnce
+    from cnce.backends.plan import Formulation, formulation
+    from cnce.models import ICA, Gaussian
+
+    f = formulation(Gaussian(dim=2), "cnce")
+    assert f is Formulation.LINEAR and f == "linear" and f"{f}" == "linear" and json.dumps(f) == '"linear"'
+    assert formulation(ICA(dim=2), "cnce") is Formulation.PROJECTIONS
+    assert formulation(ICA(dim=2), "mle") is Formulation.LIKELIHOOD_LBFGS
+    with pytest.raises(ValueError):
+        Formulation("linear, something else")
+    assert cnce.fit  # the package front door still resolves
