@@ -62,10 +62,10 @@ from cnce.constraints import Integer, validate
 from cnce.images.configs import ImageConfig, get_config
 from cnce.images.data import PatchSource, Whitener, load_images, load_skimage_images, prepare_image
 from cnce.images.network import ImageNetwork
-from cnce.images.recipe import (_batched, image_seed, make_optimizer, meta_batch, run_meta_iteration, start_pooling_layer,
-                                whitener_seed)
-from cnce.images.runs import (STATE_FILE, DirtyTreeError, cnce_tree, driver_record, git_commit, write_provenance,
-                              writes_dirty_weights)
+from cnce.images.recipe import (Stream, _batched, make_optimizer, meta_batch, run_meta_iteration, start_pooling_layer,
+                                stream_seed, whitener_seed)
+from cnce.images.runs import (STATE_FILE, DirtyTreeError, cnce_tree, driver_record, git_commit, load_checkpoint,
+                              write_provenance, writes_dirty_weights)
 
 __all__ = ["branch_state", "make_source", "train", "train_comparison", "COMPARE_FILE", "COMPARE_VARIANTS"]
 
@@ -154,14 +154,14 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
     path = out / STATE_FILE
 
     if path.is_file():
-        state = torch.load(path, map_location="cpu", weights_only=False)
+        state = load_checkpoint(path)
         for key, want in (("config", cfg.to_dict()), ("method", method), ("seed", seed)):
             if state[key] != want:
                 raise ValueError(f"out={str(out)!r} holds a run with a different {key}: {state[key]!r}; use another out")
     else:
         state = dict(config=cfg.to_dict(), sizes=cfg.sizes(), method=method, seed=seed, history={}, seconds={},
                      snapshots={}, opt={}, data=None, whitener=None, network=None, nce_c={}, wh2_retained=None,
-                     device=str(dev), torch=torch.__version__, package=__version__,
+                     device=str(dev), torch=str(torch.__version__), package=__version__,
                      git_commit=code_commit or git_commit())
 
     # every invocation (the first and each resume) records the code it ran with
@@ -203,7 +203,7 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
         n_meta, N = cfg.meta_iters[layer - 1], cfg.n_patches[layer - 1]
         if layer == 3 and state["wh2_retained"] is None:
             with torch.no_grad():
-                u = source.draw(cfg.whiten3_samples(), image_seed(seed, layer, 0, 98), dev)
+                u = source.draw(cfg.whiten3_samples(), stream_seed(seed, layer, 0, Stream.LAYER3_PCA), dev)
                 z2 = _batched(lambda v: net.z2(net.z1(v)), u, cfg.chunk)
                 del u
             state["wh2_retained"] = net.fit_whitening2(z2)
@@ -211,7 +211,7 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
         if len(hist) >= n_meta:
             continue
         if layer in (2, 4) and not hist and cfg.pool_start == "planted":
-            start_pooling_layer(net, layer, image_seed(seed, layer, 0, 97))
+            start_pooling_layer(net, layer, stream_seed(seed, layer, 0, Stream.POOLING_START))
         for p in net.layer_params(layer):
             p.requires_grad_(True)
         c0 = 0.0 if cfg.nce_c == "reset" else float(state["nce_c"].get(lk, 0.0))
@@ -225,7 +225,7 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
         for m in bar:
             t0 = time.perf_counter()
             u = meta_batch(source, cfg, layer, m, seed, dev, main_cache)
-            gen = torch.Generator(device=dev).manual_seed(image_seed(seed, layer, m, 1))
+            gen = torch.Generator(device=dev).manual_seed(stream_seed(seed, layer, m, Stream.NOISE))
             opt = make_optimizer(cfg, params, layer)
             if cfg.optimizer == "adam" and lk in state["opt"]:
                 opt.load_state_dict(state["opt"][lk])
@@ -236,7 +236,7 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
             if cfg.nce_c == "reset":
                 with torch.no_grad():
                     extra["c"].zero_()  # their NCEstimator.m: theta rebuilt with c = 0
-            unseen = source.draw(min(cfg.eps_n, N), image_seed(seed, layer, m, 3), dev)  # never trained on
+            unseen = source.draw(min(cfg.eps_n, N), stream_seed(seed, layer, m, Stream.UNSEEN), dev)  # never trained on
             rec = run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_eps=tune, unseen=unseen)
             del u, unseen
             if method == "nce":
