@@ -49,6 +49,7 @@ sampled and whitened on the training device (:meth:`PatchSource.draw`).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import replace
@@ -123,8 +124,6 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
             which the adoption checks against the commit too.
         data: a description of ``source``'s images for the provenance (default: "given PatchSource").
     """
-    from tqdm.auto import tqdm
-
     cfg = get_config(config)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
@@ -133,18 +132,45 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
         raise ValueError(f"layers must be ascending values from {ImageNetwork.LAYERS}; got {layers!r}")
     validate(seed, Integer(), "seed")
     dev = resolve_device(device)
-    if threads is not None:
-        torch.set_num_threads(int(threads))
-    if dev.type == "cpu":
-        # Adam drives unused pooling weights towards 0, and their squares (the pooling weights
-        # q = w**2) into float32's denormal range (below 1.2e-38), where CPU arithmetic is up to
-        # 100 times slower: with the authors' dense pooling start a layer-2 meta-iteration of
-        # `demo` went from 3 s to over 60 s. Flush denormals to zero (a change below 1.2e-38).
-        torch.set_flush_denormal(True)
-    if dev.type == "cuda":
-        # TF32 matmuls round the inputs to 10-bit mantissas; off unless the config asks for it.
-        torch.backends.cuda.matmul.allow_tf32 = bool(cfg.tf32)
-        torch.backends.cudnn.allow_tf32 = bool(cfg.tf32)
+    with torch_switches(dev, threads=threads, tf32=cfg.tf32):
+        return _train(cfg, out=out, layers=layers, method=method, dev=dev, seed=seed, images=images, source=source,
+                      snapshots=snapshots, progress=progress, monitor=monitor, allow_dirty=allow_dirty,
+                      code_commit=code_commit, driver=driver, data=data)
+
+
+@contextlib.contextmanager
+def torch_switches(dev: torch.device, *, threads: int | None = None, tf32: bool = False):
+    """The process-wide torch switches a training run sets, restored when it ends (or fails).
+
+    ``threads``: ``torch.set_num_threads`` (None: as is). On the CPU, denormals are flushed to
+    zero: Adam drives unused pooling weights towards 0, and their squares (the pooling weights
+    q = w**2) into float32's denormal range (below 1.2e-38), where CPU arithmetic is up to 100
+    times slower (a layer-2 meta-iteration of `demo` went from 3 s to over 60 s with the authors'
+    dense pooling start); torch has no getter for this flag, so it is turned off after (torch's
+    default). On CUDA, TF32 matmuls (inputs rounded to 10-bit mantissas) follow ``tf32``."""
+    before_threads = torch.get_num_threads()
+    before_tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    try:
+        if threads is not None:
+            torch.set_num_threads(int(threads))
+        if dev.type == "cpu":
+            torch.set_flush_denormal(True)
+        if dev.type == "cuda":
+            torch.backends.cuda.matmul.allow_tf32 = bool(tf32)
+            torch.backends.cudnn.allow_tf32 = bool(tf32)
+        yield
+    finally:
+        torch.set_num_threads(before_threads)
+        if dev.type == "cpu":
+            torch.set_flush_denormal(False)
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before_tf32
+
+
+def _train(cfg: ImageConfig, *, out, layers, method, dev, seed, images, source, snapshots, progress, monitor,
+           allow_dirty, code_commit, driver, data) -> dict:
+    """The body of :func:`train`, inside :func:`torch_switches`."""
+    from tqdm.auto import tqdm
+
     out = Path(out)
     dirty = writes_dirty_weights(out)
     if dirty and not allow_dirty:
