@@ -22,6 +22,8 @@ The rooms, one job each:
 * :mod:`cnce.plotting` -- the book's figures;
 * :mod:`cnce.provenance` -- seeds, atomic writes, git state and source hashes, environment records;
 * :mod:`cnce._validation` -- argument checks shared by every front door;
+* :mod:`cnce.constraints` -- the one constraint system (typed validators of options and settings);
+* :mod:`cnce.locations` -- the data folder of results and weights (the user's choice);
 * :mod:`cnce.names` -- typed names: jobs, ablation cells;
 * :mod:`cnce.report` -- what a page reports: glued numbers, verdict blocks, t intervals and the rule over seeds;
 * :mod:`cnce.cli` / :mod:`cnce.precompile` -- ``python -m cnce`` / ahead-of-time kernel compilation.

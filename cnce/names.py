@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .constraints import Integer, validate
+
 __all__ = ["JobName", "AblationCell"]
 
 _PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -34,8 +36,7 @@ class JobName:
             v = getattr(self, name)
             if (v is not None or name == "group") and not (isinstance(v, str) and _PART.fullmatch(v)):
                 raise ValueError(f"{name} must be a word of letters, digits, '_', '.', '-'; got {v!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"seed must be an integer >= 0; got {self.seed!r}")
+        validate(self.seed, Integer(lo=0), "seed")
 
     @classmethod
     def parse(cls, text: str) -> "JobName":

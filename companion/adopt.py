@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from cnce import provenance
-from cnce.images.runs import CALL2, CALL3, STATE_FILE, write_provenance
+from cnce.images.runs import CALL2, CALL3, STATE_FILE, load_checkpoint, write_provenance
 
 from .paths import DATA, REPO_ROOT
 
@@ -71,7 +71,7 @@ def _shared_whitener(wh: dict, seed: int, root: Path) -> dict:
     for rel in ("paper/state.pt" if seed == 0 else f"paper-seed{seed}/state.pt",):
         p = root / rel
         if p.is_file():
-            other = torch.load(p, map_location="cpu", weights_only=False)["whitener"]
+            other = load_checkpoint(p)["whitener"]
             if all(torch.equal(wh[k], other[k]) for k in ("mean", "V", "lam")):
                 return {"ref": rel}
     return wh
@@ -111,7 +111,7 @@ def adopt_device_runs(src: str | os.PathLike, commit: str, *, root: str | os.Pat
     pca: dict = {"runs": {}}
     branches: dict = {"runs": {}}
     d2_path = root / "d2" / "paper.pt"
-    d2 = torch.load(d2_path, map_location="cpu", weights_only=False) if d2_path.is_file() else {}
+    d2 = load_checkpoint(d2_path) if d2_path.is_file() else {}
     with tempfile.TemporaryDirectory() as tmp:
         for t in sorted(src.glob("runs-*.tar")):
             with tarfile.open(t) as tar:
@@ -119,13 +119,13 @@ def adopt_device_runs(src: str | os.PathLike, commit: str, *, root: str | os.Pat
         # the four-layer runs first: the others may share their whiteners
         for p in sorted(Path(tmp).iterdir(), key=lambda q: (not q.is_dir() or q.name.startswith("pca"), q.name)):
             if p.suffix == ".pt" and p.name.startswith("d2-s"):  # Supp. D.2, one seed
-                c = torch.load(p, map_location="cpu", weights_only=False)
+                c = load_checkpoint(p)
                 c["sessions"] = clean(c.get("sessions"))
                 c["whitener"] = _shared_whitener(c["whitener"], int(c["seed"]), root)
                 d2[f"compare-seed{c['seed']}.pt"] = c
                 placed[p.stem] = d2_path
                 continue
-            st = torch.load(p / STATE_FILE, map_location="cpu", weights_only=False)
+            st = load_checkpoint(p / STATE_FILE)
             st["git_commit"] = commit
             st["sessions"] = clean(st.get("sessions"))
             kind, seed = p.name.split("-")[0], int(st["seed"])

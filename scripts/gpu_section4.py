@@ -192,7 +192,9 @@ class Worker:
                 return
             out = runs / job.tag
             if not (out / "state.pt").is_file():
-                st0 = torch.load(parent / "state.pt", map_location="cpu", weights_only=False)
+                from cnce.images.runs import load_checkpoint
+
+                st0 = load_checkpoint(parent / "state.pt")
                 rel = parent.relative_to(parent.parents[1]) if a.scale == "smoke" else parent.relative_to(
                     Path(__file__).resolve().parents[1] / "data" / "weights")
                 out.mkdir(parents=True, exist_ok=True)

@@ -65,7 +65,6 @@ def test_each_gpu_call_names_a_commit_whose_source_and_driver_hashes_match(rel):
 
 
 def test_l3_branches_rebuild_on_their_parents_and_name_their_commit():
-    from cnce import provenance
 
     b = runs.load_pt("l3/paper.pt")["runs"]
     assert set(b) == {f"{v}/s{k}" for v in ("pack-ensemble", "bundled-sample") for k in range(3)}

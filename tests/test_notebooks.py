@@ -6,7 +6,6 @@ goldens of the current notebooks. Regenerate them with ``python -m companion gol
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 import yaml

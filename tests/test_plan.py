@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import cnce
-from cnce import _fused, optim
+from cnce import _fused
 from cnce.backends import plan
 from cnce.eps import AUTHORS_RULE, BERNOULLI_RULE, EpsRule, EpsSearch
 from cnce.models import ICA, Bernoulli, Gaussian, Ring

@@ -915,9 +915,11 @@ def ship_sources(app, exception):
         if nb.is_file():
             (out / f"{doc}.ipynb").parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(nb, out / f"{doc}.ipynb")
+    from companion.paths import REPO_ROOT  # the repository of the ledger, which names its code files
+
     for rel in _claims_code_files():  # the claims table links the code of every claim
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(ROOT / rel, out / rel)
+        shutil.copyfile(REPO_ROOT / rel, out / rel)
     build_archives(out)
 
 

@@ -40,7 +40,6 @@ import platform
 from pathlib import Path
 from typing import TypedDict
 
-import numpy as np
 import torch
 
 from cnce import provenance
@@ -80,7 +79,7 @@ class RunState(TypedDict, total=False):
 CALL2, CALL3 = "call2", "call3"
 
 __all__ = ["RunState", "write_provenance", "writes_dirty_weights", "DirtyTreeError", "git_commit", "cnce_tree",
-           "driver_record", "weights_dir", "load_state", "find_weights", "network_from_state", "STATE_FILE", "load_results", "load_pt", "ablation_records", "ablation_table", "d2_records",
+           "driver_record", "weights_dir", "load_checkpoint", "load_state", "find_weights", "network_from_state", "STATE_FILE", "load_results", "load_pt", "ablation_records", "ablation_table", "d2_records",
            "whitener_of", "load_call2",
            "network_from_branch", "same_recipe",
            "OPT_NAMES", "SCHEDULE_NAMES"]
@@ -95,12 +94,22 @@ def weights_dir() -> Path:
     return data_dir() / "weights"
 
 
+def load_checkpoint(path: str | os.PathLike):
+    """A file the trainer or the GPU driver saved, loaded with ``weights_only=True``: tensors,
+    containers, numbers and strings only (no code runs on load); the torch version string that
+    runs record is the one class allowed besides."""
+    from torch.torch_version import TorchVersion
+
+    with torch.serialization.safe_globals([TorchVersion]):
+        return torch.load(path, map_location="cpu", weights_only=True)
+
+
 def load_state(out: str | os.PathLike) -> dict:
     """The training state saved in ``<out>/state.pt`` (raises ``ValueError`` if absent)."""
     p = Path(out) / STATE_FILE
     if not p.is_file():
         raise ValueError(f"out={str(out)!r} holds no {STATE_FILE}; train first (python -m cnce image-train)")
-    return torch.load(p, map_location="cpu", weights_only=False)
+    return load_checkpoint(p)
 
 def find_weights(weights: str = "auto", root: str | os.PathLike | None = None) -> Path | None:
     """The folder of a finished, committed run: ``weights="auto"`` picks the first present of
@@ -116,7 +125,7 @@ def find_weights(weights: str = "auto", root: str | os.PathLike | None = None) -
     for name in ("paper", "demo", "quick"):
         p = root / name / STATE_FILE
         if p.is_file():
-            st = torch.load(p, map_location="cpu", weights_only=False)
+            st = load_checkpoint(p)
             if all(len(st["history"].get(str(L), [])) >= n for L, n in zip((1, 2, 3, 4), st["config"]["meta_iters"])):
                 return p.parent
     return None
@@ -172,7 +181,7 @@ def load_pt(rel: str, root: str | os.PathLike | None = None):
     p = Path(root or weights_dir()) / rel
     if not p.is_file():
         raise ValueError(f"no committed file {rel!r} under {p.parent}")
-    return torch.load(p, map_location="cpu", weights_only=False)
+    return load_checkpoint(p)
 
 
 def ablation_records(results: dict, size: str) -> list[dict]:
