@@ -9,8 +9,9 @@ there, ``PYTHONPATH`` pointing at it, nothing read from this checkout):
 * executes one synthetic page at quick scale (``python -m companion batch 00``, the quickstart);
 * loads every committed run under ``data/weights`` (each ``.pt`` and ``.json``), the image
   claims' measures that page 06 reads (``data/checks/image-claims.json``), the committed
-  paper-scale tables, and the claims ledger that the claims page renders, which must match the
-  shipped declarations, code and inputs (``companion.claims.ledger.stale``); no training.
+  paper-scale tables, and the claims ledger that the claims page renders, which must be as
+  current against the shipped declarations, code and inputs as it is in this checkout
+  (``companion.claims.ledger.stale``); no training.
 """
 from __future__ import annotations
 
@@ -110,7 +111,11 @@ def test_every_committed_run_loads_from_the_unpacked_archives_alone(unpacked):
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert "paper/state.pt" in out["loaded"] and "ica/paper.pt" in out["loaded"]
     assert out["measured"] > 0 and "gaussian" in out["studies"]
-    assert out["claims"] > 0 and out["stale"] == [], out["stale"]
+    # the archives add no staleness: the unpacked ledger is as current as this checkout's
+    # (whose own currency tests/test_ledger.py checks)
+    from companion.claims import ledger
+
+    assert out["claims"] > 0 and out["stale"] == ledger.stale(), (out["stale"], ledger.stale())
 
 
 @pytest.mark.timeout(600)
