@@ -101,7 +101,7 @@ def test_ledger_substitutions_count_the_ledger(tmp_path):
     subs = ext.ledger_substitutions(f)
     assert subs["ledger_paper_claims"] == "2" and subs["ledger_our_questions"] == "1"
     assert subs["ledger_paper_reproduced"] == "1" and subs["ledger_paper_not_reproduced"] == "1"
-    assert subs["ledger_a_b_gm"] == "2.5"
+    assert subs["ledger_a_b_gm"] == "2.5" and subs["ledger_c_verdict"] == "not reproduced"
 
 
 def test_book_build_times_come_from_the_results_file(tmp_path):

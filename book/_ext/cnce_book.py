@@ -533,8 +533,10 @@ def _e2e_substitutions(app, config):
 def ledger_substitutions(path: Path | None = None) -> dict[str, str]:
     """Numbers of the claims ledger (``data/claims/ledger.json``) for the prose of ``book/*.md``
     pages: ``ledger_paper_claims`` and ``ledger_our_questions`` (counted apart), the paper's
-    claims per verdict (``ledger_paper_<verdict>``, spaces as ``_``) and every number a record
-    offers (``ledger_<id>_<name>``, ``-`` as ``_``). Empty without a ledger."""
+    claims per verdict (``ledger_paper_<verdict>``, spaces as ``_``), each record's verdict and
+    one-line summary and measurement (``ledger_<id>_verdict``, ``_short``, ``_measured``; ``-``
+    as ``_``) and every
+    number a record offers (``ledger_<id>_<name>``). Empty without a ledger."""
     try:
         from companion.claims import ledger
     except ImportError:  # pragma: no cover - a checkout without the companion
@@ -550,8 +552,12 @@ def ledger_substitutions(path: Path | None = None) -> dict[str, str]:
         if r["kind"] == "paper":
             key = "ledger_paper_" + re.sub(r"\W+", "_", rec["verdict"]).strip("_")
             subs[key] = str(int(subs.get(key, 0)) + 1)
+        key = f"ledger_{r['id'].replace('-', '_')}"
+        subs[f"{key}_verdict"] = str(rec["verdict"])
+        subs[f"{key}_short"] = str(rec.get("short") or "")
+        subs[f"{key}_measured"] = str(rec.get("measured") or "")
         for name, v in (rec.get("numbers") or {}).items():
-            subs[f"ledger_{r['id'].replace('-', '_')}_{name}"] = str(v)
+            subs[f"{key}_{name}"] = str(v)
     return subs
 
 
