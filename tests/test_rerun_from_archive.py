@@ -95,7 +95,7 @@ def _env(tree: Path) -> dict:
 
 def test_the_archives_hold_every_committed_run(unpacked):
     tree, written = unpacked
-    tracked = subprocess.run(["git", "-C", str(ROOT), "ls-files", "data/weights", "data/results", "data/checks"],
+    tracked = subprocess.run(["git", "-C", str(ROOT), "ls-files", "data/weights", "data/results", "data/checks", "data/claims"],
                              capture_output=True, text=True)
     if tracked.returncode != 0:
         pytest.skip("not a git checkout: the committed files cannot be listed")
