@@ -4,6 +4,8 @@ from __future__ import annotations
 import torch
 from .errors import InputError
 
+from .constraints import Integer, validate
+
 __all__ = ["resolve_device", "make_generator", "as_tensor"]
 
 
@@ -30,8 +32,7 @@ def make_generator(seed: int | torch.Generator | None, device: torch.device | st
         return seed
     if seed is None:
         seed = 0
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise InputError(f"seed must be an int or a torch.Generator; got {seed!r}")
+    validate(seed, Integer(), "seed", note=" or a torch.Generator")
     g = torch.Generator(device=torch.device(device))
     g.manual_seed(int(seed))
     return g

@@ -26,14 +26,33 @@ STORAGE_ERRNOS = frozenset(getattr(errno, n) for n in ("ENOSPC", "EROFS", "EACCE
 
 # Modules that contribute sub-commands. A part that is not installed is skipped only when
 # the missing module is that part itself (a broken import inside it still fails loudly).
-_PARTS = ["cnce.experiments.cli", "cnce.precompile", "cnce.batch", "cnce.book", "cnce.images.cli", "cnce.images.pack",
+_PARTS = ["cnce.experiments.cli", "cnce.precompile", "cnce.images.cli", "cnce.images.pack",
           "cnce.nn.cli"]
 
+#: Every command, the part that registers it and its one-line help. ``python -m cnce --help``
+#: lists them from here without importing any part (no torch: it answers at once); the part of the
+#: chosen command builds that command's parser. tests/test_cli_front_door.py checks this table
+#: against the parts' own parsers.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "list": ("cnce.experiments.cli", "list the experiments (figures), their grids and how many cells are stored"),
+    "models": ("cnce.experiments.cli", "list the registered models and what each declares (linear, kernels, ...)"),
+    "run": ("cnce.experiments.cli", "run an experiment (skips cells already stored; resumes after an interruption)"),
+    "compile": ("cnce.precompile", "compile the CPU kernels into numba's cache now (a fresh clone otherwise compiles "
+                                   "them during its first fits, in every process that starts before the cache exists)"),
+    "image-train": ("cnce.images.cli", "train the four-layer neural image model (Sec. 4) with CNCE"),
+    "image-pack": ("cnce.images.pack", "build the Debian-wallpaper image pack (second natural-image set, Sec. 4)"),
+    "nn-study": ("cnce.nn.cli", "run the eps-rule and tuned-baseline study of the energy networks (notebook 08; "
+                                "resumable)"),
+}
 
-def build_parser() -> argparse.ArgumentParser:
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command (``command=None``: every part is imported), or of the parts
+    that register ``command`` only, beside a one-line entry for each other command."""
     parser = argparse.ArgumentParser(prog="python -m cnce", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in _PARTS:
+    parts = _PARTS if command is None else [COMMANDS[command][0]] if command in COMMANDS else []
+    for name in parts:
         try:
             mod = importlib.import_module(name)
         except ModuleNotFoundError as exc:
@@ -41,11 +60,21 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         mod.register(sub)
+    if command is not None:
+        for name, (_, help_) in COMMANDS.items():
+            if name not in sub.choices:
+                sub.add_parser(name, help=help_, add_help=False)
     return parser
 
 
+def _command_of(argv: list[str]) -> str:
+    """The command named in ``argv`` (its first word that is not an option), or ``""``."""
+    return next((a for a in argv if not a.startswith("-")), "")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command_of(argv))
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

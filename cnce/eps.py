@@ -39,13 +39,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
-import numbers
 from dataclasses import dataclass, field
 
 import torch
 
 from ._validation import _describe
+from .constraints import Integer, Real, validate, validate_fields
 from .losses import LOG4
 from .errors import InputError
 
@@ -96,14 +95,10 @@ class EpsRule:
     def __post_init__(self):
         if self.search not in SEARCHES:
             raise InputError(f"search must be one of {SEARCHES}; got {self.search!r}")
-        for name in ("start", "grow", "shrink", "cap"):
-            v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < float("inf")):
-                raise InputError(f"{name} must be a finite number > 0; got {v!r}")
+        validate_fields(self, dict.fromkeys(("start", "grow", "shrink", "cap"), Real(lo=0, lo_open=True)), prefix="")
         if not (0 <= self.near and 0 <= self.far):
             raise InputError(f"near and far must be >= 0; got near={self.near!r}, far={self.far!r}")
-        if isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int) or self.max_steps < 0:
-            raise InputError(f"max_steps must be an integer >= 0; got {self.max_steps!r}")
+        validate(self.max_steps, Integer(lo=0), "max_steps")
         if self.limit is not None and not self.limit >= 0:
             raise InputError(f"limit must be None or a number >= 0; got {self.limit!r}")
 
@@ -150,8 +145,7 @@ PILOT = "pilot"
 
 def image_rule(layer: int, rule: EpsRule = IMAGE_AUTHORS_RULE, caps=IMAGE_LAYER_CAPS) -> EpsRule:
     """``rule`` with the cap of the image model's ``layer`` (1-based) from ``caps``."""
-    if isinstance(layer, bool) or not isinstance(layer, numbers.Integral) or not 1 <= layer <= len(caps):
-        raise InputError(f"layer must be an integer in [1, {len(caps)}]; got {layer!r}")
+    validate(layer, Integer(lo=1, hi=len(caps)), "layer")
     return rule.replace(cap=float(caps[layer - 1]))
 
 
@@ -172,9 +166,7 @@ class EpsSetting:
     def __post_init__(self):
         if self.factor is not None and self.rule is not None:
             raise InputError(f"an eps setting is a multiple or a rule, not both; got factor={self.factor!r}, rule={self.rule!r}")
-        if self.factor is not None and not (isinstance(self.factor, (int, float)) and not isinstance(self.factor, bool)
-                                            and 0 < self.factor < math.inf):
-            raise InputError(f"factor must be a finite number > 0; got {self.factor!r}")
+        validate(self.factor, Real(lo=0, lo_open=True) | None, "factor")
         if self.rule is not None and self.rule not in RULES and self.rule != PILOT:
             raise InputError(f"rule must be a name in {sorted([*RULES, PILOT])}; got {self.rule!r}")
 

@@ -1,4 +1,4 @@
-"""Compile the CPU kernels ahead of use: ``python -m cnce compile [--cpu generic]``.
+"""Compile the CPU kernels ahead of use: ``python -m cnce compile``.
 
 numba compiles a kernel of :mod:`cnce._fused` the first time a process calls it and caches the
 machine code on disk (``cnce/__pycache__``, or ``NUMBA_CACHE_DIR``), for the CPU it compiled
@@ -9,7 +9,6 @@ load it in well under a second.
 """
 from __future__ import annotations
 
-import subprocess
 import sys
 import time
 
@@ -78,12 +77,6 @@ def compile_kernels(*, progress=None) -> dict[str, float]:
 
 
 def _cmd_compile(args) -> int:
-    if args.cpu == "generic":
-        # numba reads its target CPU when it is imported: compile in a process started for it
-        from .kernel_env import deterministic_env, generic_cpu_env
-
-        with deterministic_env(generic_cpu_env()):
-            return subprocess.run([sys.executable, "-m", "cnce", "compile"]).returncode
     try:
         import numba
 
@@ -105,7 +98,4 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "compile", help="compile the CPU kernels into numba's cache now (a fresh clone otherwise compiles them "
                         "during its first fits, in every process that starts before the cache exists)")
-    p.add_argument("--cpu", choices=("native", "generic"), default="native",
-                   help="'generic': for a generic x86-64, into runs/numba-cache/generic: the cache of the golden "
-                        "notebooks' check on another CPU (cnce.kernel_env.generic_cpu_env)")
     p.set_defaults(func=_cmd_compile)

@@ -22,13 +22,16 @@ from typing import Callable
 import numpy as np
 from .errors import InputError
 
-__all__ = ["REPO_ROOT", "PACKAGE_ROOT", "derive_seed", "int_seed", "generator", "atomic_write", "atomic_write_text",
+__all__ = ["PACKAGE_ROOT", "derive_seed", "int_seed", "generator", "atomic_write", "atomic_write_text",
            "atomic_torch_save", "git", "git_object", "git_state", "source_hash", "package_source_hash",
            "environment_record"]
 
-#: the package directory ``cnce/`` and the repository (working tree) that holds it
+#: the package directory ``cnce/``
 PACKAGE_ROOT = Path(__file__).resolve().parent
-REPO_ROOT = PACKAGE_ROOT.parent
+#: the folder that holds the package: source files are named relative to it in hashes
+#: (``cnce/fit.py``). Git runs in the checkout that holds the package, if any (its code's commit);
+#: no data location is derived from either (:mod:`cnce.locations`)
+_SOURCE_BASE = PACKAGE_ROOT.parent
 
 
 # --------------------------------------------------------------------------- seeds
@@ -130,7 +133,7 @@ def atomic_torch_save(obj, path: str | os.PathLike) -> None:
 def git(*args) -> str | None:
     """Output of ``git args`` in the repository, or ``None`` (no git, not a checkout)."""
     try:
-        out = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10)
+        out = subprocess.run(["git", *args], cwd=_SOURCE_BASE, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() if out.returncode == 0 else None
@@ -159,7 +162,7 @@ def git_state(*paths: str) -> dict:
 
 
 def _source_name(f: Path, root: Path) -> str:
-    for base in (root, REPO_ROOT):
+    for base in (root, _SOURCE_BASE):
         try:
             return str(f.relative_to(base))
         except ValueError:
@@ -213,7 +216,7 @@ def environment_record(device) -> dict:
     import scipy
     import torch
 
-    from . import __version__
+    from ._version import __version__
 
     return {
         "package_version": __version__,

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from cnce import batch, book
-from cnce.provenance import REPO_ROOT
-from cnce.cli import main
+from companion import book
+from companion import reruns as batch
+from companion.paths import REPO_ROOT
+from companion.cli import main
 
 OK_NB = '''# %% [markdown]
 # # A notebook that works

@@ -4,10 +4,8 @@ these tests fast and independent of the estimator."""
 from __future__ import annotations
 
 import json
-import os
 from types import SimpleNamespace
 
-import numpy as np
 import pandas as pd
 import pytest
 import torch

@@ -107,7 +107,7 @@ def test_other_fit_arguments(data):
         _fit(Gaussian(), data, device="tpu")
     with pytest.raises(ValueError, match=r"dtype must be torch.float64 or torch.float32; got torch.float16"):
         _fit(Gaussian(), data, dtype=torch.float16)
-    with pytest.raises(ValueError, match=r"seed must be an int or a torch.Generator; got 'abc'"):
+    with pytest.raises(ValueError, match=r"seed must be an integer or a torch.Generator; got 'abc'"):
         _fit(Gaussian(), data, seed="abc")
     with pytest.raises(ValueError, match=r"sim_batch must be an integer >= 1; got 0"):
         _fit(Gaussian(), data, sim_batch=0)

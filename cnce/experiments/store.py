@@ -29,7 +29,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import CorruptResultsError
-from ..provenance import REPO_ROOT, atomic_write, atomic_write_text, storage_error
+from ..locations import data_dir
+from ..provenance import atomic_write, atomic_write_text, storage_error
 
 __all__ = ["COLUMNS", "CorruptResultsError", "ResultStore", "atomic_write_text", "default_results_dir"]
 
@@ -66,8 +67,9 @@ CELL_KEYS = ["study", "method", "N", "kappa", "eps_setting"]
 
 
 def default_results_dir(scale: str, seed: int = 0) -> Path:
-    """``data/results/<scale>`` for the default seed 0, ``data/results/<scale>-seed<k>`` otherwise."""
-    base = REPO_ROOT / "data" / "results"
+    """``results/<scale>`` under the data folder (:func:`cnce.locations.data_dir`) for the default
+    seed 0, ``results/<scale>-seed<k>`` otherwise."""
+    base = data_dir() / "results"
     return base / (scale if seed == 0 else f"{scale}-seed{seed}")
 
 

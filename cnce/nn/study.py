@@ -32,7 +32,8 @@ from dataclasses import asdict, dataclass
 import torch
 
 from ..errors import TrainingError
-from ..provenance import REPO_ROOT, atomic_write_text, derive_seed, environment_record
+from ..locations import data_dir
+from ..provenance import atomic_write_text, derive_seed, environment_record
 from .objectives import CNCELoss, DSMLoss, NCELoss, SSMLoss
 from .toys import CASES, TOYS, MLPEnergy, QuarticEnergy, normaliser_check, sample_toy
 from .toys import _log_phi_on  # noqa: PLC2701 (the held-out points share one log Z)
@@ -91,7 +92,8 @@ SETTINGS = {"paper": StudySettings(), "tiny": StudySettings(seeds=1, steps=20, n
 
 
 def results_path(name: str = "nn-study"):
-    return REPO_ROOT / "data" / "results" / "paper" / f"{name}.csv"
+    """``results/paper/<name>.csv`` under the data folder (:func:`cnce.locations.data_dir`)."""
+    return data_dir() / "results" / "paper" / f"{name}.csv"
 
 
 def cells(settings: StudySettings):

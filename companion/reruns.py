@@ -2,18 +2,18 @@
 
 Command line (registered into ``python -m cnce``):
 
-* ``python -m cnce batch [NOTEBOOK ...] --scale quick|paper -p KEY VALUE --out DIR``
+* ``python -m companion batch [NOTEBOOK ...] --scale quick|paper -p KEY VALUE --out DIR``
   reruns every notebook (or the chosen ones) with papermill and writes the executed
   ``.ipynb`` files plus ``summary.csv`` / ``summary.json`` (notebook, status, wall time,
   parameters) to a run folder. A failing notebook does not stop the others; the command
   exits with status 1 and names the failures.
-* ``python -m cnce goldens [NOTEBOOK ...]`` regenerates the executed golden notebooks under
+* ``python -m companion goldens [NOTEBOOK ...]`` regenerates the executed golden notebooks under
   ``tests/golden/`` that the nbval regression tests compare against (quick scale, seed 0,
   one torch thread, progress bars off).
 
 The notebooks are Jupytext percent-format ``.py`` files under ``notebooks/``; everything here
 is generic over whichever notebooks exist there. The environment the kernels run under
-(threads, a fixed hash seed) comes from :mod:`cnce.kernel_env`; the book build is :mod:`cnce.book`.
+(threads, a fixed hash seed) comes from :mod:`companion.process_env`; the book build is :mod:`companion.book`.
 """
 from __future__ import annotations
 
@@ -30,10 +30,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ._validation import check_positive_int
-from .errors import InputError, RunError, RunInterrupted
-from .kernel_env import GOLDEN_ENV, deterministic_env, thread_env
-from .provenance import REPO_ROOT
+from cnce._validation import check_positive_int
+from cnce.errors import InputError, RunError, RunInterrupted
+from .process_env import GOLDEN_ENV, deterministic_env, thread_env
+from .paths import REPO_ROOT
 
 __all__ = [
     "SCALES",
@@ -432,7 +432,7 @@ def _cmd_goldens(args) -> int:
 
 
 def register(subparsers) -> None:
-    """Add the ``batch`` and ``goldens`` sub-commands to ``python -m cnce`` (``book``: :mod:`cnce.book`)."""
+    """Add the ``batch`` and ``goldens`` sub-commands to ``python -m cnce`` (``book``: :mod:`companion.book`)."""
     p = subparsers.add_parser(
         "batch", help="rerun notebooks with papermill and write a summary",
         description="Rerun every notebook (or the named ones) with papermill at a chosen scale "
