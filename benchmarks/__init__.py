@@ -11,7 +11,7 @@
 Every figure is a median over ``--repeats`` runs; ratios are measured side by side in the same
 process (the 2-core machine this was written on is shared and noisy). Each suite writes
 ``benchmarks/results/<suite><tag>.json`` with the machine, load average, torch version and
-thread count (:mod:`benchmarks.common`, :mod:`benchmarks.machine`); :mod:`cnce.speed` renders
+thread count (:mod:`benchmarks.common`, :mod:`benchmarks.machine`); :mod:`companion.speed` renders
 them for the book. The other modules are one-off measurements, each with its command in its
 docstring; ``against_commit`` compares ``cnce.fit`` with the package at another commit.
 """

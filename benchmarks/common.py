@@ -16,7 +16,7 @@ import torch
 from benchmarks.machine import ROOT, machine_info
 from cnce.noise import draw_base
 
-#: where every suite writes ``<suite><tag>.json`` (rendered by :mod:`cnce.speed`)
+#: where every suite writes ``<suite><tag>.json`` (rendered by :mod:`companion.speed`)
 RESULTS = ROOT / "benchmarks" / "results"
 
 

@@ -70,7 +70,7 @@ def bench_e2e(args):
     if args.book:
         for mode, extra in (("clean", ["--clean"]), ("cached", [])):
             t0 = time.perf_counter()
-            r = subprocess.run([sys.executable, "-m", "cnce", "book", *extra], cwd=ROOT, capture_output=True, text=True)
+            r = subprocess.run([sys.executable, "-m", "companion", "book", *extra], cwd=ROOT, capture_output=True, text=True)
             secs = time.perf_counter() - t0
             rows.append(dict(experiment=f"book ({mode})", scale="quick", seconds=secs, returncode=r.returncode,
                              load_average=list(os.getloadavg()), stderr_tail=r.stderr[-2000:] if r.returncode else ""))

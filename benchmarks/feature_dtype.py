@@ -1,7 +1,10 @@
 """Speed cost of exact (float64) feature storage on the torch path on a CPU (cnce.FitOptions.feature_dtype):
 the Gaussian model, backend="torch", float64 and float32 alternating in one process, medians of 3.
 Run: OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.feature_dtype"""
-import time, statistics, json, torch
+import time
+import statistics
+import json
+import torch
 import cnce
 from cnce.models import Gaussian
 from cnce.noise import draw_base

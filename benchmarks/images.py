@@ -63,7 +63,6 @@ def _image_eval_estimate(cfg, args):
     u = torch.randn(n, cfg.D, generator=g)
     u = u / u.norm(dim=-1, keepdim=True) * (cfg.D - 1) ** 0.5
     y = u[:, None, :] + 0.5 * torch.randn(n, cfg.kappa, cfg.D, generator=g)
-    params = net.layer_params(1)
 
     def one():
         net.zero_grad(set_to_none=True)

@@ -1,4 +1,4 @@
-"""Write ``benchmarks/results/SUMMARY.md``: every table of :func:`cnce.speed.render`, with the
+"""Write ``benchmarks/results/SUMMARY.md``: every table of :func:`companion.speed.render`, with the
 notes and the development comparisons.
 
     .venv/bin/python -m benchmarks.summarize
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from cnce.speed import RESULTS, render
+from companion.speed import RESULTS, render
 
 
 def main(argv=None):

@@ -22,19 +22,56 @@ The rooms, one job each:
 * :mod:`cnce.plotting` -- the book's figures;
 * :mod:`cnce.provenance` -- seeds, atomic writes, git state and source hashes, environment records;
 * :mod:`cnce._validation` -- argument checks shared by every front door;
-* :mod:`cnce.names` -- typed names: jobs, ablation cells, the notebook registry;
+* :mod:`cnce.constraints` -- the one constraint system (typed validators of options and settings);
+* :mod:`cnce.locations` -- the data folder of results and weights (the user's choice);
+* :mod:`cnce.names` -- typed names: jobs, ablation cells;
 * :mod:`cnce.report` -- what a page reports: glued numbers, verdict blocks, t intervals and the rule over seeds;
-* :mod:`cnce.batch` / :mod:`cnce.book` -- notebook reruns and goldens / the book build;
-* :mod:`cnce.kernel_env` -- the environment of notebook kernels and child processes (threads, hash seed, CPU);
-* :mod:`cnce.cli` / :mod:`cnce.precompile` -- ``python -m cnce`` / ahead-of-time kernel compilation;
-* :mod:`cnce.speed` -- the benchmark tables (``benchmarks/results``) for the book's speed page.
-"""
-__version__ = "0.1.0"
+* :mod:`cnce.cli` / :mod:`cnce.precompile` -- ``python -m cnce`` / ahead-of-time kernel compilation.
 
-from . import eps, losses, models, noise  # noqa: E402
-from .fit import METHODS, fit  # noqa: E402
-from .options import FitOptions, get_options, option_context, set_options  # noqa: E402
-from .result import FitResult  # noqa: E402
+The book's workshop (book build, notebook reruns and goldens, speed tables, run adoption, the
+notebook registry) is the separate package ``companion`` in the repository; it imports ``cnce``,
+never the other way round.
+"""
+import importlib
+import sys
+import types
+
+from ._version import __version__
+
+#: what ``cnce.<name>`` gives, loaded on first use (``import cnce`` alone loads neither torch nor
+#: numba: ``python -m cnce --help`` and the provenance tools stay fast)
+_LAZY = {"fit": ("cnce.fit", "fit"), "METHODS": ("cnce.fit", "METHODS"), "FitResult": ("cnce.result", "FitResult"),
+         "FitOptions": ("cnce.options", "FitOptions"), "get_options": ("cnce.options", "get_options"),
+         "option_context": ("cnce.options", "option_context"), "set_options": ("cnce.options", "set_options"),
+         "eps": ("cnce.eps", None), "losses": ("cnce.losses", None), "models": ("cnce.models", None),
+         "noise": ("cnce.noise", None)}
 
 __all__ = ["fit", "FitResult", "METHODS", "FitOptions", "option_context", "set_options", "get_options", "models", "noise",
            "losses", "eps", "__version__"]
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'cnce' has no attribute {name!r}")
+    module, attr = _LAZY[name]
+    mod = importlib.import_module(module)
+    value = mod if attr is None else getattr(mod, attr)
+    globals()[name] = value
+    return value
+
+
+class _Package(types.ModuleType):
+    """``cnce.fit`` is the function, as it was when ``__init__`` imported it eagerly: importing the
+    submodule ``cnce.fit`` (which sets the package's attribute) does not replace it."""
+
+    def __setattr__(self, name, value):
+        if name == "fit" and isinstance(value, types.ModuleType):
+            return  # the module stays sys.modules["cnce.fit"]
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -5,9 +5,6 @@
   ``d2/nce-reset/s0``, ``photos/paper/s0``);
 * :class:`AblationCell`: a cell of the image model's layer-1 ablation, ``<optimiser>-<schedule>``
   (``cg-main``);
-* :class:`Page` and :data:`PAGES`: the notebook registry, each results page with the experiment
-  it runs (``python -m cnce run <experiment>``). (What a page's claims are, and the page titles
-  the claims table shows, is the claims ledger's: ``companion.claims``.)
 
 ``parse`` reads a name's text (``ValueError`` naming it when malformed) and ``str`` writes it, so
 a name is built in one place and split in one place.
@@ -17,7 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["JobName", "AblationCell", "Page", "PAGES", "page", "page_of_experiment"]
+from .constraints import Integer, validate
+
+__all__ = ["JobName", "AblationCell"]
 
 _PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _SEED = re.compile(r"s(\d+)")
@@ -37,8 +36,7 @@ class JobName:
             v = getattr(self, name)
             if (v is not None or name == "group") and not (isinstance(v, str) and _PART.fullmatch(v)):
                 raise ValueError(f"{name} must be a word of letters, digits, '_', '.', '-'; got {v!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"seed must be an integer >= 0; got {self.seed!r}")
+        validate(self.seed, Integer(lo=0), "seed")
 
     @classmethod
     def parse(cls, text: str) -> "JobName":
@@ -85,47 +83,3 @@ class AblationCell:
 
     def __str__(self) -> str:
         return f"{self.optimiser}-{self.schedule}"
-
-
-@dataclass(frozen=True)
-class Page:
-    """A results page of the book: its notebook's name (``notebooks/<name>.py``) and the experiment
-    it runs (``None``: it runs no experiment of :mod:`cnce.experiments`)."""
-
-    name: str
-    experiment: str | None
-
-    @property
-    def number(self) -> str:
-        """The notebook's number, ``"02"``."""
-        return self.name[:2]
-
-
-#: The notebook registry: every results page, in the book's order.
-PAGES: tuple[Page, ...] = (
-    Page("02_consistency", "consistency"),
-    Page("03_cnce_vs_nce", "nce"),
-    Page("04_ring", "ring"),
-    Page("05_supplementary", "supplementary"),
-    Page("06_image_model", None),
-    Page("07_choosing_eps", "eps"),
-    Page("08_energy_networks", None),
-)
-
-
-def page(name: str) -> Page:
-    """The :class:`Page` of a notebook's name (``"02_consistency"``; a path or ``.py``/``.ipynb``
-    name is reduced to it); ``ValueError`` naming the known pages otherwise."""
-    stem = str(name).rsplit("/", 1)[-1].split(".", 1)[0]
-    for p in PAGES:
-        if p.name == stem:
-            return p
-    raise ValueError(f"page must be one of {[p.name for p in PAGES]}; got {name!r}")
-
-
-def page_of_experiment(experiment: str) -> Page:
-    """The page that shows ``experiment`` (``"consistency"``)."""
-    for p in PAGES:
-        if p.experiment == experiment:
-            return p
-    raise ValueError(f"experiment must be one of {[p.experiment for p in PAGES if p.experiment]}; got {experiment!r}")

@@ -27,8 +27,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Iterator
 
-import numpy as np
 import torch
+
+from .constraints import Boolean, Integer, Real, validate_fields
 
 __all__ = ["FitOptions", "NewtonSettings", "LBFGSSettings", "COMPILED_RULES", "TINY", "option_context", "set_options", "get_options"]
 
@@ -106,27 +107,13 @@ class FitOptions(_Replace):
             object.__setattr__(self, "feature_dtype", _DTYPES[fd])
         elif not (fd in ("auto", "same") or fd in (torch.float32, torch.float64)):
             raise ValueError(f"feature_dtype must be 'auto', 'same', torch.float32 or torch.float64; got {fd!r}")
-        for name in ("hess_points", "projection_hess_points"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise ValueError(f"{name} must be an integer >= 0 (0 = all points); got {v!r}")
-        v = self.projection_block_pairs
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"projection_block_pairs must be an integer >= 1; got {v!r}")
-        if not isinstance(self.projection, bool):
-            raise ValueError(f"projection must be True or False; got {self.projection!r}")
-        v = self.eps_prefix
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"eps_prefix must be an integer >= 1 (1 = all points); got {v!r}")
-        for name in ("stat_ftol", "memory_budget_gb", "eps_margin"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0 or v == float("inf"):
-                raise ValueError(f"{name} must be a finite number >= 0; got {v!r}")
-        if self.memory_budget_gb == 0:
-            raise ValueError(f"memory_budget_gb must be > 0; got {self.memory_budget_gb!r}")
-        t = self.threads
-        if t is not None and (isinstance(t, bool) or not isinstance(t, int) or t < 1):
-            raise ValueError(f"threads must be None or an integer >= 1; got {t!r}")
+        validate_fields(self, {"hess_points": Integer(lo=0), "projection_hess_points": Integer(lo=0),
+                               "projection_block_pairs": Integer(lo=1), "projection": Boolean(),
+                               "eps_prefix": Integer(lo=1), "stat_ftol": Real(lo=0),
+                               "memory_budget_gb": Real(lo=0, lo_open=True), "eps_margin": Real(lo=0),
+                               "threads": Integer(lo=1) | None}, prefix="",
+                        notes={"hess_points": " (0 = all points)", "projection_hess_points": " (0 = all points)",
+                               "eps_prefix": " (1 = all points)"})
 
     def features_dtype(self, P: int, dtype: torch.dtype, device: torch.device) -> torch.dtype:
         """The storage dtype of a linear problem's features with ``P`` parameters."""
@@ -154,31 +141,8 @@ class FitOptions(_Replace):
 TINY = 1e-300
 
 
-def _check(obj, spec: dict) -> None:
-    """Validate the fields of a settings object: ``spec`` maps a field name to its kind,
-    ``"int>=0"``, ``"int>=1"``, ``"int>=0|None"``, ``"float>=0"``, ``"float>0"``, ``"fraction"``
-    (in (0, 1]), ``"float>1"`` or ``"bool"``. Errors name the field and value."""
-    for name, kind in spec.items():
-        v = getattr(obj, name)
-        if kind.endswith("|None"):
-            if v is None:
-                continue
-            kind = kind[:-5]
-        if kind == "bool":
-            ok = isinstance(v, (bool, np.bool_))
-            want = "True or False"
-        elif kind.startswith("int"):
-            lo = int(kind[5:])
-            ok = not isinstance(v, bool) and isinstance(v, int) and v >= lo
-            want = f"an integer >= {lo}"
-        else:
-            num = not isinstance(v, bool) and isinstance(v, (int, float)) and v == v and abs(v) != float("inf")
-            ok, want = {"float>=0": (num and v >= 0, "a finite number >= 0"),
-                        "float>0": (num and v > 0, "a finite number > 0"),
-                        "float>1": (num and v > 1, "a finite number > 1"),
-                        "fraction": (num and 0 < v <= 1, "a number in (0, 1]")}[kind]
-        if not ok:
-            raise ValueError(f"{type(obj).__name__}.{name} must be {want}{' or None' if spec[name].endswith('|None') else ''}; got {v!r}")
+_INT0, _INT1, _REAL0, _REAL_POS, _FRACTION = Integer(lo=0), Integer(lo=1), Real(lo=0), Real(lo=0, lo_open=True), \
+    Real(lo=0, hi=1, lo_open=True)
 
 
 @dataclass(frozen=True)
@@ -259,15 +223,15 @@ class NewtonSettings(_Replace):
     layout_block_pairs: int = 128
 
     def __post_init__(self):
-        _check(self, {"max_iter": "int>=0", "tol": "float>=0", "ftol": "float>=0", "patience": "int>=1",
-                      "c1": "fraction", "max_halvings": "int>=1", "alpha_grow": "float>0", "stall_tol": "float>=0",
-                      "damping": "float>=0", "damping_growth": "float>1", "damping_tries": "int>=1",
-                      "shrink_min": "fraction", "shrink_max": "fraction", "roundoff_accept": "bool",
-                      "roundoff_tol": "float>=0", "tol_float32": "float>=0", "hess_points": "int>=0", "progressive": "bool",
-                      "stage_tol": "float>=0", "hess_last": "int>=0|None", "reuse_h": "bool", "reuse_rho_lo": "float>=0",
-                      "reuse_rho_hi": "float>=0", "carry_h": "bool", "h_cost": "float>=0", "h_quadratic": "float>0",
-                      "h_linear": "float>0", "h_horizon": "int>=1", "noise_t": "bool",
-                      "sim_block_pairs": "int>=1", "layout_block_pairs": "int>=1"})
+        validate_fields(self, {
+            "max_iter": _INT0, "tol": _REAL0, "ftol": _REAL0, "patience": _INT1, "c1": _FRACTION, "max_halvings": _INT1,
+            "alpha_grow": _REAL_POS, "stall_tol": _REAL0, "damping": _REAL0, "damping_growth": Real(lo=1, lo_open=True),
+            "damping_tries": _INT1, "shrink_min": _FRACTION, "shrink_max": _FRACTION, "roundoff_accept": Boolean(),
+            "roundoff_tol": _REAL0, "tol_float32": _REAL0, "hess_points": _INT0, "progressive": Boolean(),
+            "stage_tol": _REAL0, "hess_last": _INT0 | None, "reuse_h": Boolean(), "reuse_rho_lo": _REAL0,
+            "reuse_rho_hi": _REAL0, "carry_h": Boolean(), "h_cost": _REAL0, "h_quadratic": _REAL_POS,
+            "h_linear": _REAL_POS, "h_horizon": _INT1, "noise_t": Boolean(), "sim_block_pairs": _INT1,
+            "layout_block_pairs": _INT1})
         if self.shrink_min > self.shrink_max:
             raise ValueError(f"NewtonSettings.shrink_min must be <= shrink_max; got {self.shrink_min!r} > {self.shrink_max!r}")
 
@@ -307,9 +271,9 @@ class LBFGSSettings(_Replace):
     shrink_max: float = 0.5
 
     def __post_init__(self):
-        _check(self, {"max_iter": "int>=0", "history": "int>=1", "gtol": "float>=0", "ftol": "float>=0",
-                      "patience": "int>=1", "c1": "fraction", "max_halvings": "int>=1", "stall_gtol": "float>=0",
-                      "curvature_tol": "float>=0", "shrink_min": "fraction", "shrink_max": "fraction"})
+        validate_fields(self, {"max_iter": _INT0, "history": _INT1, "gtol": _REAL0, "ftol": _REAL0, "patience": _INT1,
+                               "c1": _FRACTION, "max_halvings": _INT1, "stall_gtol": _REAL0, "curvature_tol": _REAL0,
+                               "shrink_min": _FRACTION, "shrink_max": _FRACTION})
         if self.shrink_min > self.shrink_max:
             raise ValueError(f"LBFGSSettings.shrink_min must be <= shrink_max; got {self.shrink_min!r} > {self.shrink_max!r}")
 

@@ -1,4 +1,4 @@
-"""Compile the CPU kernels ahead of use: ``python -m cnce compile [--cpu generic]``.
+"""Compile the CPU kernels ahead of use: ``python -m cnce compile``.
 
 numba compiles a kernel of :mod:`cnce._fused` the first time a process calls it and caches the
 machine code on disk (``cnce/__pycache__``, or ``NUMBA_CACHE_DIR``), for the CPU it compiled
@@ -9,11 +9,36 @@ load it in well under a second.
 """
 from __future__ import annotations
 
-import subprocess
 import sys
 import time
 
-__all__ = ["compile_kernels", "register"]
+__all__ = ["compile_kernels", "kernels_cached", "announce_compile", "register"]
+
+_announced = False
+
+
+def kernels_cached() -> bool | None:
+    """Whether numba's disk cache holds the compiled Newton driver of :mod:`cnce._fused` for
+    the current source (``None`` where that cannot be told, e.g. another numba version)."""
+    try:
+        from . import _fused
+
+        return bool(_fused._drive._cache._cache_file._load_index())
+    except Exception:  # noqa: BLE001 - numba's private cache API: not knowing is not an error
+        return None
+
+
+def announce_compile(file=None) -> None:
+    """Say once per process, on stderr, that the first compiled fit compiles the kernels (numba
+    writes no word of it, and a first run otherwise sits at 0 % for minutes)."""
+    global _announced
+    if _announced:
+        return
+    _announced = True
+    if kernels_cached() is False:
+        print("[cnce] compiling the CPU kernels for this machine (numba; about 3-4 minutes on 2 cores, once: the "
+              "result is cached on disk). `python -m cnce compile` does this ahead of time.",
+              file=file or sys.stderr, flush=True)
 
 
 def compile_kernels(*, progress=None) -> dict[str, float]:
@@ -52,12 +77,6 @@ def compile_kernels(*, progress=None) -> dict[str, float]:
 
 
 def _cmd_compile(args) -> int:
-    if args.cpu == "generic":
-        # numba reads its target CPU when it is imported: compile in a process started for it
-        from .kernel_env import deterministic_env, generic_cpu_env
-
-        with deterministic_env(generic_cpu_env()):
-            return subprocess.run([sys.executable, "-m", "cnce", "compile"]).returncode
     try:
         import numba
 
@@ -79,7 +98,4 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "compile", help="compile the CPU kernels into numba's cache now (a fresh clone otherwise compiles them "
                         "during its first fits, in every process that starts before the cache exists)")
-    p.add_argument("--cpu", choices=("native", "generic"), default="native",
-                   help="'generic': for a generic x86-64, into runs/numba-cache/generic: the cache of the golden "
-                        "notebooks' check on another CPU (cnce.kernel_env.generic_cpu_env)")
     p.set_defaults(func=_cmd_compile)

@@ -7,6 +7,7 @@ says in the same way which code, seed and machine produced it.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import platform
@@ -19,14 +20,18 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+from .errors import InputError
 
-__all__ = ["REPO_ROOT", "PACKAGE_ROOT", "derive_seed", "int_seed", "generator", "atomic_write", "atomic_write_text",
+__all__ = ["PACKAGE_ROOT", "derive_seed", "int_seed", "generator", "atomic_write", "atomic_write_text",
            "atomic_torch_save", "git", "git_object", "git_state", "source_hash", "package_source_hash",
            "environment_record"]
 
-#: the package directory ``cnce/`` and the repository (working tree) that holds it
+#: the package directory ``cnce/``
 PACKAGE_ROOT = Path(__file__).resolve().parent
-REPO_ROOT = PACKAGE_ROOT.parent
+#: the folder that holds the package: source files are named relative to it in hashes
+#: (``cnce/fit.py``). Git runs in the checkout that holds the package, if any (its code's commit);
+#: no data location is derived from either (:mod:`cnce.locations`)
+_SOURCE_BASE = PACKAGE_ROOT.parent
 
 
 # --------------------------------------------------------------------------- seeds
@@ -65,10 +70,17 @@ def _umask() -> int:
 def atomic_write(path: str | os.PathLike, write: Callable, *, binary: bool = False) -> None:
     """Write ``path`` through ``write(fh)`` on a temporary file in the same directory, flushed
     to disk and renamed over ``path`` (``os.replace``): the file is always the old or the new
-    complete version; on an error the temporary file is removed and the old file kept."""
+    complete version; on an error the temporary file is removed and the old file kept. A folder
+    that cannot be written, a full disk or a path through a file raise
+    :class:`~cnce.errors.StorageError` (an ``OSError``) naming ``path``."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        if path.parent.exists() and not path.parent.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(path.parent))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise storage_error(exc, path) from exc
     try:
         os.chmod(tmp, 0o666 & ~_umask())
         with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="")) as fh:
@@ -76,12 +88,33 @@ def atomic_write(path: str | os.PathLike, write: Callable, *, binary: bool = Fal
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError) and exc.errno in STORAGE_ERRNOS:
+            raise storage_error(exc, path) from exc
         raise
+
+
+#: the errnos of a disk or folder that cannot take a write
+STORAGE_ERRNOS = frozenset(getattr(errno, n) for n in ("ENOSPC", "EROFS", "EACCES", "EPERM", "ENOTDIR", "EISDIR",
+                                                       "EEXIST", "EDQUOT", "EFBIG") if hasattr(errno, n))
+
+
+def storage_error(exc: OSError, path) -> "StorageError":
+    """A :class:`~cnce.errors.StorageError` for ``exc`` met while writing ``path``: one line
+    naming the file, the cause and what to do."""
+    from .errors import StorageError
+
+    cause = {errno.ENOSPC: "no space left on the device", errno.EROFS: "the file system is read-only",
+             errno.EACCES: "permission denied", errno.ENOTDIR: "a part of the path is not a folder",
+             errno.EEXIST: "a part of the path is a file, not a folder"}.get(exc.errno, exc.strerror or str(exc))
+    where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(path) else ""
+    err = StorageError(f"cannot write {path}: {cause}{where}; nothing stored before is lost: free space or choose "
+                       "another, writable folder (--results-dir / --out)")
+    return err
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
@@ -100,7 +133,7 @@ def atomic_torch_save(obj, path: str | os.PathLike) -> None:
 def git(*args) -> str | None:
     """Output of ``git args`` in the repository, or ``None`` (no git, not a checkout)."""
     try:
-        out = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10)
+        out = subprocess.run(["git", *args], cwd=_SOURCE_BASE, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() if out.returncode == 0 else None
@@ -129,7 +162,7 @@ def git_state(*paths: str) -> dict:
 
 
 def _source_name(f: Path, root: Path) -> str:
-    for base in (root, REPO_ROOT):
+    for base in (root, _SOURCE_BASE):
         try:
             return str(f.relative_to(base))
         except ValueError:
@@ -151,7 +184,7 @@ def source_hash(*paths, root: str | os.PathLike = PACKAGE_ROOT, exclude: tuple[s
         elif p.is_file():
             files.append(p)
         else:
-            raise ValueError(f"paths must name existing files or directories; got {str(p)!r}")
+            raise InputError(f"paths must name existing files or directories; got {str(p)!r}")
     h = hashlib.sha256()
     for f in sorted(files, key=lambda f: Path(_source_name(f, root)).parts):
         h.update(_source_name(f, root).encode())
@@ -183,7 +216,7 @@ def environment_record(device) -> dict:
     import scipy
     import torch
 
-    from . import __version__
+    from ._version import __version__
 
     return {
         "package_version": __version__,

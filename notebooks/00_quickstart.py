@@ -20,7 +20,7 @@
 # form, and with a conditional noise distribution of your own.
 #
 # The cell below holds the page's parameters. The book is built with `scale = "quick"`;
-# `python -m cnce batch 00 --scale paper` reruns the page with more simulations and data.
+# `python -m companion batch 00 --scale paper` reruns the page with more simulations and data.
 
 # %% tags=["parameters"]
 # Values you may change; then rerun all cells (Run > Run All Cells).

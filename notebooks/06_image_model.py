@@ -1197,7 +1197,7 @@ glue("image_claims", Markdown("\n".join(["| claim | verdict | we measure |", "|-
 # The run's provenance records the package version and commit (checked against the hash of
 # the package source the run used), the configuration, seed, device, wall time per layer and
 # library versions. Every committed run was trained with `scripts/gpu_section4.py` on one
-# lent GPU and taken into the repository with `cnce.images.runs.adopt_device_runs`, which
+# lent GPU and taken into the repository with `companion.adopt.adopt_device_runs`, which
 # checks the hashes of the package source and of the driver against the commit named:
 # {glue:text}`gpu_calls` The command answers, in one call each: layers 2-4 on the photo pack,
 # the PCA test and D.2 over three seeds (`--images data/photos/pack.npz`), then the layer-3

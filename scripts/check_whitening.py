@@ -17,13 +17,13 @@ import numpy as np
 import torch
 
 from cnce import provenance
-from cnce.images.recipe import image_seed, whitener_seed
+from cnce.images.recipe import Stream, stream_seed, whitener_seed
 from cnce.images.train import make_source
 
 
 def held_out_spectrum(src, n_fit: int, D: int, seed: int, n_test: int = 100_000) -> dict:
     src.fit_whitener(n_fit, D, whitener_seed(seed))
-    U = src.draw(n_test, image_seed(seed, 0, 0, 55)).double()
+    U = src.draw(n_test, stream_seed(seed, 0, 0, Stream.WHITEN_CHECK)).double()
     lam = torch.linalg.eigvalsh(torch.cov(U.T)).numpy()[::-1]
     order = src.whitener.lam.numpy()
     return dict(n_fit=n_fit, seed=seed, eig_max=float(lam[0]), eig_min=float(lam[-1]),

@@ -24,7 +24,7 @@ Working state lives in ``--work`` (default ``/root/cnce-work``): a second call o
 machine resumes every unfinished run and skips finished jobs. ``--scale smoke --device cpu`` is
 the CPU test (``tests/test_gpu_section4.py``). Every call records the commit, the hash of the
 package source and the hash of this driver (:func:`driver_hash`), which
-:func:`cnce.images.runs.adopt_device_runs` checks against the commit.
+:func:`companion.adopt.adopt_device_runs` checks against the commit.
 """
 from __future__ import annotations
 
@@ -192,7 +192,9 @@ class Worker:
                 return
             out = runs / job.tag
             if not (out / "state.pt").is_file():
-                st0 = torch.load(parent / "state.pt", map_location="cpu", weights_only=False)
+                from cnce.images.runs import load_checkpoint
+
+                st0 = load_checkpoint(parent / "state.pt")
                 rel = parent.relative_to(parent.parents[1]) if a.scale == "smoke" else parent.relative_to(
                     Path(__file__).resolve().parents[1] / "data" / "weights")
                 out.mkdir(parents=True, exist_ok=True)

@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-env.sh
-exec .venv/bin/python -m cnce goldens "$@"
+exec .venv/bin/python -m companion goldens "$@"

@@ -9,7 +9,7 @@
 #    x86-64, while Debian's chromium is installed when missing and apt-get is usable (best
 #    effort: without it the browser tests are skipped, not failed) -- so no two processes
 #    compile the same kernels at once;
-# 3. builds the book at quick scale (`python -m cnce book`, as scripts/book.sh does) in the
+# 3. builds the book at quick scale (`python -m companion book`, as scripts/book.sh does) in the
 #    background as soon as the environment is complete and this CPU's kernels are compiled
 #    (beside the generic CPU's compile), then at once runs the tests of the built book (its
 #    notebooks against the goldens, the browser checks) on two workers, while pytest runs every
@@ -64,7 +64,7 @@ status=0
 BOOK_LOG=runs/test-book.log
 
 build_book() {
-  .venv/bin/python -m cnce book > "$BOOK_LOG" 2>&1
+  .venv/bin/python -m companion book > "$BOOK_LOG" 2>&1
   local rc=$?
   tail -n 5 "$BOOK_LOG"
   echo "[test] book step took $(( $(date +%s) - start )) s (log: $BOOK_LOG)"
@@ -96,7 +96,7 @@ if [ $# -eq 0 ]; then
   book_and_its_tests &
   book_pid=$!
 fi
-.venv/bin/python -m cnce compile --cpu generic > runs/test-compile-generic.log 2>&1
+.venv/bin/python -m companion compile-generic > runs/test-compile-generic.log 2>&1
 generic_rc=$?
 wait "$chromium_pid"
 tail -n 1 runs/test-compile-generic.log

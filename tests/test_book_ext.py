@@ -22,6 +22,7 @@ def test_every_substitution_in_the_book_pages_comes_from_the_results():
     ext._e2e_substitutions(None, config)
     ext._cost_substitutions(None, config)
     ext._authors_code_substitutions(None, config)
+    ext._ledger_substitutions(None, config)
     ext._repo_substitutions(None, config)
     repo_keys = {"repo_url", "link_bench_notes", "link_bench_summary"}
     used = set()
@@ -33,6 +34,15 @@ def test_every_substitution_in_the_book_pages_comes_from_the_results():
     for key, v in config.myst_substitutions.items():
         if key in repo_keys:  # the repository's address and links into it
             assert "https://example.org/r" in v, (key, v)
+        elif key == "e2e_made":  # where the timing came from: its commit (or that it left the history) and date
+            assert re.fullmatch(r"(commit [0-9a-f]{7}|a commit that is no longer in this repository's history), "
+                                r"\d{4}-\d\d-\d\d", v), (key, v)
+        elif key == "e2e_results_since":  # a sentence computed from the results' provenance
+            assert v.endswith(".") and ("computed again after that run" in v or v.startswith("No committed")), v
+        elif key.startswith("ledger_"):  # the claims ledger's counts and its records' numbers, as the ledger has them
+            continue
+        elif key == "cost_image_gpu":  # the GPU named in the shown run's provenance
+            assert v in (ROOT / "data" / "weights" / "paper" / "provenance.json").read_text(), v
         elif key == "e2e_studies_differ":  # study names (or "none")
             assert v == "none" or set(v.split(", ")) <= set(STUDIES), v
         else:  # a number or a commit
@@ -78,6 +88,22 @@ def test_bibliography_labels_are_author_year_with_links():
     assert 'href="https://proceedings.mlr.press/v80/ceylan18a.html"' in html
 
 
+def test_ledger_substitutions_count_the_ledger(tmp_path):
+    """The counts a Markdown page takes from the claims ledger follow the ledger's records."""
+    import json
+
+    ext = _ext()
+    f = tmp_path / "ledger.json"
+    recs = [{"id": "a-b", "kind": "paper", "record": {"verdict": "reproduced", "numbers": {"gm": 2.5}}},
+            {"id": "c", "kind": "paper", "record": {"verdict": "not reproduced", "numbers": {}}},
+            {"id": "d", "kind": "ours", "record": {"verdict": "reproduced", "numbers": {}}}]
+    f.write_text(json.dumps({"format": 1, "provenance": {}, "claims": recs}))
+    subs = ext.ledger_substitutions(f)
+    assert subs["ledger_paper_claims"] == "2" and subs["ledger_our_questions"] == "1"
+    assert subs["ledger_paper_reproduced"] == "1" and subs["ledger_paper_not_reproduced"] == "1"
+    assert subs["ledger_a_b_gm"] == "2.5" and subs["ledger_c_verdict"] == "not reproduced"
+
+
 def test_book_build_times_come_from_the_results_file(tmp_path):
     """The reproduce page's build times are a table from ``e2e_book.json``; without the file the
     page names the command instead of showing numbers (none are typed by hand)."""
@@ -93,7 +119,8 @@ def test_book_build_times_come_from_the_results_file(tmp_path):
         "results": [{"experiment": "book (clean)", "seconds": 301.4, "returncode": 0, "load_average": [2.5, 2, 2]},
                     {"experiment": "book (cached)", "seconds": 20.6, "returncode": 0, "load_average": [1.0, 1, 1]}]}))
     table = ext.book_times_markdown(f)
-    assert "| 301 s | 2.5 | 0 |" in table and "| 21 s | 1.0 | 0 |" in table and "abcdef0" in table
+    assert "| 301 s | 2.5 | 0 |" in table and "| 21 s | 1.0 | 0 |" in table and "no longer in this repository's history (2026-01-02)" not in table  # the date is given once
+    assert "a commit that is no longer in this repository's history" in table  # abcdef0123 is not in the history
     deps = []
     app = SimpleNamespace(env=SimpleNamespace(note_dependency=deps.append))
     source = [(ROOT / "book" / "reproduce.md").read_text()]
@@ -123,7 +150,7 @@ def test_paper_links_open_at_a_page_only_where_it_is_established(monkeypatch):
 def test_rerun_box_names_commands_and_measured_times():
     ext = _ext()
     box = ext.rerun_box("notebooks/02_consistency", 41.0)
-    assert "cnce batch 02" in box and "cnce run consistency --scale paper" in box and "41 s in this build" in box
+    assert "companion batch 02" in box and "cnce run consistency --scale paper" in box and "41 s in this build" in box
     assert "e2e.json" in box and "GPU" in box
     assert "scripts/book.sh" in ext.rerun_box("book/claims")
     box6 = ext.rerun_box("notebooks/06_image_model")
@@ -173,13 +200,16 @@ def test_each_page_ships_its_sources_and_the_archive(tmp_path):
     ext.ship_sources(app, None)
     for page in ("notebooks/02_consistency", "book/intro"):
         links = ext.source_links(app, page)
-        assert len(links) == (3 if page.startswith("notebooks/") else 2)
+        assert len(links) == (4 if page.startswith("notebooks/") else 3)
         for _, href in links:
             assert ((out / page).parent / href).resolve().is_file(), (page, href)
     names = zipfile.ZipFile(out / ext.DOWNLOADS / ext.ARCHIVE).namelist()
     assert "cnce-book-source/cnce/fit.py" in names and "cnce-book-source/notebooks/02_consistency.py" in names
     assert "cnce-book-source/data/results/paper/gaussian.csv" in names
     assert not any("/data/weights/" in n or "__pycache__" in n for n in names)
+    weights = zipfile.ZipFile(out / ext.DOWNLOADS / ext.ARCHIVE_WEIGHTS).namelist()
+    assert "cnce-book-source/data/weights/paper/state.pt" in weights
+    assert all(n.startswith("cnce-book-source/data/weights/") for n in weights)
     ext.ship_sources(app, RuntimeError("failed build"))  # nothing to do after a failed build
 
 

@@ -22,9 +22,9 @@ from urllib.parse import unquote, urlparse
 import pytest
 import yaml
 
-from cnce.batch import find_notebooks
-from cnce.book import book_is_current, build_book
-from cnce.provenance import REPO_ROOT
+from companion.reruns import find_notebooks
+from companion.book import book_is_current, build_book
+from companion.paths import REPO_ROOT
 
 pytestmark = pytest.mark.browser
 

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from cnce import provenance
+from companion.paths import REPO_ROOT
 from cnce.images import claims, d2, layer_claims, measures, runs
 
-FILE = provenance.REPO_ROOT / "data" / "checks" / "image-claims.json"
+FILE = REPO_ROOT / "data" / "checks" / "image-claims.json"
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +70,7 @@ def test_script_remeasures_every_claim(tmp_path, committed):
     one machine; another CPU may move a unit at a threshold)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("image_claims", provenance.REPO_ROOT / "scripts" / "image_claims.py")
+    spec = importlib.util.spec_from_file_location("image_claims", REPO_ROOT / "scripts" / "image_claims.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     args = measured_args(committed)

@@ -9,6 +9,7 @@ import torch
 
 from cnce.images import measures, runs
 from cnce.images.network import ImageNetwork
+from companion import adopt
 
 
 def _share(W1, whitener) -> float:
@@ -55,16 +56,15 @@ def test_each_gpu_call_names_a_commit_whose_source_and_driver_hashes_match(rel):
     commit = commits.pop()
     if provenance.git("cat-file", "-e", commit) is None:
         pytest.skip("the commit is not in this clone")
-    assert {c["source_hash"] for c in res["calls"]} == {runs.commit_source_hash(commit)}
+    assert {c["source_hash"] for c in res["calls"]} == {adopt.commit_source_hash(commit)}
     if rel != "ablation/results.json":  # the first call predates the driver hash
-        assert {c["driver_hash"] for c in res["calls"]} == {runs.commit_driver_hash(commit)}
+        assert {c["driver_hash"] for c in res["calls"]} == {adopt.commit_driver_hash(commit)}
         assert all(s["git_commit"] == commit for r in res["runs"].values() for s in r.get("sessions") or [])
     st = runs.load_state(runs.weights_dir() / "photos" / "paper-seed0")
     assert st["config"]["l3_centre"] == "sample"
 
 
 def test_l3_branches_rebuild_on_their_parents_and_name_their_commit():
-    from cnce import provenance
 
     b = runs.load_pt("l3/paper.pt")["runs"]
     assert set(b) == {f"{v}/s{k}" for v in ("pack-ensemble", "bundled-sample") for k in range(3)}

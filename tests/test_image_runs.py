@@ -10,6 +10,7 @@ import torch
 from cnce import provenance
 from cnce.images import measures, runs
 from cnce.images.configs import get_config
+from companion import adopt
 
 
 def _history(oriented, n=3, unseen=0.5):
@@ -64,9 +65,9 @@ def test_adopt_refuses_runs_whose_source_differs_from_the_commit(tmp_path):
     src = tmp_path / "out"
     src.mkdir()
     (src / "results.json").write_text(json.dumps({"runs": {}, "calls": [{"source_hash": "0" * 64,
-                                                                           "driver_hash": runs.commit_driver_hash(head)}]}))
+                                                                           "driver_hash": adopt.commit_driver_hash(head)}]}))
     with pytest.raises(ValueError, match="hashes"):
-        runs.adopt_device_runs(src, head, root=tmp_path / "weights")
+        adopt.adopt_device_runs(src, head, root=tmp_path / "weights")
 
 
 def test_adopt_takes_runs_in_with_the_commit(tmp_path):
@@ -75,8 +76,8 @@ def test_adopt_takes_runs_in_with_the_commit(tmp_path):
     head = provenance.git("rev-parse", "HEAD")
     if head is None:
         pytest.skip("not a git checkout")
-    want, driver = runs.commit_source_hash(head), runs.commit_driver_hash(head)
-    session = {"git_commit": "abc+dirty", "source_hash": want, "driver": {"path": runs.DRIVER, "sha256": driver}}
+    want, driver = adopt.commit_source_hash(head), adopt.commit_driver_hash(head)
+    session = {"git_commit": "abc+dirty", "source_hash": want, "driver": {"path": adopt.DRIVER, "sha256": driver}}
     wh = {"mean": torch.zeros(4), "V": torch.eye(4)[:, :2].contiguous(), "lam": torch.ones(2), "retained": 1.0}
     src, tmp = tmp_path / "out", tmp_path / "tmp"
     (tmp / "pca-50k-s0").mkdir(parents=True)
@@ -91,7 +92,7 @@ def test_adopt_takes_runs_in_with_the_commit(tmp_path):
     res = {"runs": {"pca/50k/s0": {"history": {"1": _history(0.5)}, "sessions": [dict(session)]}},
            "calls": [{"source_hash": want, "driver_hash": driver, "commit": "given"}]}
     (src / "results.json").write_text(json.dumps(res))
-    placed = runs.adopt_device_runs(src, head, root=tmp_path / "weights")
+    placed = adopt.adopt_device_runs(src, head, root=tmp_path / "weights")
     got = json.loads((tmp_path / "weights" / runs.CALL2 / "results.json").read_text())
     assert got["runs"]["pca/50k/s0"]["sessions"][0]["git_commit"] == head and got["calls"][0]["commit"] == head
     assert "dirty" not in json.dumps(got)
@@ -105,7 +106,7 @@ def test_adopt_takes_runs_in_with_the_commit(tmp_path):
     res["runs"]["pca/50k/s0"]["sessions"] = [session]
     (src / "results.json").write_text(json.dumps(res))
     with pytest.raises(ValueError, match="driver"):
-        runs.adopt_device_runs(src, head, root=tmp_path / "weights2")
+        adopt.adopt_device_runs(src, head, root=tmp_path / "weights2")
 
 
 def test_training_into_data_weights_from_a_dirty_tree_is_refused(monkeypatch, tmp_path):

@@ -340,3 +340,31 @@ def test_branch_at_layer3_changes_one_thing():
             assert torch.equal(other["network"][k], parent["network"][k])
         with pytest.raises(ValueError, match="kappa"):
             branch_state(parent, replace(cfg, kappa=3))
+
+
+def test_torch_switches_are_restored_after_a_run(tmp_path):
+    from cnce.images.train import torch_switches
+
+    before = torch.get_num_threads()
+    tiny = torch.tensor([1e-39], dtype=torch.float32)
+    with torch_switches(torch.device("cpu"), threads=1):
+        assert torch.get_num_threads() == 1
+        assert float((tiny * 1.0)[0]) == 0.0  # denormals flushed inside
+    assert torch.get_num_threads() == before and float((tiny * 1.0)[0]) > 0.0
+    with pytest.raises(RuntimeError):
+        with torch_switches(torch.device("cpu"), threads=1):
+            raise RuntimeError("a failing run")
+    assert torch.get_num_threads() == before and float((tiny * 1.0)[0]) > 0.0
+    train(_tiny(meta_iters=(1, 1, 1, 1)), out=tmp_path, layers=(1,), source=_source(), progress=False, threads=1)
+    assert torch.get_num_threads() == before and float((tiny * 1.0)[0]) > 0.0
+
+
+def test_named_seed_streams_are_the_committed_keys():
+    from cnce import provenance
+    from cnce.images.recipe import Stream, stream_seed, whitener_seed
+
+    assert [int(s) for s in Stream] == [0, 1, 2, 3, 55, 97, 98, 99]
+    assert stream_seed(3, 2, 5, Stream.NOISE) == provenance.int_seed(3, 2, 5, 1)
+    assert whitener_seed(1) == provenance.int_seed(1, 0, 0, 99)
+    with pytest.raises(TypeError):
+        stream_seed(0, 1, 0, 1)

@@ -33,8 +33,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from cnce.batch import read_notebook
-from cnce.provenance import REPO_ROOT
+from companion.reruns import read_notebook
+from companion.paths import REPO_ROOT
 
 # one JupyterLab server for the module: its tests stay on one pytest-xdist worker (--dist loadgroup)
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("lab")]

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from cnce.names import PAGES, AblationCell, JobName, page, page_of_experiment
+from cnce.names import AblationCell, JobName
+from companion.pages import PAGES, page, page_of_experiment
 
 
 @pytest.mark.parametrize("text", ["paper/cg-main/s0", "demo/adam-fresh/s12", "d2/s1", "d2/nce-reset/s0", "photos/paper/s0"])

@@ -197,8 +197,8 @@ def test_trainer_errors_name_the_argument():
         nn.train(net, x, kappa=0, steps=1)
     with pytest.raises(ValueError, match="x_val must have D = 2 columns"):
         nn.train(net, x, x_val=torch.zeros(5, 3), steps=1)
-    with pytest.raises(ValueError, match=r"log_phi must map a batch .* got shape \(8, 1\)"):
-        nn.train(lambda u: net.net(u), x, steps=1, params=net.parameters())
+    with pytest.raises(ValueError, match=r"log_phi must map a batch .* got shape \(8, 2\)"):
+        nn.train(lambda u: net.net(u).expand(-1, 2), x, steps=1, params=net.parameters())
     with pytest.raises(ValueError, match="params must be given"):
         nn.train(lambda u: net(u), x, steps=1)
     if not torch.cuda.is_available():

@@ -15,7 +15,7 @@ from scipy import integrate, stats
 from cnce.eps import AUTHORS_RULE, BERNOULLI_RULE, EpsRule, choose_eps, data_scale
 from cnce.losses import LOG4
 from cnce.noise import BernoulliFlipNoise, GaussianNoise, MultiplicativeLogNormalNoise, NCEGaussianNoise, default_noise, draw_base
-from cnce.models import Bernoulli, Gaussian, LogNormal
+from cnce.models import Bernoulli, Gaussian
 
 Z = 5.0
 

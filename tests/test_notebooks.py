@@ -2,16 +2,15 @@
 
 The goldens themselves are executed and compared by nbval (``--nbval`` in pytest's
 addopts, set-up in ``tests/golden/conftest.py``); these tests check that they are the
-goldens of the current notebooks. Regenerate them with ``python -m cnce goldens``.
+goldens of the current notebooks. Regenerate them with ``python -m companion goldens``.
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 import yaml
 
-from cnce.batch import (
+from companion.reruns import (
     GOLDEN_PARAMETERS,
     code_cells,
     default_golden_dir,
@@ -19,11 +18,11 @@ from cnce.batch import (
     notebook_parameters,
     read_notebook,
 )
-from cnce.provenance import REPO_ROOT
+from companion.paths import REPO_ROOT
 
 NOTEBOOKS = find_notebooks()
 GOLDEN_DIR = default_golden_dir()
-REGEN = "regenerate it with `python -m cnce goldens {}` (scripts/regen-goldens.sh)"
+REGEN = "regenerate it with `python -m companion goldens {}` (scripts/regen-goldens.sh)"
 
 
 def _ids(paths):
@@ -52,7 +51,7 @@ def test_golden_code_matches_notebook(path):
 def test_no_orphan_goldens():
     stems = {p.stem for p in NOTEBOOKS}
     orphans = sorted(g.name for g in GOLDEN_DIR.glob("*.ipynb") if g.stem not in stems)
-    assert not orphans, f"goldens without a notebook: {orphans}; delete them or run `python -m cnce goldens`"
+    assert not orphans, f"goldens without a notebook: {orphans}; delete them or run `python -m companion goldens`"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))

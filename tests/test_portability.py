@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from cnce.kernel_env import generic_cpu_env
-from cnce.provenance import REPO_ROOT
+from companion.process_env import generic_cpu_env
+from companion.paths import REPO_ROOT
 
 ROOT = REPO_ROOT
 GOLDENS = sorted(str(p) for p in (ROOT / "tests" / "golden").glob("*.ipynb"))

@@ -1,128 +1,103 @@
-"""Numbers in notebook prose come from the run: a result is inserted with myst-nb's
-``glue`` (``{glue:text}`name```), which the strict book build checks, never typed by hand.
+"""No measured number is typed into the book's prose (issue 42, item 2).
 
-This test lists the numbers that the markdown cells of notebooks 00-05 and of the claims page
-still type by hand (outside glue roles, inline code, and references such as "Eq. 15" or
-"Fig. 2a-b") and compares them with the allowed ones below: settings of the experiments and
-quotes of the paper, each with its reason. A new typed number fails the test: glue it from the
-run, or, if it is a setting or a quote, add it here with the reason. Single digits are not
-listed (exponents, "2 log 2", slopes of theoretical rates)."""
+Every page of the book is checked: the markdown cells of every notebook (``notebooks/*.py``,
+the claims page ``book/claims.py``) and every ``book/*.md`` page. A number in a page's prose
+must be one of
+
+* a glued output of the page's run (``{glue:text}`name```; the strict book build fails on a
+  name the run did not glue), or a ``{{ key }}`` substitution that the book extension computes
+  from a committed file (a Markdown page has no kernel): these are not typed, so not read here;
+* a setting, a quote of the paper or a fact of a model declared once in
+  :data:`companion.settings.SETTINGS`, with its source, for the pages that type it (values that
+  live in the package are read from it there);
+* on a page this check's owner does not edit, a number of that page's declared debt
+  (:data:`companion.settings.DEBT`), which may only shrink.
+
+What is not prose is not read: code, glue roles, substitutions, links' addresses, references
+to equations, figures, sections, notebooks and lines of code (``companion.prose.typed_numbers``).
+Single digits are not counted ("2 log 2", exponents) unless they are a share ("5 %").
+"""
 from __future__ import annotations
 
-import re
+import fnmatch
 from pathlib import Path
 
 import pytest
 
+from companion import prose, settings
+
 ROOT = Path(__file__).resolve().parents[1]
-
-_ROLE = re.compile(r"\{(?:glue:text|glue|doc|cite|ref)\}`[^`]*`")
-_CODE = re.compile(r"`[^`]*`")
-_REF = re.compile(
-    r"\b(?:Supp\.\s+)?(?:Eqs?\.|Figs?\.|Sections?|Sec\.|Supp\.(?:\s+Fig\.)?|Supplementary|Table|Theorem)"
-    r"\s*\(?[0-9A-Z][0-9a-z.\-]*(?:\s*(?:and|,)\s*[0-9][0-9a-z.\-]*)*\)?")
-_TAG = re.compile(r"\\qquad\s*\(\d+\)")  # equation numbers written into display math
-_NUMBER = re.compile(r"(?<![A-Za-z_\\])\d+(?:[.,]\d+)*")
-
-#: file -> {typed number: why it may stay typed}
-ALLOWED = {
-    "notebooks/00_quickstart.py": {
-        "15": "the 5-D Gaussian's free parameters (a fact of the model)",
-    },
-    "notebooks/01_theory.py": {
-        "0.1": "the heuristic's 10 % band and the authors' 0.1 x randn initialisation (settings)",
-        "1.2": "the heuristic's growth factor (setting of the authors' rule)",
-        "10": "10 % band, 10 noise points per data point, factor 10 per decade of a 1/eps rate",
-        "100": "factor 100 per decade of the eps^2 rate (theory)",
-        "1000": "the heuristic's cap (setting)",
-        "12": "the figure's y-axis cut at -12 (plot setting)",
-        "20": "Newton tolerance 1e-20 (setting)",
-        "500": "the heuristic's step limit (setting)",
-    },
-    "notebooks/02_consistency.py": {
-        "0.1": "quantile plotted, as in the paper",
-        "0.9": "quantile plotted, as in the paper",
-        "10": "condition number bound of the demixing matrices (setting)",
-        "100": "the paper's '13 of 100' and '7 of 100' (quote)",
-        "13": "the paper's 13 stuck MLE fits (quote)",
-        "15": "the 5-D Gaussian's free parameters (a fact of the model)",
-        "95": "95 % bootstrap intervals (setting)",
-    },
-    "notebooks/03_cnce_vs_nce.py": {
-        "0.1": "quantile plotted, as in the paper",
-        "0.9": "quantile plotted, as in the paper",
-        "10": "kappa >= 10, the range the verdict looks at (setting)",
-        "1000": "N >= 1000 taken as the paper's 'large N' (setting)",
-        "2012": "year of a cited paper",
-        "95": "95 % bootstrap intervals (setting)",
-    },
-    "notebooks/04_ring.py": {
-        "0.1": "the authors' truncation of the radius (setting)",
-        "0.25": "the verdict's band 10^(+-0.25) around one decade (setting)",
-        "0.5": "sigma of the Fig. 1 ring (setting)",
-        "1.5": "largest sigma of the experiments (setting)",
-        "10": "kappa = 10 and the paper's 'order of magnitude' (setting, quote)",
-        "20000": "points drawn for the radius figure (setting)",
-        "5000": "model samples of the Fig. 1 noise (setting)",
-        "95": "95 % bootstrap intervals (setting)",
-    },
-    "notebooks/05_supplementary.py": {
-        "0.1": "quantile plotted, as in the paper",
-        "0.2": "the fixed flip probability of study bernoulli-eps0.2 (setting)",
-        "0.9": "quantile plotted, as in the paper",
-        "10": "the log-normal constant's start C0 = -10 (setting)",
-        "1000": "the heuristic's cap (setting)",
-        "95": "95 % bootstrap intervals (setting)",
-    },
-    "book/claims.py": {
-        "10": "a difference of 1 in log10 is a factor of 10 (definition)",
-        "100": "simulations per point of the committed runs (setting)",
-        "2000": "bootstrap resamples (setting)",
-        "95": "95 % bootstrap intervals (setting)",
-    },
-}
+PAGES = prose.book_pages(ROOT)
 
 
-def markdown_cells(path: Path) -> list[str]:
-    """The markdown cells of a Jupytext percent-format notebook, without the comment marks."""
-    cells, cur, md = [], [], False
-    for line in path.read_text().split("\n"):
-        if line.startswith("# %%"):
-            if md and cur:
-                cells.append("\n".join(cur))
-            cur, md = [], "[markdown]" in line
-            continue
-        if md:
-            cur.append(line[2:] if line.startswith("# ") else line.lstrip("#"))
-    if md and cur:
-        cells.append("\n".join(cur))
-    return cells
+def check(page: str, text: str) -> list[str]:
+    """The numbers typed in ``text`` (the prose of ``page``) that no declared setting of that
+    page and no debt of it allows."""
+    ok = set(settings.allowed(page)) | set(settings.DEBT.get(page, ()))
+    return sorted(set(n for n in prose.typed_numbers(text) if n not in ok))
 
 
-def typed_numbers(text: str) -> set[str]:
-    """Numbers of two or more characters typed in ``text`` outside glue roles, inline code and
-    references to equations, figures and sections."""
-    text = _TAG.sub(" ", _REF.sub(" ", _CODE.sub(" ", _ROLE.sub(" ", text))))
-    return {t for t in _NUMBER.findall(text) if len(t) > 1}
+# --- the check itself, on pages with a known answer --------------------------------------------
+
+def test_typed_numbers_finds_a_typed_result_and_skips_glue_code_and_references():
+    assert prose.typed_numbers("NCE's error is 3.4 times CNCE's, 0.53 decades") == ["3.4", "0.53"]
+    assert prose.typed_numbers("NCE's error is {glue:text}`authors_nce_gm` times CNCE's") == []
+    assert prose.typed_numbers("the run took {{ e2e_all_s }} s") == []
+    assert prose.typed_numbers("the noise of Eq. (13), Eqs. 52-59, Fig. 2a-b, Supp. Eq. 46, Section 3.2") == []
+    assert prose.typed_numbers("slope 2 and `python -m companion batch 02 04`, notebooks 02-05, lines 17 and 41-45") == []
+    assert prose.typed_numbers(r"$$G = 0 \qquad (9)$$ with 5000 samples, $\log_{10}$") == ["5000"]
+    assert prose.typed_numbers("[code](https://github.com/a/b/blob/39c6d4f/x.m#L17-L45) at 20 000 and 50,000") == \
+        ["20000", "50000"]
+    assert prose.typed_numbers("5 % of the units, 3 seeds") == ["5"]
 
 
-def test_typed_numbers_finds_a_typed_result_and_skips_glue_and_references():
-    assert typed_numbers("NCE's error is 3.4 times CNCE's, 0.53 decades") == {"3.4", "0.53"}
-    assert typed_numbers("NCE's error is {glue:text}`authors_nce_gm` times CNCE's") == set()
-    assert typed_numbers("the noise of Eq. (13), Eqs. 52-59, Fig. 2a-b, Supp. Eq. 46, Section 3.2") == set()
-    assert typed_numbers("slope 2 and `python -m cnce batch 02 04`") == set()
-    assert typed_numbers(r"$$G = 0 \qquad (9)$$ with 5000 samples") == {"5000"}
+def test_a_page_with_a_typed_measured_number_fails_and_one_with_glue_and_settings_passes():
+    typed = ("The authors' recipe orients 87 % of layer 1, with 100 simulations per point and N up to "
+             "20 000.")
+    assert check("book/reproduce.md", typed) == ["87"]
+    glued = ("The authors' recipe orients {glue:text}`recipe_oriented:s` % of layer 1, "
+             "{{ e2e_rows_differ }} rows differ, with 100 simulations per point and N up to 20 000.")
+    assert check("book/reproduce.md", glued) == []
+    # a setting is allowed only on the pages it is declared for
+    assert check("book/api.md", "with 100 simulations per point") == ["100"]
 
 
-@pytest.mark.parametrize("name", sorted(ALLOWED))
-def test_no_result_typed_by_hand_in_notebook_prose(name):
-    found = set().union(*(typed_numbers(c) for c in markdown_cells(ROOT / name)))
-    extra = found - set(ALLOWED[name])
-    assert not extra, (f"{name}: numbers typed in the prose: {sorted(extra)}. Insert a result from the run "
-                       "(cnce.report.glue and {glue:text}`name`), or, for a setting or a quote of the paper, "
-                       "add it to ALLOWED in this test with the reason.")
+def test_every_setting_names_its_source_and_pages_that_exist():
+    assert settings.SETTINGS, "no settings declared"
+    for s in settings.SETTINGS:
+        assert s.number == prose.normalise(s.number) and s.source and s.meaning and s.pages, s
+        assert any(p for pat in s.pages for p in PAGES if fnmatch.fnmatch(p, pat)), s
 
 
-def test_every_notebook_is_covered_up_to_the_supplementary_page():
-    listed = {n for n in ALLOWED if n.startswith("notebooks/")}
-    assert listed == {str(p.relative_to(ROOT)) for p in sorted((ROOT / "notebooks").glob("0[0-5]_*.py"))}
+def test_settings_read_from_the_package_follow_it():
+    from cnce.eps import EpsRule
+    from cnce.experiments.configs import SCALES
+
+    nums = {s.number: s for s in settings.SETTINGS}
+    assert str(SCALES["paper"].n_sims) in nums and str(SCALES["paper"].N_max) in nums
+    assert f"{EpsRule().grow:g}" in nums and f"{EpsRule().cap:g}" in nums
+
+
+# --- every page ----------------------------------------------------------------------------------
+
+def test_every_page_of_the_book_is_checked():
+    toc_pages = {p.stem for p in (ROOT / "notebooks").glob("*.py")} | {p.stem for p in (ROOT / "book").glob("*.md")}
+    assert {Path(p).stem for p in PAGES} >= toc_pages
+    assert "book/claims.py" in PAGES and "notebooks/08_energy_networks.py" in PAGES
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_no_measured_number_typed_in_the_prose(page):
+    extra = check(page, prose.prose(page, ROOT))
+    assert not extra, (f"{page}: numbers typed in the prose: {extra}. Insert a result from the run "
+                       "(myst-nb glue and {glue:text}`name`; in a book/*.md page a {{ key }} substitution of the "
+                       "book extension), or, for a setting or a quote of the paper, declare it in "
+                       "companion/settings.py with its source and this page.")
+
+
+@pytest.mark.parametrize("page", sorted(settings.DEBT))
+def test_the_debt_only_shrinks(page):
+    """A number of a page's debt that the page no longer types must leave the debt."""
+    found = set(prose.typed_numbers(prose.prose(page, ROOT)))
+    stale = sorted(n for n in settings.DEBT[page] if n not in found or n in settings.allowed(page))
+    assert not stale, f"{page}: no longer typed or now a declared setting, remove from DEBT: {stale}"

@@ -41,7 +41,7 @@ def test_environment_record_names_code_and_machine():
         assert k in rec
     assert len(rec["package_source_sha256"]) == 64
     assert provenance.package_source_hash() != provenance.package_source_hash(exclude=())
-    assert (provenance.REPO_ROOT / "cnce" / "provenance.py").is_file()
+    assert (provenance.PACKAGE_ROOT / "provenance.py").is_file()
 
 
 def test_int_seed_is_the_image_trainers_scheme():

@@ -3,7 +3,7 @@
 Numbers from data files, at build time. A page never types a benchmark's result by hand:
 
 * the line ``<!-- generated: benchmarks -->`` in a page is replaced, when the page is read,
-  by the tables that :mod:`cnce.speed` renders from ``benchmarks/results/*.json``
+  by the tables that :mod:`companion.speed` renders from ``benchmarks/results/*.json``
   (the page is re-read whenever one of those files changes);
 * the line ``<!-- generated: book-times -->`` is replaced by a table of the book-build wall
   times in ``benchmarks/results/e2e_book.json`` (written by ``python -m benchmarks.e2e --book
@@ -34,7 +34,7 @@ from pybtex.plugin import register_plugin
 from pybtex.style.formatting.unsrt import Style as UnsrtStyle
 from pybtex.style.labels import BaseLabelStyle
 
-from cnce.names import PAGES
+from companion.pages import PAGES
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks"
@@ -44,8 +44,36 @@ BOOK_TIMES = BENCH / "results" / "e2e_book.json"
 BOOK_COMMAND = ".venv/bin/python -m benchmarks.e2e --book --experiments --tag _book"
 
 
+def in_history(commit: str, root: Path = ROOT) -> bool | None:
+    """Whether ``commit`` is in the history of ``root``'s checked-out commit: ``True`` or
+    ``False`` where git can tell, ``None`` where it cannot (no git, not a checkout, or a
+    shallow clone, whose history is cut)."""
+    import subprocess
+
+    def git(*args):
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=60)
+
+    try:
+        shallow = git("rev-parse", "--is-shallow-repository")
+        if shallow.returncode != 0 or shallow.stdout.strip() != "false":
+            return None
+        r = git("merge-base", "--is-ancestor", str(commit), "HEAD")
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {0: True, 1: False}.get(r.returncode, False if git("rev-parse", "--git-dir").returncode == 0 else None)
+
+
+def commit_ref(commit: str, date: str | None = None) -> str:
+    """``"commit 1c67aae"``; for a commit that git says is not in this repository's history
+    (a record made on a branch that was rewritten), says so instead of naming an id nobody can
+    check out, with the record's date."""
+    if in_history(commit) is False:
+        return "a commit that is no longer in this repository's history" + (f" ({str(date)[:10]})" if date else "")
+    return f"commit {str(commit)[:7]}"
+
+
 def _summarize():
-    from cnce import speed
+    from companion import speed
 
     return speed
 
@@ -74,11 +102,11 @@ def book_times_markdown(path: Path = BOOK_TIMES) -> str:
     rows = [r for r in e["results"] if str(r["experiment"]).startswith("book")]
     if not rows:
         raise RuntimeError(f"{path} holds no book-build timings")
-    what = {"book (clean)": "`python -m cnce book --clean` (as `scripts/book.sh --clean`): every notebook "
+    what = {"book (clean)": "`python -m companion book --clean` (as `scripts/book.sh --clean`): every notebook "
                             "executed, stored quick-scale results reused",
-            "book (cached)": "`python -m cnce book` right after: cached executions, pages re-rendered"}
+            "book (cached)": "`python -m companion book` right after: cached executions, pages re-rendered"}
     out = [f"Measured by `{BOOK_COMMAND}` on {m['cpu']} ({m['cores']} cores, {m['memory_gib']} GiB, no GPU used), "
-           f"{str(m['date'])[:10]}, commit {str(m['git_commit'])[:7]}:", "",
+           f"{str(m['date'])[:10]}, {commit_ref(m['git_commit'])}:", "",
            "| build | wall time | load average (1 min) at its end | exit code |", "|---|---|---|---|"]
     note = (f"A load average above the {m['cores']} cores means that other jobs competed for the CPU "
             "during the measurement; an otherwise idle machine of this kind would likely be faster.")
@@ -257,7 +285,7 @@ def costs_markdown() -> str:
                 studies = ", ".join(f"{k} {v:.0f} s" for k, v in (q.get("study_seconds") or {}).items())
                 nb = EXPERIMENT_NOTEBOOK.get(q["experiment"], "-")
                 rows.append((f"`python -m cnce run {q['experiment']}`" + (f" ({studies})" if studies else ""), nb, "paper",
-                             hw, _h(q["wall_seconds"]), f"measured: `benchmarks/results/e2e.json`, commit {str(m['git_commit'])[:7]}"))
+                             hw, _h(q["wall_seconds"]), f"measured: `benchmarks/results/e2e.json`, {commit_ref(m['git_commit'], m.get('date'))}"))
         rows.append(("the same experiments on a GPU", "02-05, 07", "paper", "GPU", "not measured",
                      "the fits are small; single fits are compared in `benchmarks/results/cuda-fit-check.json`"))
     book = _load_json(BOOK_TIMES)
@@ -266,7 +294,7 @@ def costs_markdown() -> str:
         for r in book["results"]:
             rows.append((f"the whole book, {r['experiment'].split('(')[-1].rstrip(')')} build (`scripts/book.sh`)", "all",
                          "quick", f"CPU: {m['cpu']}, {m['cores']} cores, 1 thread per notebook", _h(r["seconds"]),
-                         f"measured: `benchmarks/results/e2e_book.json`, commit {str(m['git_commit'])[:7]}"))
+                         f"measured: `benchmarks/results/e2e_book.json`, {commit_ref(m['git_commit'], m.get('date'))}"))
     calls = gpu_calls()
     abl = _load_json(ABLATION)
     for name in ("paper", "paper-seed1", "paper-seed2"):
@@ -318,17 +346,21 @@ def costs_markdown() -> str:
 
 def _cost_substitutions(app, config):
     """``cost_image_cpu_layer1_h`` and ``cost_image_cpu_model_h`` (hours, estimated by
-    :func:`image_cpu_estimate`) and ``cost_image_gpu_min`` (minutes of the shown run's
-    training on its GPU, measured), for the prose of the reproduce and cost pages."""
+    :func:`image_cpu_estimate`, on a CPU of ``cost_cpu_cores`` cores), ``cost_image_gpu_min``
+    (minutes of the shown run's training on its GPU, measured) and ``cost_image_gpu`` (that
+    GPU, from the run's provenance), for the prose of the reproduce and cost pages."""
     subs = dict(getattr(config, "myst_substitutions", None) or {})
     est = image_cpu_estimate()
     if est:
         subs["cost_image_cpu_layer1_h"] = f"{est['layer1_seconds'] / 3600:.1f}"
         if est["model_seconds"] is not None:
             subs["cost_image_cpu_model_h"] = f"{est['model_seconds'] / 3600:.1f}"
+        subs["cost_cpu_cores"] = str(est["cpu_machine"].get("cores", "?"))
     p = _load_json(IMAGE_RUN)
     if p and p.get("wall_seconds_per_layer"):
         subs["cost_image_gpu_min"] = f"{sum(float(v) for v in p['wall_seconds_per_layer'].values()) / 60:.0f}"
+        gpu = next((x.get("gpu") for x in p.get("sessions") or [] if isinstance(x, dict) and x.get("gpu")), None)
+        subs["cost_image_gpu"] = gpu or "GPU (not recorded)"
     config.myst_substitutions = subs
 
 
@@ -441,6 +473,27 @@ def _insert_book_times(app, docname, source):
     source[0] = source[0].replace(BOOK_MARK, book_times_markdown())
 
 
+def results_recomputed_since(date: str, folder: Path = ROOT / "data" / "results" / "paper") -> str:
+    """One sentence: which committed paper-scale tables were (re)computed after ``date`` (ISO
+    time of a rerun that was compared with them), with the commits and dates of those runs from
+    each study's provenance file; or that none was, so the comparison still holds."""
+    later = {}
+    for f in sorted(folder.glob("*.provenance.json")):
+        runs = (_load_json(f) or {}).get("runs") or []
+        for r in runs:
+            if str(r.get("started", "")) > date:
+                later.setdefault(f.name.split(".provenance")[0], set()).add(
+                    (str(r.get("git_commit", ""))[:7], str(r.get("started", ""))[:10]))
+    if not later:
+        return ("No committed paper-scale table was computed after that run, so the comparison describes the "
+                "tables this book shows.")
+    made = sorted({c for v in later.values() for c in v})
+    when = "; ".join(f"{commit_ref(c)}, {d}" for c, d in made)
+    return (f"The committed tables of {len(later)} stud{'ies' if len(later) > 1 else 'y'} ({', '.join(sorted(later))}) "
+            f"were computed again after that run ({when}), so the comparison is with the tables as they were "
+            "before; the tables this book shows have not been compared with a full rerun since.")
+
+
 def _e2e_substitutions(app, config):
     """``e2e_all_s``, ``e2e_<experiment>_s`` (seconds), ``e2e_threads``, ``e2e_commit`` and
     ``e2e_cores`` (the machine's CPU cores) from ``e2e.json``."""
@@ -461,6 +514,8 @@ def _e2e_substitutions(app, config):
     subs["e2e_ica_s"] = f"{ica_s:.0f}"
     subs["e2e_ica_pct"] = f"{100 * ica_s / paper_s:.0f}" if paper_s else "-"
     subs["e2e_commit"] = str(e["machine"]["git_commit"])[:7]
+    subs["e2e_made"] = f"{commit_ref(e['machine']['git_commit'])}, {str(e['machine']['date'])[:10]}"
+    subs["e2e_results_since"] = results_recomputed_since(str(e["machine"]["date"]))
     subs["e2e_cores"] = str(e["machine"]["cores"])
     cmp_path = BENCH / "results" / "e2e-compare.json"
     if cmp_path.is_file():  # the timed run's results against the committed ones
@@ -472,6 +527,44 @@ def _e2e_substitutions(app, config):
         subs["e2e_err_max_rel"] = f"{max(v['error_max_rel'] for v in st.values()):.0e}"
         subs["e2e_median_max_rel"] = f"{max(v['median_error_max_rel'] for v in st.values()):.0e}"
         subs["e2e_studies_differ"] = ", ".join(k for k, v in st.items() if v["error_identical_rows"] < v["matched"]) or "none"
+    config.myst_substitutions = subs
+
+
+def ledger_substitutions(path: Path | None = None) -> dict[str, str]:
+    """Numbers of the claims ledger (``data/claims/ledger.json``) for the prose of ``book/*.md``
+    pages: ``ledger_paper_claims`` and ``ledger_our_questions`` (counted apart), the paper's
+    claims per verdict (``ledger_paper_<verdict>``, spaces as ``_``), each record's verdict and
+    one-line summary and measurement (``ledger_<id>_verdict``, ``_short``, ``_measured``; ``-``
+    as ``_``) and every
+    number a record offers (``ledger_<id>_<name>``). Empty without a ledger."""
+    try:
+        from companion.claims import ledger
+    except ImportError:  # pragma: no cover - a checkout without the companion
+        return {}
+    try:
+        rows = ledger.records(path=path)
+    except (ValueError, OSError):
+        return {}
+    subs = {"ledger_paper_claims": str(sum(r["kind"] == "paper" for r in rows)),
+            "ledger_our_questions": str(sum(r["kind"] != "paper" for r in rows))}
+    for r in rows:
+        rec = r["record"]
+        if r["kind"] == "paper":
+            key = "ledger_paper_" + re.sub(r"\W+", "_", rec["verdict"]).strip("_")
+            subs[key] = str(int(subs.get(key, 0)) + 1)
+        key = f"ledger_{r['id'].replace('-', '_')}"
+        subs[f"{key}_verdict"] = str(rec["verdict"])
+        subs[f"{key}_short"] = str(rec.get("short") or "")
+        subs[f"{key}_measured"] = str(rec.get("measured") or "")
+        for name, v in (rec.get("numbers") or {}).items():
+            subs[f"{key}_{name}"] = str(v)
+    return subs
+
+
+def _ledger_substitutions(app, config):
+    """:func:`ledger_substitutions` as ``{{ key }}`` substitutions."""
+    subs = dict(getattr(config, "myst_substitutions", None) or {})
+    subs.update(ledger_substitutions())
     config.myst_substitutions = subs
 
 
@@ -605,7 +698,7 @@ def rerun_box(docname: str, quick_seconds: float | None = None, repo_url: str = 
         num = name.split("_")[0]  # "06", "06a": what cnce batch takes for this page alone
         q = (f"{_fmt_s(quick_seconds)} in this build (CPU, one thread)" if quick_seconds else
              "its time is in the batch summary it writes")
-        rows.append(("quick scale, CPU", f".venv/bin/python -m cnce batch {num}", q))
+        rows.append(("quick scale, CPU", f".venv/bin/python -m companion batch {num}", q))
         exp = EXPERIMENT_OF.get(name)
         e2e = BENCH / "results" / "e2e.json"
         if exp and e2e.is_file():
@@ -617,7 +710,7 @@ def rerun_box(docname: str, quick_seconds: float | None = None, repo_url: str = 
             t = (f"{_fmt_s(secs[exp])} on a {e['machine']['cores']}-core CPU, {e.get('settings', {}).get('threads', 2)} "
                  f"threads (benchmarks/results/e2e.json)") if exp in secs else "not measured"
             rows.append(("paper scale, CPU", f".venv/bin/python -m cnce run {exp} --scale paper --seed 1 && "
-                         f".venv/bin/python -m cnce batch {num} --scale paper -p seed 1", t))
+                         f".venv/bin/python -m companion batch {num} --scale paper -p seed 1", t))
             rows.append(("paper scale, GPU", f".venv/bin/python -m cnce run {exp} --scale paper --seed 1 --device cuda",
                          "not measured for this experiment (the fits are small; benchmarks/results/cuda-fit-check.json "
                          "compares single fits)"))
@@ -639,7 +732,7 @@ def rerun_box(docname: str, quick_seconds: float | None = None, repo_url: str = 
             rows.append(("paper scale, GPU", "the GPU commands that the image page and the README give",
                          "in each committed run's provenance under data/weights/"))
         else:
-            rows.append(("paper scale, CPU", f".venv/bin/python -m cnce batch {num} --scale paper",
+            rows.append(("paper scale, CPU", f".venv/bin/python -m companion batch {num} --scale paper",
                          "not measured (more simulations and data in every check)"))
     else:
         rows.append(("this page", "scripts/book.sh", book_t or "see the reproduce page"))
@@ -715,12 +808,20 @@ def _repository_buttons(app, config):
 
 #: Where the built book keeps the sources it ships (under the HTML output folder).
 DOWNLOADS = "downloads"
-#: The archive of the package, notebooks, book, tests, scripts and committed results tables.
+#: The archive of the package, the companion, notebooks, book, tests, scripts and committed
+#: results tables and checks (``data/results``, ``data/checks``).
 ARCHIVE = "cnce-source.zip"
-#: What the archive holds (paths relative to the repository root); data/weights is left out (42 MB).
-ARCHIVE_ROOTS = ("cnce", "companion", "notebooks", "book", "tests", "scripts", "examples", "benchmarks", "_static", "jupyter",
-                 "data/results", "data/checks", "data/claims", "pyproject.toml", "requirements.in", "requirements-lock.txt",
+#: What the archive holds (paths relative to the repository root).
+ARCHIVE_ROOTS = ("cnce", "companion", "notebooks", "book", "tests", "scripts", "examples", "benchmarks", "_static",
+                 "jupyter", "data/results", "data/checks", "data/claims", "pyproject.toml", "requirements.in",
+                 "requirements-lock.txt",
                  "environment.yml", "README.md", "CONTRIBUTING.md", "_config.yml", "_toc.yml")
+#: The second archive: the committed image-model runs (``data/weights``, what pages 06, 06a and
+#: the claims page read; about 80 MB, kept apart so that the source archive stays small). Both
+#: unpack into the same folder, :data:`ARCHIVE_FOLDER`.
+ARCHIVE_WEIGHTS = "cnce-weights.zip"
+ARCHIVE_WEIGHTS_ROOTS = ("data/weights",)
+ARCHIVE_FOLDER = "cnce-book-source"
 
 
 def _rel(href: str, pagename: str) -> str:
@@ -743,25 +844,46 @@ def source_links(app, pagename: str) -> list[tuple[str, str]]:
     if src.suffix in (".py", ".ipynb") and rel.startswith("notebooks/"):
         links.append((f"{src.stem}.ipynb (as executed for this book)", _rel(f"{DOWNLOADS}/{pagename}.ipynb", pagename)))
     links.append((f"{ARCHIVE} (the package and every page's source)", _rel(f"{DOWNLOADS}/{ARCHIVE}", pagename)))
+    links.append((f"{ARCHIVE_WEIGHTS} (the committed image-model runs, data/weights; unpack beside it)",
+                  _rel(f"{DOWNLOADS}/{ARCHIVE_WEIGHTS}", pagename)))
     return links
 
 
-def _archive_files(root: Path = ROOT) -> list[Path]:
-    """The files of :data:`ARCHIVE_ROOTS`: those git tracks when ``root`` is a git checkout,
-    else every file under them (caches and notebooks' checkpoints left out)."""
+def _archive_files(root: Path = ROOT, roots: tuple[str, ...] = ARCHIVE_ROOTS) -> list[Path]:
+    """The files under ``roots``: those git tracks when ``root`` is a git checkout, else every
+    file under them (caches and notebooks' checkpoints left out)."""
     import subprocess
 
     try:
-        out = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--", *ARCHIVE_ROOTS], capture_output=True,
+        out = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--", *roots], capture_output=True,
                              check=True, timeout=60).stdout.decode()
         files = [root / f for f in out.split("\0") if f]
     except (OSError, subprocess.SubprocessError):
         files = []
-        for r in ARCHIVE_ROOTS:
+        for r in roots:
             p = root / r
             files += [p] if p.is_file() else sorted(q for q in p.rglob("*") if q.is_file())
     skip = ("__pycache__", ".ipynb_checkpoints", ".pytest_cache")
     return sorted(f for f in files if f.is_file() and not any(k in f.parts for k in skip))
+
+
+def build_archives(out: Path, root: Path = ROOT) -> dict[str, Path]:
+    """Write :data:`ARCHIVE` and :data:`ARCHIVE_WEIGHTS` into the folder ``out`` (each written
+    to a ``.part`` file first, then renamed); return ``{name: path}``. Unpacked into one folder,
+    the two give :data:`ARCHIVE_FOLDER`, a tree from which every page of the book reruns."""
+    import zipfile
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for name, roots in ((ARCHIVE, ARCHIVE_ROOTS), (ARCHIVE_WEIGHTS, ARCHIVE_WEIGHTS_ROOTS)):
+        tmp = out / (name + ".part")
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+            for f in _archive_files(root, roots):
+                z.write(f, Path(ARCHIVE_FOLDER) / f.relative_to(root))
+        tmp.replace(out / name)
+        written[name] = out / name
+    return written
 
 
 def _claims_code_files() -> list[str]:
@@ -777,9 +899,9 @@ def _claims_code_files() -> list[str]:
 
 def ship_sources(app, exception):
     """After an HTML build: every page's source and every notebook as executed for the book
-    under ``downloads/`` (same paths as in the repository), and :data:`ARCHIVE`."""
+    under ``downloads/`` (same paths as in the repository), :data:`ARCHIVE` and
+    :data:`ARCHIVE_WEIGHTS` (:func:`build_archives`)."""
     import shutil
-    import zipfile
 
     if exception is not None or getattr(app.builder, "format", "") != "html":
         return
@@ -799,14 +921,12 @@ def ship_sources(app, exception):
         if nb.is_file():
             (out / f"{doc}.ipynb").parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(nb, out / f"{doc}.ipynb")
+    from companion.paths import REPO_ROOT  # the repository of the ledger, which names its code files
+
     for rel in _claims_code_files():  # the claims table links the code of every claim
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(ROOT / rel, out / rel)
-    tmp = out / (ARCHIVE + ".part")
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
-        for f in _archive_files():
-            z.write(f, Path("cnce-book-source") / f.relative_to(ROOT))
-    tmp.replace(out / ARCHIVE)
+        shutil.copyfile(REPO_ROOT / rel, out / rel)
+    build_archives(out)
 
 
 def setup(app):
@@ -821,4 +941,5 @@ def setup(app):
     app.connect("config-inited", _e2e_substitutions)
     app.connect("config-inited", _cost_substitutions)
     app.connect("config-inited", _authors_code_substitutions)
+    app.connect("config-inited", _ledger_substitutions)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

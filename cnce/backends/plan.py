@@ -6,12 +6,14 @@ here; the backends only read it (a :class:`~cnce.backends.FitProblem` carries no
 """
 from __future__ import annotations
 
+import enum
+
 import torch
 
 from .. import _fused
 from ..options import FitOptions, LBFGSSettings, NewtonSettings
 
-__all__ = ["formulation", "feature_dtype", "optimizer", "newton_settings", "lbfgs_settings", "chunk_size",
+__all__ = ["Formulation", "formulation", "feature_dtype", "optimizer", "newton_settings", "lbfgs_settings", "chunk_size",
            "COUNTS_MAX_DIM", "PROJECTIONS", "PAIR_COUNTS"]
 
 #: the first trial step of a line search, as a multiple of the last accepted step (at most 1):
@@ -23,13 +25,37 @@ PROGRESSIVE_STAGE_TOL = 1e-5
 
 #: discrete data of at most this dimension are fitted from pair-type counts (4^D types)
 COUNTS_MAX_DIM = 6
+
+
+class Formulation(str, enum.Enum):
+    """The formulation a fit is solved in (:func:`formulation`). A ``str`` enum: a member equals
+    its text (``Formulation.LINEAR == "linear"``), prints as it and is stored as it
+    (``res.info["formulation"]``), so the backends match on members, not on strings."""
+
+    CLOSED_FORM = "closed form"
+    LIKELIHOOD_NEWTON = "likelihood, newton"
+    LIKELIHOOD_LBFGS = "likelihood, lbfgs"
+    SCORE_MATCHING = "score matching, autograd"
+    PAIR_COUNTS = "linear, pair-type counts"
+    LINEAR = "linear"
+    PROJECTIONS = "absolute projections"
+    NONLINEAR_NEWTON = "nonlinear, newton"
+    NONLINEAR_LBFGS = "nonlinear, lbfgs"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
 #: the formulation of the absolute-projection problems (ICA) and of binary data fitted from counts
-PROJECTIONS = "absolute projections"
-PAIR_COUNTS = "linear, pair-type counts"
+PROJECTIONS = Formulation.PROJECTIONS
+PAIR_COUNTS = Formulation.PAIR_COUNTS
 
 
 def formulation(model, method: str, noise=None, x: torch.Tensor | None = None,
-                options: FitOptions | None = None) -> str:
+                options: FitOptions | None = None) -> Formulation:
     """The formulation that solves the fit, decided here only: ``"closed form"``,
     ``"likelihood, <optimiser>"``, ``"score matching, autograd"``, ``"linear, pair-type counts"``
     (CNCE for binary data ``x`` of a linear discrete model with symmetric ``noise``, at most
@@ -38,17 +64,17 @@ def formulation(model, method: str, noise=None, x: torch.Tensor | None = None,
     ``"nonlinear, <optimiser>"``."""
     options = FitOptions() if options is None else options
     if method == "mle":
-        return "closed form" if model.closed_form_mle else f"likelihood, {model.mle_optimizer}"
+        return Formulation.CLOSED_FORM if model.closed_form_mle else Formulation(f"likelihood, {model.mle_optimizer}")
     if method == "sm":
-        return "score matching, autograd"
+        return Formulation.SCORE_MATCHING
     if (method == "cnce" and model.linear and model.discrete and noise is not None and noise.symmetric
             and x is not None and x.shape[-1] <= COUNTS_MAX_DIM and bool(((x == 0) | (x == 1)).all())):
         return PAIR_COUNTS
     if model.linear:
-        return "linear"
+        return Formulation.LINEAR
     if model.abs_projection_coef is not None and options.projection:
         return PROJECTIONS
-    return f"nonlinear, {model.contrastive_optimizer}"
+    return Formulation(f"nonlinear, {model.contrastive_optimizer}")
 
 
 def feature_dtype(model, method: str, dtype: torch.dtype, device, options: FitOptions) -> torch.dtype:
@@ -128,7 +154,14 @@ def chunk_size(model, method: str, S: int, N: int, kappa: int | None, dtype: tor
     features below ``options.memory_budget_gb``."""
     if sim_batch != "auto":
         return sim_batch
+    per_sim = simulation_bytes(model, method, N, kappa, dtype)
+    return max(1, min(S, options.memory_budget_bytes // max(per_sim, 1)))
+
+
+def simulation_bytes(model, method: str, N: int, kappa: int | None, dtype: torch.dtype) -> int:
+    """The torch path's working memory for one simulation (features, margins, noise; an upper
+    estimate: 1e5 rows of Gaussian(dim=2) with kappa = 10 estimate 192 MB and peak at 172 MB
+    above the process's start, ``benchmarks/large_rows.py``)."""
     item = torch.finfo(dtype).bits // 8
     n = N * kappa if method == "cnce" else N * (1 + kappa) if method == "nce" else N
-    per_sim = n * (model.n_params + 1 + 2 * model.dim + 4) * item * 2
-    return max(1, min(S, options.memory_budget_bytes // max(per_sim, 1)))
+    return n * (model.n_params + 1 + 2 * model.dim + 4) * item * 2

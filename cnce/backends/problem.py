@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
 from ..eps import EpsSearch
 from ..options import LBFGSSettings, NewtonSettings
+
+if TYPE_CHECKING:
+    from .plan import Formulation
 
 __all__ = ["FitProblem"]
 
@@ -42,7 +46,7 @@ class FitProblem:
     lbfgs: LBFGSSettings
     threads: int
     chunk: int
-    formulation: str
+    formulation: Formulation
     feature_dtype: torch.dtype
     projection_block_pairs: int
     progress: bool = False

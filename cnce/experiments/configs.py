@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..constraints import Integer, validate
 from ..eps import PILOT, RULES, EpsRule, EpsSetting
 
 __all__ = [
@@ -331,8 +332,7 @@ def get_config(name: str, scale: str = "quick", seed: int = 0) -> ExperimentConf
     """
     _check_choice(name, FIGURES, "name")
     _check_choice(scale, SCALES, "scale")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int; got {seed!r}")
+    validate(seed, Integer(lo=0), "seed")
     fig, sc = FIGURES[name], SCALES[scale]
     cells = set()
     for study in fig.studies:

@@ -15,6 +15,7 @@ the same space, whose Gaussian term cancels against Eq. (18) just as in CNCE, so
 """
 from __future__ import annotations
 
+import enum
 import math
 
 import torch
@@ -27,21 +28,41 @@ from cnce.images.configs import ImageConfig
 from cnce.images.data import PatchSource
 from cnce.images.network import ImageNetwork
 
-__all__ = ["image_seed", "whitener_seed", "choose_eps_carry", "choose_eps_authors", "run_meta_iteration", "meta_batch",
+__all__ = ["Stream", "stream_seed", "image_seed", "whitener_seed", "choose_eps_carry", "choose_eps_authors", "run_meta_iteration", "meta_batch",
            "main_set_index", "make_optimizer", "start_pooling_layer"]
 
 
-#: The seed of one random draw of an image-model run, :func:`cnce.provenance.int_seed` of
-#: ``(seed, layer, m, k)`` for meta-iteration ``m`` of ``layer``: ``k`` = 0 fresh patches, 1 the
-#: noise generator, 2 a main set, 3 the unseen patches, 97 the planted pooling start, 98 the
-#: layer-3 PCA sample; :func:`whitener_seed` is ``(0, 0, 99)``. The committed image runs are drawn
-#: with it.
+class Stream(enum.IntEnum):
+    """The named seed streams of an image-model run: every random draw of a run has one, and its
+    seed is :func:`stream_seed` ``(seed, layer, m, stream)`` (the numbers are the keys the
+    committed runs were drawn with; a new draw gets a new name here, never a literal)."""
+
+    FRESH_PATCHES = 0  # the patches of a meta-iteration (fresh-patch schedules)
+    NOISE = 1  # the noise generator of a meta-iteration
+    MAIN_SET = 2  # one of the main sets (the authors' schedule)
+    UNSEEN = 3  # patches never trained on (the held-out loss, eps chosen on unseen data)
+    WHITEN_CHECK = 55  # the held-out patches of the whitening check (scripts/check_whitening.py)
+    POOLING_START = 97  # the planted start of a pooling layer (layers 2 and 4)
+    LAYER3_PCA = 98  # the sample the layer-3 PCA is fitted on
+    WHITENER = 99  # the patches the input PCA is fitted on (layer 0, meta-iteration 0)
+
+
+def stream_seed(seed: int, layer: int, m: int, stream: Stream) -> int:
+    """The seed of ``stream`` in meta-iteration ``m`` of ``layer`` of a run with ``seed``:
+    :func:`cnce.provenance.int_seed` of ``(seed, layer, m, stream)``."""
+    if not isinstance(stream, Stream):
+        raise TypeError(f"stream must be a cnce.images.recipe.Stream; got {stream!r}")
+    return provenance.int_seed(seed, layer, m, int(stream))
+
+
+#: :func:`cnce.provenance.int_seed` of ``(seed, layer, m, k)``: the scheme under
+#: :func:`stream_seed` (kept for callers that hold a stream's number)
 image_seed = provenance.int_seed
 
 
 def whitener_seed(seed: int) -> int:
     """The seed of the patches the input PCA of a run with ``seed`` is fitted on."""
-    return image_seed(seed, 0, 0, 99)
+    return stream_seed(seed, 0, 0, Stream.WHITENER)
 
 
 def _run_rule(J_of_eps, rule, unit: float = 1.0):
@@ -157,7 +178,7 @@ def run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_ep
                 total = torch.zeros((), device=u.device)
                 for a in range(0, n_e, chunk):
                     b = min(a + chunk, n_e)
-                    ly = net.layer_log_phi(net.layer_input(u[a:b, None, :] + e * xi[a:b], layer), layer)
+                    ly = net.layer_log_phi(net.layer_input(u[a:b, None, :] + e * xi[a:b], layer), layer)  # noqa: F821 (called before the del below)
                     total += cnce_loss(lx_e[a:b], ly) * (b - a)
                 return total / n_e
 
@@ -174,7 +195,7 @@ def run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_ep
         del xi
 
     def loss_on(idx):
-        return loss_of(hx[idx], hy[idx])
+        return loss_of(hx[idx], hy[idx])  # noqa: F821 (called before the del below)
 
     loss = _mean_loss(loss_of, hx[:n_e], hy[:n_e], chunk)
     params = [p for g in opt.param_groups for p in g["params"]]
@@ -183,7 +204,7 @@ def run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_ep
         def closure():
             for p in params:
                 p.grad = None
-            return _chunked_mean(loss_of, hx, hy, chunk, backward=True)
+            return _chunked_mean(loss_of, hx, hy, chunk, backward=True)  # noqa: F821 (called before the del below)
 
         opt.step(closure)
         with torch.no_grad():
@@ -267,13 +288,13 @@ def meta_batch(source: PatchSource, cfg: ImageConfig, layer: int, m: int, seed: 
     redraws it from its seed)."""
     N = cfg.n_patches[layer - 1]
     if cfg.main_set is None:
-        return source.draw(N, image_seed(seed, layer, m, 0), dev)
+        return source.draw(N, stream_seed(seed, layer, m, Stream.FRESH_PATCHES), dev)
     M, E = cfg.main_set[layer - 1], cfg.epoch[layer - 1]
     e, j = main_set_index(m, E, cfg.redraw)
     key = (layer, e)
     if key not in cache:
         cache.clear()
-        cache[key] = source.draw(M, image_seed(seed, layer, e, 2), dev)
+        cache[key] = source.draw(M, stream_seed(seed, layer, e, Stream.MAIN_SET), dev)
     j %= M // N
     return cache[key][j * N:(j + 1) * N]
 

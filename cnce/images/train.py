@@ -49,6 +49,7 @@ sampled and whitened on the training device (:meth:`PatchSource.draw`).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import replace
@@ -58,13 +59,14 @@ import torch
 
 from cnce import __version__, provenance
 from cnce._torch import resolve_device
+from cnce.constraints import Integer, validate
 from cnce.images.configs import ImageConfig, get_config
 from cnce.images.data import PatchSource, Whitener, load_images, load_skimage_images, prepare_image
 from cnce.images.network import ImageNetwork
-from cnce.images.recipe import (_batched, image_seed, make_optimizer, meta_batch, run_meta_iteration, start_pooling_layer,
-                                whitener_seed)
-from cnce.images.runs import (STATE_FILE, DirtyTreeError, cnce_tree, driver_record, git_commit, write_provenance,
-                              writes_dirty_weights)
+from cnce.images.recipe import (Stream, _batched, make_optimizer, meta_batch, run_meta_iteration, start_pooling_layer,
+                                stream_seed, whitener_seed)
+from cnce.images.runs import (STATE_FILE, DirtyTreeError, cnce_tree, driver_record, git_commit, load_checkpoint,
+                              write_provenance, writes_dirty_weights)
 
 __all__ = ["branch_state", "make_source", "train", "train_comparison", "COMPARE_FILE", "COMPARE_VARIANTS"]
 
@@ -116,35 +118,59 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
         code_commit: the commit the code came from, recorded instead of what git reports (the
             copy of the tree on a lent GPU machine carries a stale ``.git``); the provenance also
             records a hash of the package's source (:func:`cnce.provenance.package_source_hash`),
-            which :func:`cnce.images.runs.adopt_device_runs` checks against that commit.
+            which :func:`companion.adopt.adopt_device_runs` checks against that commit.
         driver: the script that started this run (it chose the config, seed and data); every
             session records its path relative to the repository and the SHA-256 of its source,
             which the adoption checks against the commit too.
         data: a description of ``source``'s images for the provenance (default: "given PatchSource").
     """
-    from tqdm.auto import tqdm
-
     cfg = get_config(config)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
     layers = tuple(int(l) for l in layers)
     if not layers or any(l not in ImageNetwork.LAYERS for l in layers) or list(layers) != sorted(set(layers)):
         raise ValueError(f"layers must be ascending values from {ImageNetwork.LAYERS}; got {layers!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ValueError(f"seed must be an int; got {seed!r}")
+    validate(seed, Integer(), "seed")
     dev = resolve_device(device)
-    if threads is not None:
-        torch.set_num_threads(int(threads))
-    if dev.type == "cpu":
-        # Adam drives unused pooling weights towards 0, and their squares (the pooling weights
-        # q = w**2) into float32's denormal range (below 1.2e-38), where CPU arithmetic is up to
-        # 100 times slower: with the authors' dense pooling start a layer-2 meta-iteration of
-        # `demo` went from 3 s to over 60 s. Flush denormals to zero (a change below 1.2e-38).
-        torch.set_flush_denormal(True)
-    if dev.type == "cuda":
-        # TF32 matmuls round the inputs to 10-bit mantissas; off unless the config asks for it.
-        torch.backends.cuda.matmul.allow_tf32 = bool(cfg.tf32)
-        torch.backends.cudnn.allow_tf32 = bool(cfg.tf32)
+    with torch_switches(dev, threads=threads, tf32=cfg.tf32):
+        return _train(cfg, out=out, layers=layers, method=method, dev=dev, seed=seed, images=images, source=source,
+                      snapshots=snapshots, progress=progress, monitor=monitor, allow_dirty=allow_dirty,
+                      code_commit=code_commit, driver=driver, data=data)
+
+
+@contextlib.contextmanager
+def torch_switches(dev: torch.device, *, threads: int | None = None, tf32: bool = False):
+    """The process-wide torch switches a training run sets, restored when it ends (or fails).
+
+    ``threads``: ``torch.set_num_threads`` (None: as is). On the CPU, denormals are flushed to
+    zero: Adam drives unused pooling weights towards 0, and their squares (the pooling weights
+    q = w**2) into float32's denormal range (below 1.2e-38), where CPU arithmetic is up to 100
+    times slower (a layer-2 meta-iteration of `demo` went from 3 s to over 60 s with the authors'
+    dense pooling start); torch has no getter for this flag, so it is turned off after (torch's
+    default). On CUDA, TF32 matmuls (inputs rounded to 10-bit mantissas) follow ``tf32``."""
+    before_threads = torch.get_num_threads()
+    before_tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    try:
+        if threads is not None:
+            torch.set_num_threads(int(threads))
+        if dev.type == "cpu":
+            torch.set_flush_denormal(True)
+        if dev.type == "cuda":
+            torch.backends.cuda.matmul.allow_tf32 = bool(tf32)
+            torch.backends.cudnn.allow_tf32 = bool(tf32)
+        yield
+    finally:
+        torch.set_num_threads(before_threads)
+        if dev.type == "cpu":
+            torch.set_flush_denormal(False)
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before_tf32
+
+
+def _train(cfg: ImageConfig, *, out, layers, method, dev, seed, images, source, snapshots, progress, monitor,
+           allow_dirty, code_commit, driver, data) -> dict:
+    """The body of :func:`train`, inside :func:`torch_switches`."""
+    from tqdm.auto import tqdm
+
     out = Path(out)
     dirty = writes_dirty_weights(out)
     if dirty and not allow_dirty:
@@ -154,14 +180,14 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
     path = out / STATE_FILE
 
     if path.is_file():
-        state = torch.load(path, map_location="cpu", weights_only=False)
+        state = load_checkpoint(path)
         for key, want in (("config", cfg.to_dict()), ("method", method), ("seed", seed)):
             if state[key] != want:
                 raise ValueError(f"out={str(out)!r} holds a run with a different {key}: {state[key]!r}; use another out")
     else:
         state = dict(config=cfg.to_dict(), sizes=cfg.sizes(), method=method, seed=seed, history={}, seconds={},
                      snapshots={}, opt={}, data=None, whitener=None, network=None, nce_c={}, wh2_retained=None,
-                     device=str(dev), torch=torch.__version__, package=__version__,
+                     device=str(dev), torch=str(torch.__version__), package=__version__,
                      git_commit=code_commit or git_commit())
 
     # every invocation (the first and each resume) records the code it ran with
@@ -203,7 +229,7 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
         n_meta, N = cfg.meta_iters[layer - 1], cfg.n_patches[layer - 1]
         if layer == 3 and state["wh2_retained"] is None:
             with torch.no_grad():
-                u = source.draw(cfg.whiten3_samples(), image_seed(seed, layer, 0, 98), dev)
+                u = source.draw(cfg.whiten3_samples(), stream_seed(seed, layer, 0, Stream.LAYER3_PCA), dev)
                 z2 = _batched(lambda v: net.z2(net.z1(v)), u, cfg.chunk)
                 del u
             state["wh2_retained"] = net.fit_whitening2(z2)
@@ -211,7 +237,7 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
         if len(hist) >= n_meta:
             continue
         if layer in (2, 4) and not hist and cfg.pool_start == "planted":
-            start_pooling_layer(net, layer, image_seed(seed, layer, 0, 97))
+            start_pooling_layer(net, layer, stream_seed(seed, layer, 0, Stream.POOLING_START))
         for p in net.layer_params(layer):
             p.requires_grad_(True)
         c0 = 0.0 if cfg.nce_c == "reset" else float(state["nce_c"].get(lk, 0.0))
@@ -225,7 +251,7 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
         for m in bar:
             t0 = time.perf_counter()
             u = meta_batch(source, cfg, layer, m, seed, dev, main_cache)
-            gen = torch.Generator(device=dev).manual_seed(image_seed(seed, layer, m, 1))
+            gen = torch.Generator(device=dev).manual_seed(stream_seed(seed, layer, m, Stream.NOISE))
             opt = make_optimizer(cfg, params, layer)
             if cfg.optimizer == "adam" and lk in state["opt"]:
                 opt.load_state_dict(state["opt"][lk])
@@ -236,7 +262,7 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
             if cfg.nce_c == "reset":
                 with torch.no_grad():
                     extra["c"].zero_()  # their NCEstimator.m: theta rebuilt with c = 0
-            unseen = source.draw(min(cfg.eps_n, N), image_seed(seed, layer, m, 3), dev)  # never trained on
+            unseen = source.draw(min(cfg.eps_n, N), stream_seed(seed, layer, m, Stream.UNSEEN), dev)  # never trained on
             rec = run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_eps=tune, unseen=unseen)
             del u, unseen
             if method == "nce":

@@ -1,6 +1,7 @@
 """Argument checks of :mod:`cnce.nn` (internal). Every error names the argument and its value."""
 from __future__ import annotations
 
+import contextlib
 import numbers
 
 import numpy as np
@@ -9,7 +10,7 @@ import torch
 from .._validation import check_positive
 from .._validation import check_seed as _check_seed
 
-__all__ = ["as_number", "positive_number", "check_seed"]
+__all__ = ["as_number", "positive_number", "check_seed", "torch_threads"]
 
 
 def _scalar(value, name, what):
@@ -41,3 +42,16 @@ def positive_number(value, name: str) -> float:
 def check_seed(seed, name: str = "seed") -> int:
     """An integer >= 0 (an int, a 0-d integer tensor or a numpy integer)."""
     return _check_seed(_scalar(seed, name, "an integer >= 0"), name)
+
+
+@contextlib.contextmanager
+def torch_threads(n: int | None):
+    """torch's CPU threads set to ``n`` inside the block and restored after (``None``: unchanged)."""
+    before = torch.get_num_threads()
+    if n is not None:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        if n is not None:
+            torch.set_num_threads(before)

@@ -31,7 +31,9 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from ..provenance import REPO_ROOT, atomic_write_text, derive_seed, environment_record
+from ..errors import TrainingError
+from ..locations import data_dir
+from ..provenance import atomic_write_text, derive_seed, environment_record
 from .objectives import CNCELoss, DSMLoss, NCELoss, SSMLoss
 from .toys import CASES, TOYS, MLPEnergy, QuarticEnergy, normaliser_check, sample_toy
 from .toys import _log_phi_on  # noqa: PLC2701 (the held-out points share one log Z)
@@ -90,7 +92,8 @@ SETTINGS = {"paper": StudySettings(), "tiny": StudySettings(seeds=1, steps=20, n
 
 
 def results_path(name: str = "nn-study"):
-    return REPO_ROOT / "data" / "results" / "paper" / f"{name}.csv"
+    """``results/paper/<name>.csv`` under the data folder (:func:`cnce.locations.data_dir`)."""
+    return data_dir() / "results" / "paper" / f"{name}.csv"
 
 
 def cells(settings: StudySettings):
@@ -138,7 +141,7 @@ def _run(arch, dataset, seed, method, value, sc, xtr, xva, xte, unit):
         res = train(net, xtr, loss, steps=sc.steps, batch_size=sc.batch_size, lr=lr,
                     seed=derive_seed(seed, "train", arch, dataset), device="cpu", progress=False)
         scale = res.eps
-    except FloatingPointError as exc:
+    except (FloatingPointError, TrainingError) as exc:
         err, scale = str(exc)[:120], float("nan")
     sec = time.perf_counter() - t0
     row = dict(arch=arch, dataset=dataset, seed=seed, method=method, lr=lr, seconds=sec, scale=scale,

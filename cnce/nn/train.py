@@ -10,10 +10,13 @@ The trainer is a plain loop over the loss objects of :mod:`cnce.nn.objectives`; 
         xb = x[torch.randint(0, N, (batch_size,), generator=batches)]
         opt.zero_grad(); loss(net, xb).backward(); opt.step()
 
-with ``derive_seed`` from :mod:`cnce.provenance` (``data=x`` is used by NCE only). The random
-numbers are drawn on the CPU, so a CPU and a GPU see the same ones; the checkpoint holds the
-network, the optimiser, the loss (its generator and what it chose) and the batch generator, so
-that a resumed run continues exactly as the uninterrupted one.
+with ``derive_seed`` from :mod:`cnce.provenance` (``data=x`` is used by NCE only), and a
+:class:`cnce.nn.HealthCheck` after every step (``health=True``), which draws no random
+numbers. The loss's random numbers are drawn on the device of the data (a GPU run draws
+other numbers than a CPU run of the same seed); the checkpoint holds the network, the
+optimiser, the loss (its generator and what it chose) and the batch generator, so that a
+resumed run continues exactly as the uninterrupted one. Small networks train on one CPU
+thread (``threads``): at this size torch's thread pool costs more than it saves.
 """
 from __future__ import annotations
 
@@ -33,13 +36,17 @@ from ..noise import ConditionalNoise
 from ..provenance import atomic_torch_save, derive_seed, generator
 from . import losses as L
 from ._checks import check_seed, positive_number
+from ..errors import TrainingError
+from .health import HealthCheck
 from .objectives import DSM_SIGMA, EPS_CAP, EnergyLoss, make_loss
 
-__all__ = ["train", "TrainResult", "METHODS", "EPS_CAP", "DSM_SIGMA", "CHECKPOINT_FORMAT"]
+__all__ = ["train", "TrainResult", "METHODS", "EPS_CAP", "DSM_SIGMA", "CHECKPOINT_FORMAT", "SMALL_NETWORK"]
 
 METHODS = ("cnce", "nce", "dsm", "ssm")
 #: the tag every checkpoint of :func:`train` carries
 CHECKPOINT_FORMAT = "cnce.nn.train/2"
+#: networks of at most this many parameters train on one CPU thread by default (``threads=None``)
+SMALL_NETWORK = 100_000
 
 
 @dataclass
@@ -93,6 +100,16 @@ class TrainResult:
         if self.val["step"]:
             df = df.merge(pd.DataFrame(self.val), on="step", how="left")
         return df
+
+
+def _diverged(exc: TrainingError, ckpt, saved):
+    """Re-raise ``exc`` saying which checkpoint (the last good state) is kept."""
+    where = (f"; the checkpoint {str(ckpt)!r} keeps step {saved}, the last good state" if ckpt is not None and saved
+             else "; no checkpoint was written before it" if ckpt is not None else "")
+    err = TrainingError(str(exc) + where)
+    err.cause, err.step, err.last_good = (getattr(exc, "cause", "diverged"), getattr(exc, "step", None),
+                                          saved if ckpt is not None else getattr(exc, "last_good", None))
+    raise err from None
 
 
 def _params_of(log_phi, params):
@@ -193,7 +210,7 @@ def train(log_phi, x, method="cnce", *, kappa: int = 10, eps=None, sigma=None, s
           noise: ConditionalNoise | None = None, eps_every: int | None = None, eps_rule=None,
           ssm_variance_reduction: bool | None = None, params=None, energy: bool = False,
           checkpoint: str | os.PathLike | None = None, checkpoint_every: int | None = None,
-          progress: bool = True) -> TrainResult:
+          progress: bool = True, threads: int | None = None, health: bool = True) -> TrainResult:
     """Train an energy network ``log_phi: (B, D) -> (B,)`` in place on data ``x (N, D)``.
 
     Args:
@@ -229,6 +246,12 @@ def train(log_phi, x, method="cnce", *, kappa: int = 10, eps=None, sigma=None, s
             and the data (a fingerprint) must match; ``steps`` may grow (for every method),
             and the run continues exactly as without the interruption.
         progress: show a progress bar (tqdm).
+        threads: torch's CPU threads while training (restored afterwards); ``None`` (default):
+            one thread for a network of at most :data:`SMALL_NETWORK` parameters on the CPU
+            (for small networks, torch's thread pool costs more than it saves: see
+            ``python -m benchmarks.nn_threads``), torch's setting otherwise.
+        health: run a :class:`cnce.nn.HealthCheck` after every step (collapse to a constant
+            network, blow-up, a stalled NCE normaliser).
 
     Returns:
         a :class:`TrainResult`.
@@ -241,7 +264,10 @@ def train(log_phi, x, method="cnce", *, kappa: int = 10, eps=None, sigma=None, s
             not depend on its input or on a trainable parameter, or that is linear in ``x``
             under a score-matching method, a checkpoint path that cannot be written, a file
             that is not a checkpoint of ours, or one written for another network or data.
-        FloatingPointError: when the loss becomes NaN or infinite (naming ``lr``).
+        cnce.errors.TrainingError: when the loss becomes NaN or infinite, blows up, the network
+            collapses to a constant, or NCE's normaliser stalls (the message names the likely
+            cause and ``lr``); with ``checkpoint``, the file keeps the last step at which
+            nothing was suspect (``err.last_good``), not the diverged state.
     """
     if isinstance(method, EnergyLoss):
         loss = method
@@ -264,6 +290,10 @@ def train(log_phi, x, method="cnce", *, kappa: int = 10, eps=None, sigma=None, s
     val_every = max(1, steps // 10) if val_every is None else check_positive_int(val_every, "val_every")
     checkpoint_every = (max(1, steps // 10) if checkpoint_every is None
                         else check_positive_int(checkpoint_every, "checkpoint_every"))
+    if threads is not None:
+        threads = check_positive_int(threads, "threads")
+    if not isinstance(health, bool):
+        raise ValueError(f"health must be True or False; got {health!r}")
     if not callable(log_phi):
         raise ValueError(f"log_phi must be a torch.nn.Module or a callable (B, D) -> (B,); got {type(log_phi).__name__}")
     if loss is None:  # every argument checked, before the data are touched
@@ -344,18 +374,30 @@ def train(log_phi, x, method="cnce", *, kappa: int = 10, eps=None, sigma=None, s
 
         bar = tqdm(total=steps, initial=start, desc=f"cnce.nn.train {method}", unit="step", file=sys.stderr,
                    leave=False)
+    check = HealthCheck(loss, lr=lr) if health else None
+    saved = [start if ckpt is not None and start else None]
+    n_params = sum(p.numel() for p in params)
+    want = threads if threads is not None else (1 if dev.type == "cpu" and n_params <= SMALL_NETWORK else None)
+    threads_before = torch.get_num_threads()
+    if want is not None:
+        torch.set_num_threads(want)
     t0 = time.perf_counter()
-    try:
+    try:  # torch's thread setting is restored in the finally clause
         for t in range(start, steps):
             idx = torch.randint(0, N, (batch_size,), generator=batches)
             xb = x[idx.to(dev)]
             value = loss(log_phi, xb)
             if not torch.isfinite(value):
-                raise FloatingPointError(f"the {method} loss is {float(value.detach())} at step {t}; "
-                                         f"lower lr (got lr={lr})")
+                _diverged(TrainingError(f"the {method} loss is {float(value.detach())} at step {t}: the loss is "
+                                        f"not finite (diverged); lower lr (got lr={lr})"), ckpt, saved[0])
             opt.zero_grad(set_to_none=True)
             value.backward()
             opt.step()
+            if check is not None:
+                try:
+                    check(value, log_phi, xb)
+                except TrainingError as exc:
+                    _diverged(exc, ckpt, saved[0])
             res.history["step"].append(t)
             res.history["loss"].append(float(value.detach()))
             res.history["eps"].append(loss.scale)
@@ -364,11 +406,15 @@ def train(log_phi, x, method="cnce", *, kappa: int = 10, eps=None, sigma=None, s
                 bar.update(1)
             if x_val is not None and (t + 1) % val_every == 0:
                 record_val(t + 1)
-            if ckpt is not None and ((t + 1) % checkpoint_every == 0 or t + 1 == steps):
+            if ckpt is not None and ((t + 1) % checkpoint_every == 0 or t + 1 == steps) and not (
+                    check is not None and check.suspect):  # never overwrite the last good state with a suspect one
                 save(t + 1)
+                saved[0] = t + 1
         if x_val is not None and (not res.val["step"] or res.val["step"][-1] != steps):
             record_val(steps)  # off the val_every grid: not in the checkpoint, so a longer resumed run has no extra entry
     finally:
+        if want is not None:
+            torch.set_num_threads(threads_before)
         if bar is not None:
             bar.close()
     res.seconds = time.perf_counter() - t0

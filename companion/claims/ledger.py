@@ -17,12 +17,14 @@ from pathlib import Path
 
 from cnce import provenance
 
+from ..paths import REPO_ROOT
+
 from . import Claim, Record, claims
 
 __all__ = ["LEDGER", "Context", "compute", "write", "load", "code_hash", "input_hash", "stale",
            "records", "record"]
 
-ROOT = provenance.REPO_ROOT
+ROOT = REPO_ROOT  # the repository (the companion knows it; the library does not)
 #: the ledger, relative to the repository
 LEDGER = Path("data") / "claims" / "ledger.json"
 FORMAT = 1

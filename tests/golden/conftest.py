@@ -8,13 +8,13 @@ cell that raises still fails. Cells whose output is provenance (timestamps, comm
 times) should carry the tag ``nbval-ignore-output`` in their notebook
 (``# %% tags=["nbval-ignore-output"]``).
 
-The goldens are produced by ``python -m cnce goldens`` (``cnce.batch.regenerate_goldens``):
-executed in ``notebooks/`` under :data:`cnce.kernel_env.GOLDEN_ENV` (one thread, fixed hash seed,
+The goldens are produced by ``python -m companion goldens`` (``companion.reruns.regenerate_goldens``):
+executed in ``notebooks/`` under :data:`companion.process_env.GOLDEN_ENV` (one thread, fixed hash seed,
 no progress bars) on the native CPU. Each golden is checked twice, and no notebook runs a
 third time:
 
 * **here, by nbval, on another CPU:** the kernels compile for a generic x86-64 and torch runs
-  its baseline kernels (:func:`cnce.kernel_env.generic_cpu_env`), with two threads instead of one
+  its baseline kernels (:func:`companion.process_env.generic_cpu_env`), with two threads instead of one
   (``--golden-cpu native`` and ``--golden-threads 1`` give the goldens' own settings;
   ``tests/test_portability.py`` runs the other pairs under ``-m slow``);
 * **in the goldens' own configuration** (native CPU, one thread), on the notebooks the book
@@ -34,8 +34,8 @@ import nbformat
 import nbval.kernel
 import nbval.plugin
 
-from cnce.batch import default_notebooks_dir
-from cnce.kernel_env import GOLDEN_ENV, generic_cpu_env, thread_env
+from companion.reruns import default_notebooks_dir
+from companion.process_env import GOLDEN_ENV, generic_cpu_env, thread_env
 from tolerant_compare import compare_text, tolerance_for
 
 HERE = Path(__file__).resolve().parent

@@ -1,7 +1,7 @@
 """The goldens in their own configuration, on the notebooks the book build executed.
 
 The book build executes every notebook as the goldens were made: in ``notebooks/``, under
-:data:`cnce.kernel_env.GOLDEN_ENV` (one thread), on this machine's CPU, with the default
+:data:`companion.process_env.GOLDEN_ENV` (one thread), on this machine's CPU, with the default
 parameters (quick scale, seed 0). Its executed copies (the execution cache,
 ``.jupyter_cache/``, which keeps every output; the copies under ``_build/jupyter_execute/``
 lack the glued ones) are compared here with the goldens, cell by cell, as nbval compares them
@@ -20,8 +20,8 @@ import nbformat
 import nbval.plugin
 import pytest
 
-from cnce.book import book_is_current, build_book
-from cnce.provenance import REPO_ROOT
+from companion.book import book_is_current, build_book
+from companion.paths import REPO_ROOT
 from tolerant_compare import compare_outputs, tolerance_for
 
 pytestmark = pytest.mark.book
@@ -54,7 +54,7 @@ SANITIZE = _sanitizer()
 def executed() -> dict:
     """The book build's executed notebooks by name (``02_consistency``): the latest execution
     of each in the execution cache. The build is current, so each is the one of its code as it
-    is now (``cnce book`` empties the cache when the package or the stored results change)."""
+    is now (``companion book`` empties the cache when the package or the stored results change)."""
     from jupyter_cache import get_cache
 
     if not book_is_current():

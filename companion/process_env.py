@@ -1,8 +1,8 @@
 """The environment that notebook kernels and other child processes run under: thread counts
 (:func:`thread_env`), the goldens' and the book's settings (:data:`GOLDEN_ENV`), a stand-in for
 another x86-64 CPU (:func:`generic_cpu_env`), and the one place that sets them
-(:func:`deterministic_env`). The batch reruns and goldens (:mod:`cnce.batch`), the book build
-(:mod:`cnce.book`) and ``python -m cnce compile --cpu generic`` (:mod:`cnce.precompile`) import
+(:func:`deterministic_env`). The batch reruns and goldens (:mod:`companion.reruns`), the book build
+(:mod:`companion.book`) and ``python -m companion compile-generic`` (:mod:`cnce.precompile`) import
 them from here.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Iterator, Mapping
 
-from .provenance import REPO_ROOT
+from .paths import REPO_ROOT
 
 __all__ = ["GOLDEN_ENV", "deterministic_env", "generic_cpu_env", "thread_env"]
 

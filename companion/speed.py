@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from .provenance import REPO_ROOT
+from .paths import REPO_ROOT
 
 __all__ = ["RESULTS", "NOTES", "render", "e2e_totals"]
 

@@ -1,6 +1,6 @@
-"""The book build: ``python -m cnce book`` builds the Jupyter Book into ``_build/html`` at quick
+"""The book build: ``python -m companion book`` builds the Jupyter Book into ``_build/html`` at quick
 scale, with every notebook executed through the execution cache (two at a time, largest first,
-:func:`prefill_execution_cache`) under the goldens' environment (:data:`cnce.kernel_env.GOLDEN_ENV`),
+:func:`prefill_execution_cache`) under the goldens' environment (:data:`companion.process_env.GOLDEN_ENV`),
 and knows whether a built book is current (:func:`book_is_current`).
 """
 from __future__ import annotations
@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 from typing import Iterable
 
-from ._validation import check_positive_int
-from .kernel_env import GOLDEN_ENV, deterministic_env, thread_env
-from .provenance import REPO_ROOT
+from cnce._validation import check_positive_int
+from .process_env import GOLDEN_ENV, deterministic_env, thread_env
+from .paths import REPO_ROOT
 
 __all__ = ["book_sources_hash", "book_is_current", "build_book", "prefill_execution_cache", "register"]
 
@@ -22,8 +22,10 @@ __all__ = ["book_sources_hash", "book_is_current", "build_book", "prefill_execut
 #: Sources whose content decides whether a built book is current.
 _BOOK_SOURCES = ("_config.yml", "_toc.yml", "book", "notebooks")
 #: Sources whose change makes cached notebook executions stale (the execution cache keys on
-#: the notebooks' code cells only, so a change in the package would otherwise be missed).
-_EXECUTION_SOURCES = ("cnce", "data/results")
+#: the notebooks' code cells only, so a change in the package would otherwise be missed): the
+#: library, the companion the pages call (the ledger's rendering), and every committed input the
+#: pages read (results, the claims ledger, checks, image-model runs).
+_EXECUTION_SOURCES = ("cnce", "companion", "data/results", "data/claims", "data/checks", "data/weights")
 _BUILD_STAMP = "_build/html/.cnce-build.json"
 _CACHE_STAMP = ".jupyter_cache/.cnce-execution-sources"
 
@@ -199,7 +201,9 @@ def build_book(
     cmd = [str(jb) if jb.exists() else "jupyter-book", "build", "--all", "."]
     if strict:
         cmd += ["-W", "-n", "--keep-going"]
-    env = {**GOLDEN_ENV, **thread_env(threads)}
+    # the book's Sphinx extension and the notebooks' kernels import the companion from this repository
+    path = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**GOLDEN_ENV, **thread_env(threads), "PYTHONPATH": path}
     t0 = time.perf_counter()
     with deterministic_env(env):
         if jobs > 1:
