@@ -30,6 +30,8 @@ import cnce
 from cnce import asymptotics, provenance
 from cnce.models import get_model
 
+from .paths import REPO_ROOT
+
 #: (model, its constructor's arguments, the parameter groups as (name, indices or None: all))
 MODELS = {
     "gaussian": ({"dim": 5}, "diagonal and off-diagonal entries of the precision matrix"),
@@ -39,9 +41,9 @@ MODELS = {
     "ring": ({"dim": 5}, "the precision of the radius"),
 }
 KAPPA = 10
-DEFAULT_OUT = provenance.REPO_ROOT / "data" / "results" / "asymptotics"
+DEFAULT_OUT = REPO_ROOT / "data" / "results" / "asymptotics"
 #: the committed paper-scale results whose error curves get a predicted level
-PAPER_RESULTS = provenance.REPO_ROOT / "data" / "results" / "paper"
+PAPER_RESULTS = REPO_ROOT / "data" / "results" / "paper"
 
 
 def groups(model) -> dict[str, list[int]]:

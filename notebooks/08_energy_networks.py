@@ -59,7 +59,8 @@ import cnce
 import cnce.nn as cnn
 from cnce.nn import compare, plots
 from cnce.nn import study as nn_study
-from cnce.report import glue, glue_verdict
+from cnce.report import glue
+from companion.claims.render import glue_verdict_block
 
 pd.set_option("display.width", 120)
 LABELS = plots.LABELS
@@ -322,16 +323,12 @@ pd_def = compare.paired(defaults)
 glue("default_lower", int((pd_def.outcome == "lower").sum()))
 glue("default_higher", int((pd_def.outcome == "higher").sum()))
 glue("default_n", len(pd_def))
-glue_verdict("verdict_block", "A question of ours, beyond the paper: should a neural "
-             "energy be trained with CNCE rather than NCE, DSM or SSM, and with which eps "
-             "rule? Exact held-out log-likelihood, methods tuned on equal validation "
-             "budgets, six 2-D densities.",
-             [("beyond the paper", st, lab) for lab, st in items]
-             + [("beyond the paper", f"'{default}' is never significantly below the best "
-                 "fixed eps" if default else "every schedule is significantly below the "
-                 "best fixed eps somewhere", "eps rule")],
-             note=f"{n_seeds} seeds with data redrawn per seed; paired intervals, "
-                  "Bonferroni-corrected; 'no significant difference' where they contain 0.")
+# the verdict block at the top of this page: its row of the claims ledger (data/claims/ledger.json,
+# computed from the committed study by the same comparison functions)
+glue_verdict_block("08_energy_networks", "A question of ours, beyond the paper: should a neural "
+                   "energy be trained with CNCE rather than NCE, DSM or SSM, and with which eps "
+                   "rule? Exact held-out log-likelihood, methods tuned on equal validation "
+                   "budgets, six 2-D densities.", name="verdict_block")
 
 # %% [markdown]
 # **At the defaults, untuned.** On the three-Gaussian mixture (MLP, {glue:text}`mix_seeds`

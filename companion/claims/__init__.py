@@ -216,6 +216,7 @@ def claims() -> list[Claim]:
     module's order of declarations)."""
     from . import synthetic  # noqa: F401, I001  (importing declares; this order is the book's)
     from . import images  # noqa: F401
+    from . import nn  # noqa: F401
     from . import theory  # noqa: F401
 
     return list(_REGISTRY.values())

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from cnce.provenance import REPO_ROOT
+from companion.paths import REPO_ROOT
 
 from . import OURS, QUESTION, Record, declare
 
