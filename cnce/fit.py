@@ -182,6 +182,19 @@ def fit(
                              "eps='auto' for the heuristic)")
     else:
         eps = None
+    form = plan.formulation(model, method, noise, x, options)
+    mod = backends.choose(model, method, noise, dev, dtype, form, backend)
+    if mod.NAME == "torch":  # checked before the noise is drawn: a refusal costs nothing
+        need = plan.simulation_bytes(model, method, N, kappa if uses_noise else None, dtype)
+        if need > options.memory_budget_bytes:
+            fused_fits = backends.compiled.supports(model, method, noise, torch.device("cpu"), torch.float64, form) is None
+            noise_gb = N * (kappa or 0) * D * 8 / 2**30
+            alt = (f"backend='fused' on the CPU (it forms no features: it holds the data and the drawn noise, about "
+                   f"{noise_gb:.1f} GB)" if fused_fits else "fewer rows or a smaller kappa")
+            raise InputError(
+                f"this fit needs about {need / 2**30:.1f} GB for one simulation on the torch backend ({N} rows x "
+                f"kappa={kappa}), above options.memory_budget_gb = {options.memory_budget_gb:g}; use {alt}, or raise "
+                f"the budget (cnce.option_context(memory_budget_gb=...)) if the memory is there")
     gen = make_generator(seed)
     if theta0 is None:
         theta0 = model.init_params(S, generator=gen)
@@ -190,18 +203,6 @@ def fit(
         if noise_base is None:
             noise_base = noise_mod.default_base(noise, S, N, kappa, D, gen, threads=threads)
         noise_base = _check_base(noise_base, S, N, kappa, D).to(device=dev, dtype=dtype)
-    form = plan.formulation(model, method, noise, x, options)
-    mod = backends.choose(model, method, noise, dev, dtype, form, backend)
-    if mod.NAME == "torch":
-        need = plan.simulation_bytes(model, method, N, kappa if uses_noise else None, dtype)
-        if need > options.memory_budget_bytes:
-            fused_fits = backends.compiled.supports(model, method, noise, torch.device("cpu"), torch.float64, form) is None
-            alt = ("backend='fused' on the CPU (the compiled kernels stream the rows: little memory)" if fused_fits
-                   else "fewer rows or a smaller kappa")
-            raise InputError(
-                f"this fit needs about {need / 2**30:.1f} GB for one simulation on the torch backend ({N} rows x "
-                f"kappa={kappa}), above options.memory_budget_gb = {options.memory_budget_gb:g}; use {alt}, or raise "
-                f"the budget (cnce.option_context(memory_budget_gb=...)) if the memory is there")
     kernel = model.compiled_kernels.get(method) if mod.NAME == "fused" else None
     problem = backends.FitProblem(
         model=model, x=x, method=method, kappa=kappa if uses_noise else None, eps=eps, noise=noise,
