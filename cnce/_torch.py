@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import torch
+from .errors import InputError
 
 from .constraints import Integer, validate
 
@@ -19,9 +20,9 @@ def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as exc:
-        raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or a torch.device; got {device!r}") from exc
+        raise InputError(f"device must be 'auto', 'cpu', 'cuda' or a torch.device; got {device!r}") from exc
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={device!r} was requested but CUDA is not available on this machine")
+        raise InputError(f"device={device!r} was requested but CUDA is not available on this machine")
     return dev
 
 
@@ -42,5 +43,5 @@ def as_tensor(x, *, dtype=torch.float64, device=None, name: str = "x") -> torch.
     try:
         t = torch.as_tensor(x, dtype=dtype, device=device)
     except (TypeError, ValueError, RuntimeError) as exc:
-        raise ValueError(f"{name} must be an array-like of numbers; got {type(x).__name__}") from exc
+        raise InputError(f"{name} must be an array-like of numbers; got {type(x).__name__}") from exc
     return t

@@ -3,17 +3,26 @@
 Sub-commands are contributed by the package's parts; each part exposes
 ``register(subparsers)`` that adds its commands with ``set_defaults(func=...)``.
 
-Errors are reported here, once for every command: a ``ValueError`` (bad input) exits 2 and a
-``RuntimeError`` or ``FileNotFoundError`` (a run that could not finish) exits 1, each with the
-one line ``error: <message>`` on stderr and no traceback.
+Errors are reported here, once for every command (:mod:`cnce.errors`): an input error exits 2, a
+results or run error exits 1, each with the one line ``error: <message>`` on stderr and no
+traceback. Ctrl-C is a :class:`~cnce.errors.RunInterrupted` (exit 1; what finished is kept). An
+``OSError`` that says the disk is full or a folder cannot be written (``ENOSPC``, ``EROFS``,
+``EACCES``, ``ENOTDIR``, ...) is a :class:`~cnce.errors.StorageError`, and a missing file a run
+needs exits 1 naming it. Anything else -- a plain ``ValueError`` from torch included -- is a bug:
+its traceback is shown.
 """
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import sys
 
-from .errors import CnceError, exit_code
+from .errors import CnceError, RunInterrupted, StorageError, exit_code
+
+#: the errnos of a disk or folder that cannot take a write: a storage error, not a bug
+STORAGE_ERRNOS = frozenset(getattr(errno, n) for n in ("ENOSPC", "EROFS", "EACCES", "EPERM", "ENOTDIR", "EISDIR",
+                                                       "EDQUOT", "EFBIG", "ENXIO", "EINVAL") if hasattr(errno, n))
 
 # Modules that contribute sub-commands. A part that is not installed is skipped only when
 # the missing module is that part itself (a broken import inside it still fails loudly).
@@ -72,11 +81,29 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         rc = args.func(args)
-    except (CnceError, ValueError, RuntimeError, FileNotFoundError) as exc:
+    except KeyboardInterrupt:
+        exc = RunInterrupted("interrupted; every finished result is stored: run the same command again to resume")
         print(f"error: {exc}", file=sys.stderr)
-        code = exit_code(exc)
-        return code if code is not None else 2 if isinstance(exc, ValueError) else 1
+        return exit_code(exc)
+    except CnceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exit_code(exc)
+    except FileNotFoundError as exc:
+        print(f"error: {_os_message(exc)}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        if exc.errno not in STORAGE_ERRNOS:
+            raise
+        err = StorageError(f"cannot write: {_os_message(exc)} (choose a writable folder with free space, e.g. with "
+                           "--results-dir or --out)")
+        print(f"error: {err}", file=sys.stderr)
+        return exit_code(err)
     return int(rc or 0)
+
+
+def _os_message(exc: OSError) -> str:
+    where = exc.filename if exc.filename is not None else ""
+    return f"{where}: {exc.strerror or exc}" if where else str(exc.strerror or exc)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -46,6 +46,7 @@ import torch
 from ._validation import _describe
 from .constraints import Integer, Real, validate, validate_fields
 from .losses import LOG4
+from .errors import InputError
 
 __all__ = ["EpsRule", "EpsSearch", "EpsSetting", "eps_schedule", "AUTHORS_RULE", "BERNOULLI_RULE", "SCALE_RULE", "NETWORK_RULE",
            "IMAGE_AUTHORS_RULE", "IMAGE_CARRY_RULE", "IMAGE_LAYER_CAPS", "RULES", "PILOT", "image_rule",
@@ -93,13 +94,13 @@ class EpsRule:
 
     def __post_init__(self):
         if self.search not in SEARCHES:
-            raise ValueError(f"search must be one of {SEARCHES}; got {self.search!r}")
+            raise InputError(f"search must be one of {SEARCHES}; got {self.search!r}")
         validate_fields(self, dict.fromkeys(("start", "grow", "shrink", "cap"), Real(lo=0, lo_open=True)), prefix="")
         if not (0 <= self.near and 0 <= self.far):
-            raise ValueError(f"near and far must be >= 0; got near={self.near!r}, far={self.far!r}")
+            raise InputError(f"near and far must be >= 0; got near={self.near!r}, far={self.far!r}")
         validate(self.max_steps, Integer(lo=0), "max_steps")
         if self.limit is not None and not self.limit >= 0:
-            raise ValueError(f"limit must be None or a number >= 0; got {self.limit!r}")
+            raise InputError(f"limit must be None or a number >= 0; got {self.limit!r}")
 
     def replace(self, **changes) -> "EpsRule":
         return dataclasses.replace(self, **changes)
@@ -164,10 +165,10 @@ class EpsSetting:
 
     def __post_init__(self):
         if self.factor is not None and self.rule is not None:
-            raise ValueError(f"an eps setting is a multiple or a rule, not both; got factor={self.factor!r}, rule={self.rule!r}")
+            raise InputError(f"an eps setting is a multiple or a rule, not both; got factor={self.factor!r}, rule={self.rule!r}")
         validate(self.factor, Real(lo=0, lo_open=True) | None, "factor")
         if self.rule is not None and self.rule not in RULES and self.rule != PILOT:
-            raise ValueError(f"rule must be a name in {sorted([*RULES, PILOT])}; got {self.rule!r}")
+            raise InputError(f"rule must be a name in {sorted([*RULES, PILOT])}; got {self.rule!r}")
 
     @staticmethod
     @functools.lru_cache(maxsize=None)
@@ -185,7 +186,7 @@ class EpsSetting:
                 return EpsSetting(factor=float(text[1:]))
         except (ValueError, AttributeError, TypeError):
             pass
-        raise ValueError(f"eps setting must be 'default', 'x<factor>' with factor > 0 or 'rule:<name>' with a name "
+        raise InputError(f"eps setting must be 'default', 'x<factor>' with factor > 0 or 'rule:<name>' with a name "
                          f"in {sorted([*RULES, PILOT])}; got {text!r}")
 
     @property
@@ -232,7 +233,7 @@ def resolve_eps(eps, noise=None, *, S: int = 1, rule: EpsRule | None = None, pos
         :class:`EpsSearch` whose rule is bounded by ``noise.eps_max``.
     """
     if rule is not None and not isinstance(rule, EpsRule):
-        raise ValueError(f"eps_rule must be a cnce.eps.EpsRule; got {rule!r}")
+        raise InputError(f"eps_rule must be a cnce.eps.EpsRule; got {rule!r}")
     upper = getattr(noise, "eps_max", None)
     if isinstance(eps, str) and eps == "auto":
         if rule is None:
@@ -240,24 +241,24 @@ def resolve_eps(eps, noise=None, *, S: int = 1, rule: EpsRule | None = None, pos
         return EpsSearch(rule.bounded(upper), prefix, margin)
     low = "> 0" if positive else ">= 0"
     if isinstance(eps, (bool, str)):
-        raise ValueError(f"eps must be 'auto' or a number {low}; got {eps!r}")
+        raise InputError(f"eps must be 'auto' or a number {low}; got {eps!r}")
     if rule is not None:
-        raise ValueError(f"eps_rule applies to eps='auto' only (the heuristic's search); got eps={eps!r} "
+        raise InputError(f"eps_rule applies to eps='auto' only (the heuristic's search); got eps={eps!r} "
                          f"and eps_rule={rule!r}")
     try:
         e = torch.as_tensor(eps, dtype=dtype, device=device)
     except (TypeError, ValueError, RuntimeError) as exc:
-        raise ValueError(f"eps must be 'auto' or a number {low}; got {eps!r}") from exc
+        raise InputError(f"eps must be 'auto' or a number {low}; got {eps!r}") from exc
     scalar = e.ndim == 0
     if scalar:
         e = e.expand(S).clone()
     if e.shape != (S,):
-        raise ValueError(f"eps must be a scalar or have shape ({S},); got shape {tuple(e.shape)}")
+        raise InputError(f"eps must be a scalar or have shape ({S},); got shape {tuple(e.shape)}")
     shown = repr(e[0].item()) if scalar else _describe(e)
     if not torch.isfinite(e).all() or (e < 0).any() or (positive and (e == 0).any()):
-        raise ValueError(f"eps must be finite and {low}; got {shown}")
+        raise InputError(f"eps must be finite and {low}; got {shown}")
     if upper is not None and (e > upper).any():
-        raise ValueError(f"eps must lie in [0, {upper}] for this noise (its eps_max); got {shown}")
+        raise InputError(f"eps must lie in [0, {upper}] for this noise (its eps_max); got {shown}")
     return e
 
 
@@ -271,7 +272,7 @@ def eps_schedule(eps, schedules: tuple[str, ...], default: str) -> str | None:
     if eps == "auto":
         return default
     if eps not in schedules:
-        raise ValueError(f"eps must be 'auto', one of {schedules} or a positive number; got {eps!r}")
+        raise InputError(f"eps must be 'auto', one of {schedules} or a positive number; got {eps!r}")
     return eps
 
 
@@ -360,7 +361,7 @@ def choose_eps(J_of_eps, x: torch.Tensor, rule: EpsRule = AUTHORS_RULE, *, retur
         unit = torch.ones(S, dtype=x.dtype, device=x.device)
     if rule.search == "bisect":
         if prefix is not None and prefix < N:
-            raise ValueError("prefix applies to search='scale' rules only")
+            raise InputError("prefix applies to search='scale' rules only")
         eps, trace = _bisect(J_of_eps, rule, unit, active_only)
         if rule.limit is not None:
             eps = eps.clamp(max=rule.limit)
@@ -368,11 +369,11 @@ def choose_eps(J_of_eps, x: torch.Tensor, rule: EpsRule = AUTHORS_RULE, *, retur
     if prefix is not None:
         prefix = int(prefix)
         if prefix < 1:
-            raise ValueError(f"prefix must be a positive number of data points; got {prefix}")
+            raise InputError(f"prefix must be a positive number of data points; got {prefix}")
         if prefix >= N:
             prefix = None
     if not margin >= 0:
-        raise ValueError(f"margin must be >= 0; got {margin}")
+        raise InputError(f"margin must be >= 0; got {margin}")
 
     def J_where(mask, J, eps, n_data):
         """J with the entries of ``mask`` evaluated at the current ``eps`` (on ``n_data`` points)."""

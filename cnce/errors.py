@@ -2,12 +2,13 @@
 
 * :class:`InputError` / :class:`InputTypeError` -- an argument the caller gave is wrong (a value
   out of range, a type that is not accepted). They subclass :class:`ValueError` /
-  :class:`TypeError`, so ``except ValueError`` keeps working. The message names the argument,
+  :class:`TypeError`, so ``except ValueError`` keeps working; :class:`InputDtypeError` (data of a
+  refused type or dtype) is both. The message names the argument,
   the value (or its type) and what is accepted. The command line exits 2 on them.
 * :class:`ResultsError` -- stored results cannot be used as they are: a corrupt or truncated
   table (:class:`CorruptResultsError`), a table of another scale than asked
   (:class:`WrongScaleError`), a table without its provenance record
-  (:class:`MissingProvenanceError`). The message names the file and what to do.
+  (:class:`MissingProvenanceError`), cells not stored yet (:class:`IncompleteResultsError`). The message names the file and what to do.
 * :class:`RunError` -- a run could not finish: interrupted (:class:`RunInterrupted`), no space
   left or a folder that cannot be written (:class:`StorageError`), a run that would record
   results from uncommitted code (:class:`DirtyTreeError`), training that diverged
@@ -19,8 +20,8 @@ run errors; anything else is a bug and shows its traceback. Every class here der
 """
 from __future__ import annotations
 
-__all__ = ["CnceError", "InputError", "InputTypeError", "ResultsError", "CorruptResultsError", "WrongScaleError",
-           "MissingProvenanceError", "RunError", "RunInterrupted", "StorageError", "DirtyTreeError", "TrainingError",
+__all__ = ["CnceError", "InputError", "InputTypeError", "InputDtypeError", "ResultsError", "CorruptResultsError", "WrongScaleError",
+           "MissingProvenanceError", "IncompleteResultsError", "RunError", "RunInterrupted", "StorageError", "DirtyTreeError", "TrainingError",
            "exit_code"]
 
 
@@ -35,6 +36,12 @@ class InputError(CnceError, ValueError):
 
 class InputTypeError(CnceError, TypeError):
     """An argument's type is not accepted (the message names the argument, its type and what is accepted)."""
+
+
+class InputDtypeError(InputTypeError, ValueError):
+    """Data of a type or dtype that is not accepted (strings, objects, complex numbers, booleans for a
+    continuous model, ...). A ``TypeError``, and also a ``ValueError`` because these were
+    ``ValueError`` before the hierarchy existed (as numpy's ``AxisError`` is both)."""
 
 
 # -------------------------------------------------------------------------------- results
@@ -52,6 +59,11 @@ class WrongScaleError(ResultsError):
 
 class MissingProvenanceError(ResultsError):
     """A results table has no provenance record beside it."""
+
+
+class IncompleteResultsError(ResultsError, ValueError):
+    """Cells a caller asked for are not stored (yet); the message says which and how to compute
+    them. A ``ValueError`` too, as it was before the hierarchy existed."""
 
 
 # ------------------------------------------------------------------------------------ run

@@ -20,6 +20,7 @@ declares (:class:`~cnce.models.UnnormalisedModel`), never on its class.
 """
 from __future__ import annotations
 
+import math
 import time
 
 import torch
@@ -27,8 +28,9 @@ import torch
 from . import backends
 from . import noise as noise_mod
 from ._torch import make_generator, resolve_device
-from ._validation import check_applies, check_data, check_kappa, check_positive_int, check_theta
+from ._validation import check_applies, check_kappa, check_positive_int, check_rows, check_theta
 from .backends import plan
+from .errors import InputError
 from .eps import EpsRule, resolve_eps
 from .models.base import UnnormalisedModel
 from .options import FitOptions, NewtonSettings, get_options
@@ -72,9 +74,11 @@ def fit(
         method: ``"cnce"`` (Eqs. 8-9), ``"nce"``, ``"mle"`` or ``"sm"``; see ``model.methods``.
         kappa: noise samples per data point (CNCE) / noise-to-data ratio nu (NCE), an integer >= 1;
             default 10. MLE and SM take none (``ValueError``).
-        eps: CNCE only: ``"auto"`` (the heuristic, :mod:`cnce.eps`), a number >= 0 (also a 0-d
+        eps: CNCE only: ``"auto"`` (the heuristic, :mod:`cnce.eps`), a number > 0 (also a 0-d
             tensor or numpy scalar) or an ``(S,)`` tensor, settled by :func:`cnce.eps.resolve_eps`.
-            Flip noise (Bernoulli) needs eps in [0, 1]. The other methods take no eps
+            eps = 0 is refused (the noise would equal the data). Flip noise (Bernoulli) needs eps
+            in (0, 1]. A fixed eps far from the data's scale gives ``converged=False`` and a ``reason``
+            (below 1/sqrt(N kappa) of the scale, or above 30 scales). The other methods take no eps
             (``ValueError`` for anything but ``"auto"``, the default).
         seed: seeds the initialisation and noise draws (a ``torch.Generator`` also works).
         theta0: initial parameters ``(S, P)`` or ``(P,)``; default ``model.init_params``.
@@ -128,17 +132,17 @@ def fit(
     """
     t0 = time.perf_counter()
     if not isinstance(model, UnnormalisedModel):
-        raise ValueError(f"model must be a cnce.models.UnnormalisedModel instance; got {model!r}")
+        raise InputError(f"model must be a cnce.models.UnnormalisedModel instance; got {model!r}")
     if not isinstance(method, str) or method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+        raise InputError(f"method must be one of {METHODS}; got {method!r}")
     if method not in model.methods:
-        raise ValueError(f"method {method!r} does not apply to {model!r}; its methods are {model.methods}")
+        raise InputError(f"method {method!r} does not apply to {model!r}; its methods are {model.methods}")
     if not isinstance(backend, str) or backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}; got {backend!r}")
+        raise InputError(f"backend must be one of {BACKENDS}; got {backend!r}")
     if options is None:
         options = get_options()
     elif not isinstance(options, FitOptions):
-        raise ValueError(f"options must be a cnce.FitOptions; got {options!r}")
+        raise InputError(f"options must be a cnce.FitOptions; got {options!r}")
     if threads is not None:
         threads = check_positive_int(threads, "threads")
     else:
@@ -148,11 +152,14 @@ def fit(
     if max_iter is not None:
         max_iter = check_positive_int(max_iter, "max_iter", 0)
     if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol >= 0:
-        raise ValueError(f"tol must be a number >= 0; got {tol!r}")
+        raise InputError(f"tol must be a number >= 0; got {tol!r}")
     dev = resolve_device(device)
     if dtype not in (torch.float64, torch.float32):
-        raise ValueError(f"dtype must be torch.float64 or torch.float32; got {dtype!r}")
-    x, batched = check_data(x, model.dim, dtype=dtype, device=dev)
+        raise InputError(f"dtype must be torch.float64 or torch.float32; got {dtype!r}")
+    x = check_rows(x, name="x", D=model.dim, dtype=dtype, device=dev, booleans=model.discrete, sims=True)
+    batched = x.ndim == 3
+    if not batched:
+        x = x.unsqueeze(0)
     model.validate_data(x)
     S, N, D = x.shape
     uses_noise = method in NOISE_METHODS
@@ -164,13 +171,30 @@ def fit(
     if noise is None:
         noise = noise_mod.default_noise(model)
     elif not isinstance(noise, noise_mod.ConditionalNoise):
-        raise ValueError(f"noise must be a cnce.noise.ConditionalNoise; got {noise!r}")
+        raise InputError(f"noise must be a cnce.noise.ConditionalNoise; got {noise!r}")
     # eps settled here, once: the backends get an (S,) tensor or an EpsSearch
     if method == "cnce":
         prefix, margin = options.eps_prefix_settings(N, kappa)
         eps = resolve_eps(eps, noise, S=S, rule=eps_rule, prefix=prefix, margin=margin, dtype=dtype, device=dev)
+        if isinstance(eps, torch.Tensor) and bool((eps == 0).any()):
+            raise InputError(f"eps must be > 0: at eps = 0 the conditional noise equals the data, J_N (Eq. 8) is the "
+                             f"constant 2 log 2 and no parameter can be learned; got eps={_shown(eps)} (use "
+                             "eps='auto' for the heuristic)")
     else:
         eps = None
+    form = plan.formulation(model, method, noise, x, options)
+    mod = backends.choose(model, method, noise, dev, dtype, form, backend)
+    if mod.NAME == "torch":  # checked before the noise is drawn: a refusal costs nothing
+        need = plan.simulation_bytes(model, method, N, kappa if uses_noise else None, dtype)
+        if need > options.memory_budget_bytes:
+            fused_fits = backends.compiled.supports(model, method, noise, torch.device("cpu"), torch.float64, form) is None
+            noise_gb = N * (kappa or 0) * D * 8 / 2**30
+            alt = (f"backend='fused' on the CPU (it forms no features: it holds the data and the drawn noise, about "
+                   f"{noise_gb:.1f} GB)" if fused_fits else "fewer rows or a smaller kappa")
+            raise InputError(
+                f"this fit needs about {need / 2**30:.1f} GB for one simulation on the torch backend ({N} rows x "
+                f"kappa={kappa}), above options.memory_budget_gb = {options.memory_budget_gb:g}; use {alt}, or raise "
+                f"the budget (cnce.option_context(memory_budget_gb=...)) if the memory is there")
     gen = make_generator(seed)
     if theta0 is None:
         theta0 = model.init_params(S, generator=gen)
@@ -179,8 +203,6 @@ def fit(
         if noise_base is None:
             noise_base = noise_mod.default_base(noise, S, N, kappa, D, gen, threads=threads)
         noise_base = _check_base(noise_base, S, N, kappa, D).to(device=dev, dtype=dtype)
-    form = plan.formulation(model, method, noise, x, options)
-    mod = backends.choose(model, method, noise, dev, dtype, form, backend)
     kernel = model.compiled_kernels.get(method) if mod.NAME == "fused" else None
     problem = backends.FitProblem(
         model=model, x=x, method=method, kappa=kappa if uses_noise else None, eps=eps, noise=noise,
@@ -193,13 +215,105 @@ def fit(
         formulation=form, feature_dtype=plan.feature_dtype(model, method, dtype, dev, options),
         projection_block_pairs=options.projection_block_pairs, progress=progress)
     res = mod.solve(problem)
+    _diagnose(res, model, x, theta0, problem, noise)
     res.seconds = time.perf_counter() - t0
     return res if batched else res.unbatch()
 
 
+#: a fit whose noise moves points by less than ``1 / sqrt(N kappa)`` of the data's scale is
+#: dominated by sampling noise: the loss's signal grows as (eps/scale)^2 and its sampling noise
+#: as (eps/scale)/sqrt(N kappa), so the estimate's relative error is about
+#: scale / (eps sqrt(N kappa)) (``tests/test_fit_honest.py`` checks the 1/eps growth)
+SMALL_NOISE = 1.0
+#: noise farther than this many data scales separates noise from data trivially: the loss
+#: underflows towards 0 and the estimate is not determined by the data
+LARGE_NOISE = 30.0
+#: data whose scale lies outside this range is beyond what float64 features of log phi hold
+SCALE_RANGE = (1e-50, 1e50)
+
+
+def _shown(eps: torch.Tensor) -> str:
+    return repr(eps[0].item()) if bool((eps == eps[0]).all()) else f"tensor of {eps.numel()} values"
+
+
+def _diagnose(res, model, x: torch.Tensor, theta0: torch.Tensor, problem, noise) -> None:
+    """Fill ``res.reason`` and clear ``converged`` where the fit cannot be trusted.
+
+    A fit is never reported converged when it never left its start (an iterative solver with
+    ``n_iter == 0`` or ``theta == theta0``), ends at an invalid parameter
+    (``model.valid_params``), or (CNCE) ran with an eps outside what the data's scale allows
+    (:data:`SMALL_NOISE`, :data:`LARGE_NOISE`). Every non-converged fit gets a reason; hints
+    about the data (constant columns, an extreme scale) are added to it."""
+    S, N, D = x.shape
+    conv = res.converged.clone().to(torch.bool)
+    reasons = [[] for _ in range(S)]
+    iterative = problem.optimizer != "closed form"
+    cap = (problem.newton.max_iter if problem.optimizer == "newton" else problem.lbfgs.max_iter) if iterative else None
+    theta = res.theta
+    n_iter = res.n_iter.reshape(-1)
+    finite = ~torch.isnan(theta).any(-1)  # infinities are the model's to judge (LogNormal's C = -inf)
+    if iterative:
+        finite &= torch.isfinite(res.loss.reshape(-1))
+    valid = model.valid_params(theta)
+    stayed = (torch.zeros(S, dtype=torch.bool, device=theta.device) if not iterative
+              else (n_iter == 0) | (theta == theta0.to(theta.dtype)).all(-1))
+    x64 = x.to(torch.float64)
+    std = x64.std(dim=1) if N > 1 else torch.zeros(S, D, dtype=torch.float64)  # (S, D)
+    scale = std.pow(2).mean(-1).sqrt()
+    ratio = None
+    if problem.method == "cnce" and isinstance(res.eps, torch.Tensor):
+        # the noise's typical displacement, measured on the noise itself (any conditional noise)
+        m = min(N, 256)
+        y = noise.apply(x[:, :m], problem.noise_base[:, :m].to(x.dtype), res.eps.to(x.dtype))
+        disp = (y - x[:, :m].unsqueeze(-2)).to(torch.float64).pow(2).mean(dim=(1, 2, 3)).sqrt()
+        ratio = (disp / scale).cpu()
+    auto = not isinstance(problem.eps, torch.Tensor)
+    fix = "the heuristic chose it: the data's scale is the likely cause" if auto else None
+    finite, valid, stayed, conv_l = finite.tolist(), valid.tolist(), stayed.tolist(), conv.tolist()
+    n_iter, scale_l, std_l = n_iter.tolist(), scale.tolist(), std.tolist()
+    ratio = None if ratio is None else ratio.tolist()
+    eps_l = res.eps.tolist() if ratio is not None else None
+    for s in range(S):
+        why = reasons[s]
+        if not finite[s]:
+            why.append("the loss or the estimate is not finite (NaN or inf)")
+        elif not valid[s]:
+            why.append("the fit ended at an invalid parameter (model.valid_params is False: e.g. a precision "
+                       "matrix that is not positive definite)")
+        if stayed[s] and finite[s]:
+            why.append("the fit never moved from its start theta0 (the loss's gradient vanished there)")
+        if ratio is not None and scale_l[s] > 0 and math.isfinite(ratio[s]):
+            r, floor = ratio[s], SMALL_NOISE / math.sqrt(N * problem.kappa)
+            if r < floor:
+                why.append(f"eps={eps_l[s]:.3g} moves the noise by {r:.2g} of the data's scale, below "
+                           f"1/sqrt(N kappa) = {floor:.2g}: the estimate is dominated by sampling noise (its "
+                           "relative error grows as 1/eps); " + (fix or "use a larger eps or eps='auto'"))
+            elif r > LARGE_NOISE:
+                why.append(f"eps={eps_l[s]:.3g} moves the noise by {r:.3g} data scales (more than "
+                           f"{LARGE_NOISE:g}): noise and data separate trivially and the loss vanishes; "
+                           + (fix or "use a smaller eps or eps='auto'"))
+        if not why and not conv_l[s]:
+            if cap is not None and n_iter[s] >= cap:
+                why.append(f"the solver reached its iteration cap max_iter={cap} before meeting its tolerance")
+            else:
+                why.append("the solver stopped without meeting its tolerance (no step decreased the loss)")
+        if why:
+            const = [j for j in range(D) if std_l[s][j] == 0.0]
+            if const:
+                why.append(f"x is constant in column(s) {const} (zero variance): the parameters are not identified "
+                           "by such data")
+            sc = scale_l[s]
+            if sc > 0 and not SCALE_RANGE[0] <= sc <= SCALE_RANGE[1]:
+                why.append(f"x's scale (standard deviation {sc:.3g}) is far outside what float64 features of log phi "
+                           "hold: rescale x (e.g. to unit variance) and the estimate with it")
+    bad = torch.tensor([bool(w) for w in reasons], device=conv.device)
+    res.converged = (conv & ~bad).to(res.converged.dtype)
+    res.reason = ["; ".join(w) for w in reasons]
+
+
 def _check_base(base, S, N, kappa, D):
     if not isinstance(base, torch.Tensor) or base.ndim != 4:
-        raise ValueError(f"noise_base must be a tensor of shape (S, N, kappa, D) = ({S}, >={N}, >={kappa}, {D}); got {getattr(base, 'shape', type(base).__name__)}")
+        raise InputError(f"noise_base must be a tensor of shape (S, N, kappa, D) = ({S}, >={N}, >={kappa}, {D}); got {getattr(base, 'shape', type(base).__name__)}")
     if base.shape[0] != S or base.shape[1] < N or base.shape[2] < kappa or base.shape[3] != D:
-        raise ValueError(f"noise_base must have shape ({S}, >={N}, >={kappa}, {D}); got {tuple(base.shape)}")
+        raise InputError(f"noise_base must have shape ({S}, >={N}, >={kappa}, {D}); got {tuple(base.shape)}")
     return base[:, :N, :kappa]

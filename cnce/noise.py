@@ -19,6 +19,7 @@ import torch
 
 from ._validation import check_positive_int, per_simulation
 from .eps import AUTHORS_RULE, BERNOULLI_RULE, EpsRule
+from .errors import InputError
 
 __all__ = [
     "ConditionalNoise",
@@ -132,7 +133,7 @@ class MultiplicativeLogNormalNoise(ConditionalNoise):
 
     def apply(self, x, base, eps):
         if (x <= 0).any():
-            raise ValueError("x must be positive for MultiplicativeLogNormalNoise; got a value <= 0")
+            raise InputError("x must be positive for MultiplicativeLogNormalNoise; got a value <= 0")
         return x.unsqueeze(-2) * torch.exp(eps.view(-1, 1, 1, 1) * base)
 
     def log_prob(self, y, x, eps):
@@ -223,9 +224,9 @@ def draw_streams(S: int, N: int, kappa: int, D: int, *, key: int, kind: str = "n
     S, N, kappa, D = (check_positive_int(v, name) for v, name in ((S, "S"), (N, "N"), (kappa, "kappa"), (D, "D")))
     threads = check_positive_int(threads, "threads")
     if kind not in ("normal", "uniform"):
-        raise ValueError(f"kind must be 'normal' or 'uniform'; got {kind!r}")
+        raise InputError(f"kind must be 'normal' or 'uniform'; got {kind!r}")
     if isinstance(key, bool) or not isinstance(key, (int, np.integer)) or key < 0:
-        raise ValueError(f"key must be an integer >= 0; got {key!r}")
+        raise InputError(f"key must be an integer >= 0; got {key!r}")
     out = np.empty((S, N, kappa, D))
 
     def one(s):

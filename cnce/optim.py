@@ -18,6 +18,7 @@ import torch.nn.functional as F
 
 from .options import TINY, LBFGSSettings, NewtonSettings
 from .result import OptimResult
+from .errors import InputError
 
 __all__ = ["LinearLogistic", "NonlinearLogistic", "AutogradObjective", "newton", "lbfgs", "OptimResult"]
 
@@ -268,7 +269,7 @@ def newton(problem, psi0: torch.Tensor, settings: NewtonSettings = NewtonSetting
     compiled solver's rule only (``ValueError`` here).
     """
     if settings.roundoff_accept:
-        raise ValueError("settings.roundoff_accept is a rule of the compiled solver (cnce._fused) only; got True")
+        raise InputError("settings.roundoff_accept is a rule of the compiled solver (cnce._fused) only; got True")
     psi = psi0.clone()
     S = psi.shape[0]
     max_iter, ftol, patience = settings.max_iter, settings.ftol, settings.patience

@@ -12,7 +12,33 @@ from __future__ import annotations
 import sys
 import time
 
-__all__ = ["compile_kernels", "register"]
+__all__ = ["compile_kernels", "kernels_cached", "announce_compile", "register"]
+
+_announced = False
+
+
+def kernels_cached() -> bool | None:
+    """Whether numba's disk cache holds the compiled Newton driver of :mod:`cnce._fused` for
+    the current source (``None`` where that cannot be told, e.g. another numba version)."""
+    try:
+        from . import _fused
+
+        return bool(_fused._drive._cache._cache_file._load_index())
+    except Exception:  # noqa: BLE001 - numba's private cache API: not knowing is not an error
+        return None
+
+
+def announce_compile(file=None) -> None:
+    """Say once per process, on stderr, that the first compiled fit compiles the kernels (numba
+    writes no word of it, and a first run otherwise sits at 0 % for minutes)."""
+    global _announced
+    if _announced:
+        return
+    _announced = True
+    if kernels_cached() is False:
+        print("[cnce] compiling the CPU kernels for this machine (numba; about 3-4 minutes on 2 cores, once: the "
+              "result is cached on disk). `python -m cnce compile` does this ahead of time.",
+              file=file or sys.stderr, flush=True)
 
 
 def compile_kernels(*, progress=None) -> dict[str, float]:

@@ -7,6 +7,7 @@ says in the same way which code, seed and machine produced it.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import platform
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+from .errors import InputError, StorageError
 
 __all__ = ["PACKAGE_ROOT", "derive_seed", "int_seed", "generator", "atomic_write", "atomic_write_text",
            "atomic_torch_save", "git", "git_object", "git_state", "source_hash", "package_source_hash",
@@ -68,10 +70,17 @@ def _umask() -> int:
 def atomic_write(path: str | os.PathLike, write: Callable, *, binary: bool = False) -> None:
     """Write ``path`` through ``write(fh)`` on a temporary file in the same directory, flushed
     to disk and renamed over ``path`` (``os.replace``): the file is always the old or the new
-    complete version; on an error the temporary file is removed and the old file kept."""
+    complete version; on an error the temporary file is removed and the old file kept. A folder
+    that cannot be written, a full disk or a path through a file raise
+    :class:`~cnce.errors.StorageError` (an ``OSError``) naming ``path``."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        if path.parent.exists() and not path.parent.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(path.parent))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise storage_error(exc, path) from exc
     try:
         os.chmod(tmp, 0o666 & ~_umask())
         with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="")) as fh:
@@ -79,12 +88,31 @@ def atomic_write(path: str | os.PathLike, write: Callable, *, binary: bool = Fal
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError) and exc.errno in STORAGE_ERRNOS:
+            raise storage_error(exc, path) from exc
         raise
+
+
+#: the errnos of a disk or folder that cannot take a write
+STORAGE_ERRNOS = frozenset(getattr(errno, n) for n in ("ENOSPC", "EROFS", "EACCES", "EPERM", "ENOTDIR", "EISDIR",
+                                                       "EEXIST", "EDQUOT", "EFBIG") if hasattr(errno, n))
+
+
+def storage_error(exc: OSError, path) -> "StorageError":
+    """A :class:`~cnce.errors.StorageError` for ``exc`` met while writing ``path``: one line
+    naming the file, the cause and what to do."""
+    cause = {errno.ENOSPC: "no space left on the device", errno.EROFS: "the file system is read-only",
+             errno.EACCES: "permission denied", errno.ENOTDIR: "a part of the path is not a folder",
+             errno.EEXIST: "a part of the path is a file, not a folder"}.get(exc.errno, exc.strerror or str(exc))
+    where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(path) else ""
+    err = StorageError(f"cannot write {path}: {cause}{where}; nothing stored before is lost: free space or choose "
+                       "another, writable folder (--results-dir / --out)")
+    return err
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
@@ -154,7 +182,7 @@ def source_hash(*paths, root: str | os.PathLike = PACKAGE_ROOT, exclude: tuple[s
         elif p.is_file():
             files.append(p)
         else:
-            raise ValueError(f"paths must name existing files or directories; got {str(p)!r}")
+            raise InputError(f"paths must name existing files or directories; got {str(p)!r}")
     h = hashlib.sha256()
     for f in sorted(files, key=lambda f: Path(_source_name(f, root)).parts):
         h.update(_source_name(f, root).encode())

@@ -42,7 +42,10 @@ class FitResult:
 
     Tensors have a leading simulation axis ``S`` (dropped when ``x`` was a single ``(N, D)``
     dataset). ``eps`` is NaN for methods without conditional noise; ``log_normaliser`` is
-    NCE's learned ``c`` (``None`` otherwise). ``info`` says which backend ran and how; the
+    NCE's learned ``c`` (``None`` otherwise). ``reason`` says why a fit is not converged
+    (:func:`cnce.fit` fills it: the solver's cap, a fit that never left its start, an invalid
+    end point, eps outside what the data's scale allows, constant or badly scaled data).
+    ``info`` says which backend ran and how; the
     compiled backend adds ``info["passes"]`` ``(S, 3)``: each simulation's passes over its data (loss
     only, with gradient, with Gauss-Newton matrix; a pass over part of the data counts as that part).
     """
@@ -59,6 +62,9 @@ class FitResult:
     seconds: float
     log_normaliser: torch.Tensor | None = None
     info: dict = field(default_factory=dict)
+    #: why each simulation's fit is not converged (``""`` where it is); a list of ``S`` strings
+    #: (one string for a single ``(N, D)`` dataset). Every ``converged=False`` has a reason.
+    reason: list | str | None = None
 
     _PER_SIM = ("theta", "eps", "loss", "init_loss", "n_iter", "converged", "grad_norm", "log_normaliser")
 
@@ -81,8 +87,9 @@ class FitResult:
         """The results of chunks of simulations, in order, as one (``info`` of the first)."""
         first = parts[0]
         per = {k: None if getattr(first, k) is None else torch.cat([getattr(p, k) for p in parts]) for k in cls._PER_SIM}
+        reason = None if first.reason is None else [r for p in parts for r in p.reason]
         return cls(**per, method=first.method, kappa=first.kappa, seconds=sum(p.seconds for p in parts),
-                   info=dict(first.info))
+                   info=dict(first.info), reason=reason)
 
     def error(self, model, theta_true) -> torch.Tensor:
         """Squared estimation error per simulation (``model.error``)."""
@@ -94,10 +101,17 @@ class FitResult:
             v = getattr(self, k)
             if v is not None:
                 setattr(self, k, v[0])
+        if isinstance(self.reason, list):
+            self.reason = self.reason[0]
         return self
 
     def __repr__(self) -> str:
         S = self.theta.shape[0] if self.theta.ndim == 2 else 1
         conv = int(self.converged.sum()) if self.converged.ndim else int(self.converged)
+        why = ""
+        reasons = [self.reason] if isinstance(self.reason, str) else (self.reason or [])
+        first = next((r for r in reasons if r), "")
+        if first:
+            why = f", reason={first!r}" + (" (first of the non-converged)" if S > 1 else "")
         return (f"FitResult(method={self.method!r}, kappa={self.kappa}, S={S}, converged={conv}/{S}, "
-                f"median_iter={float(self.n_iter.double().median()):.0f}, seconds={self.seconds:.3f})")
+                f"median_iter={float(self.n_iter.double().median()):.0f}, seconds={self.seconds:.3f}{why})")

@@ -24,6 +24,7 @@ import torch
 from ._validation import per_simulation
 from .losses import cnce_G, cnce_loss_from_G, score_matching_loss
 from .noise import ConditionalNoise, default_noise
+from .errors import InputError
 
 __all__ = [
     "cnce_objective",
@@ -99,7 +100,7 @@ def moment_matched(xi: torch.Tensor) -> torch.Tensor:
     """
     k, D = xi.shape[-2], xi.shape[-1]
     if k < D:
-        raise ValueError(f"moment matching needs at least D = {D} directions per data point; got {k}")
+        raise InputError(f"moment matching needs at least D = {D} directions per data point; got {k}")
     C = xi.transpose(-1, -2) @ xi / k
     L = torch.linalg.cholesky(C)
     white = torch.linalg.solve_triangular(L, xi.transpose(-1, -2), upper=False).transpose(-1, -2)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from cnce._validation import check_positive_int
+from cnce.errors import InputError, RunError, RunInterrupted
 from .process_env import GOLDEN_ENV, deterministic_env, thread_env
 from .paths import REPO_ROOT
 
@@ -74,20 +75,20 @@ def find_notebooks(names: Sequence[str] | None = None, notebooks_dir: str | Path
     ``names`` picks some: a file path, a file name (``02_consistency.py``), a stem
     (``02_consistency``), a number (``06``: the notebook ``06_*``, before ``06a_*``) or a
     unique prefix (``06a``). ``None`` or empty means all of them.
-    Raises ``ValueError`` naming the argument when a name matches no notebook or several.
+    Raises :class:`~cnce.errors.InputError` naming the argument when a name matches no notebook or several.
     """
     nb_dir = Path(notebooks_dir) if notebooks_dir is not None else default_notebooks_dir()
     if not nb_dir.is_dir():
-        raise ValueError(f"notebooks_dir {str(nb_dir)!r} is not a directory")
+        raise InputError(f"notebooks_dir {str(nb_dir)!r} is not a directory")
     available = sorted(p for p in nb_dir.glob("*.py") if not p.name.startswith(("_", ".")))
     if not names:
         if not available:
-            raise ValueError(f"no notebooks (*.py) found in {str(nb_dir)!r}")
+            raise InputError(f"no notebooks (*.py) found in {str(nb_dir)!r}")
         return available
     chosen: list[Path] = []
     for name in names:
         if not isinstance(name, (str, os.PathLike)) or not str(name).strip():
-            raise ValueError(f"notebook names must be non-empty strings; got {name!r}")
+            raise InputError(f"notebook names must be non-empty strings; got {name!r}")
         p = Path(name)
         if p.suffix == ".py" and p.is_file():
             match = [p.resolve()]
@@ -100,7 +101,7 @@ def find_notebooks(names: Sequence[str] | None = None, notebooks_dir: str | Path
         if len(match) != 1:
             known = ", ".join(a.stem for a in available) or "none"
             what = "matches no notebook" if not match else f"is ambiguous ({', '.join(m.stem for m in match)})"
-            raise ValueError(f"notebook {str(name)!r} {what}; available: {known}")
+            raise InputError(f"notebook {str(name)!r} {what}; available: {known}")
         if match[0] not in chosen:
             chosen.append(match[0])
     return chosen
@@ -234,15 +235,26 @@ def run_batch(
     ``OMP_NUM_THREADS``), which makes floating-point results reproducible.
     """
     if scale not in SCALES:
-        raise ValueError(f"scale must be one of {SCALES}; got {scale!r}")
+        raise InputError(f"scale must be one of {SCALES}; got {scale!r}")
     if threads is not None:
         threads = check_positive_int(threads, "threads")
     if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
-        raise ValueError(f"timeout must be a positive number of seconds; got {timeout!r}")
+        raise InputError(f"timeout must be a positive number of seconds; got {timeout!r}")
     parameters = dict(parameters or {})
     if "scale" in parameters:
-        raise ValueError("give the scale with scale=..., not as a parameter")
+        raise InputError("give the scale with scale=..., not as a parameter")
     paths = find_notebooks(notebooks, notebooks_dir)
+    declared_by = {}
+    for path in paths:
+        try:
+            declared_by[path.stem] = notebook_parameters(read_notebook(path))
+        except ValueError:
+            declared_by[path.stem] = {}
+    unknown = [k for k in parameters if not any(k in d for d in declared_by.values())]
+    if unknown:
+        known = sorted({k for d in declared_by.values() for k in d} - {"scale"})
+        raise InputError(f"parameter(s) {unknown} are declared by none of the chosen notebooks "
+                         f"({', '.join(p.stem for p in paths)}); their parameters are {known}")
     out_dir = Path(out) if out is not None else Path("runs") / f"batch-{_timestamp()}"
     out_dir.mkdir(parents=True, exist_ok=True)
 
@@ -272,6 +284,13 @@ def run_batch(
             try:
                 _execute_with_papermill(nb, out_path, applied, path.parent, timeout, kernel_name)
                 status, error = "ok", ""
+            except KeyboardInterrupt:  # the summary says what ran, then the run stops
+                results.append(BatchResult(path.stem, "interrupted", round(time.perf_counter() - t0, 2), applied,
+                                           ignored, str(out_path), "interrupted (Ctrl-C)"))
+                _write_summary(out_dir, results, scale)
+                bar.close()
+                raise RunInterrupted(f"batch interrupted during {path.stem}; the summary of the {len(results) - 1} "
+                                     f"notebook(s) before it is in {out_dir / 'summary.csv'}") from None
             except Exception as exc:  # noqa: BLE001 - every failure is recorded, the batch goes on
                 status, error = "failed", _short_error(exc)
                 if not out_path.exists():
@@ -334,7 +353,7 @@ def regenerate_goldens(
     The golden is the notebook itself (same code cells, the default ``parameters`` cell
     set to quick scale and seed 0), executed with :data:`GOLDEN_ENV` in ``notebooks/``;
     images and timestamps are removed. When every notebook is regenerated, goldens whose
-    notebook no longer exists are deleted. Raises ``RuntimeError`` naming the notebooks
+    notebook no longer exists are deleted. Raises :class:`~cnce.errors.RunError` naming the notebooks
     that failed (the others are still written).
     """
     import nbformat
@@ -374,7 +393,7 @@ def regenerate_goldens(
             if stale.stem not in keep:
                 stale.unlink()
     if failed:
-        raise RuntimeError("golden regeneration failed for: " + "; ".join(failed))
+        raise RunError("golden regeneration failed for: " + "; ".join(failed))
     return written
 
 

@@ -84,7 +84,7 @@ def test_run_batch_validates_arguments(nb_dir, tmp_path):
 def test_batch_command_runs_all_records_failures_and_exits_nonzero(nb_dir, tmp_path, capsys):
     out = tmp_path / "run"
     rc = main(["batch", "--notebooks-dir", str(nb_dir), "--out", str(out), "--threads", "1",
-               "-p", "alpha", "2.5", "-p", "device", "cpu"])
+               "-p", "alpha", "2.5"])
     assert rc == 1
     err = capsys.readouterr().err
     assert "FAILED: 02_bad" in err and "ZeroDivisionError" in err
@@ -92,7 +92,7 @@ def test_batch_command_runs_all_records_failures_and_exits_nonzero(nb_dir, tmp_p
     rows = {r["notebook"]: r for r in summary["notebooks"]}
     assert rows["01_ok"]["status"] == "ok" and rows["02_bad"]["status"] == "failed"
     assert rows["01_ok"]["parameters"] == {"scale": "quick", "alpha": 2.5}
-    assert rows["01_ok"]["ignored_parameters"] == {"device": "cpu"}
+    assert rows["01_ok"]["ignored_parameters"] == {} and rows["02_bad"]["ignored_parameters"] == {"alpha": 2.5}
     assert rows["01_ok"]["wall_s"] > 0
     assert (out / "summary.csv").read_text().splitlines()[0].startswith("notebook,status,wall_s,parameters")
     executed = json.loads((out / "01_ok.ipynb").read_text())
@@ -122,6 +122,30 @@ def test_goldens_command_writes_goldens_without_images(nb_dir, tmp_path):
     assert batch.code_cells(golden) == batch.code_cells(batch.read_notebook(nb_dir / "01_ok.py"))
     outputs = [o for c in golden.cells if c.cell_type == "code" for o in c.outputs]
     assert any("alpha 1.5" in o.get("text", "") for o in outputs)
+
+
+def test_batch_command_rejects_a_parameter_no_notebook_declares(nb_dir, tmp_path, capsys):
+    out = tmp_path / "o"
+    assert main(["batch", "--notebooks-dir", str(nb_dir), "--out", str(out), "-p", "nonexist", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "error: parameter(s) ['nonexist'] are declared by none of the chosen notebooks" in err
+    assert "['alpha', 'seed']" in err and not out.exists()  # nothing ran
+
+
+def test_interrupted_batch_writes_its_summary(nb_dir, tmp_path, capsys, monkeypatch):
+    real = batch._execute_with_papermill
+
+    def interrupt_second(nb, out_path, *a, **kw):
+        if "02_bad" in str(out_path):
+            raise KeyboardInterrupt
+        return real(nb, out_path, *a, **kw)
+
+    monkeypatch.setattr(batch, "_execute_with_papermill", interrupt_second)
+    out = tmp_path / "run"
+    assert main(["batch", "--notebooks-dir", str(nb_dir), "--out", str(out)]) == 1
+    assert "error: batch interrupted during 02_bad" in capsys.readouterr().err
+    rows = {r["notebook"]: r["status"] for r in json.loads((out / "summary.json").read_text())["notebooks"]}
+    assert rows == {"01_ok": "ok", "02_bad": "interrupted"}
 
 
 def test_goldens_command_names_failures(nb_dir, tmp_path, capsys):

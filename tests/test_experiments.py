@@ -13,6 +13,7 @@ import torch
 from cnce import models
 from cnce.experiments import configs, runner, store as store_mod
 from cnce.experiments.configs import Cell, ExperimentConfig, Study, get_config
+from cnce.errors import IncompleteResultsError, MissingProvenanceError, RunInterrupted, StorageError, WrongScaleError
 from cnce.experiments.store import CorruptResultsError, ResultStore
 from cnce.models import UnnormalisedModel
 
@@ -196,8 +197,102 @@ def test_study_sharing_data_with_a_fixed_eps(fake, monkeypatch):
 def test_seed_mismatch_with_stored_results_is_refused(fake, tmp_path):
     _run(fake, tmp_path, FakeFit())
     other = ExperimentConfig(**{**fake.__dict__, "seed": 1})
-    with pytest.raises(ValueError, match="seed"):
+    with pytest.raises(WrongScaleError, match=r"seed = 0 .*asks for seed = 1.*another folder with --results-dir") as info:
         _run(other, tmp_path, FakeFit())
+    assert "delete" not in str(info.value)  # the stored table is valid for its own seed
+
+
+def test_truncated_last_row_is_rejected(fake, tmp_path):
+    _run(fake, tmp_path, FakeFit())
+    path = tmp_path / "fake-a.csv"
+    text = path.read_text()
+    cut = text[: text.rstrip("\n").rfind(",")]  # the last row cut inside its last fields, no newline
+    path.write_text(cut)
+    with pytest.raises(CorruptResultsError, match=r"does not end with a newline: its last row is truncated"):
+        ResultStore(tmp_path).load("fake-a", n_sims=4)
+    path.write_text(cut + "\n")  # cut, but with a newline: fewer fields than the header
+    with pytest.raises(CorruptResultsError, match=r"line \d+ has \d+ fields but the header has \d+ \(a truncated") as info:
+        ResultStore(tmp_path).load("fake-a", n_sims=4)
+    assert "git checkout" in str(info.value) and "delete" not in str(info.value)
+
+
+def test_table_without_provenance_is_refused_not_adopted(fake, tmp_path):
+    _run(fake, tmp_path, FakeFit())
+    (tmp_path / "fake-b.provenance.json").unlink()
+    with pytest.raises(MissingProvenanceError, match=r"fake-b.csv has no provenance record .*--results-dir"):
+        runner.load_results(fake, results_dir=tmp_path)
+    with pytest.raises(MissingProvenanceError):
+        _run(fake, tmp_path, FakeFit())
+
+
+def test_for_display_never_falls_back_silently(fake, tmp_path, capsys):
+    quick = pd.DataFrame({"x": [1]})
+    # nothing stored at paper scale: the quick results, and a line that says so
+    df, shown = runner.for_display(fake, quick, paper_dir=tmp_path / "none")
+    assert shown == "quick" and df is quick and "no paper-scale results" in capsys.readouterr().out
+    _run(fake, tmp_path, FakeFit())
+    df, shown = runner.for_display(fake, quick, paper_dir=tmp_path)
+    assert shown == "paper" and len(df) > 1
+    # a corrupt committed table is an error naming the file, never the quick figures
+    path = tmp_path / "fake-a.csv"
+    good = path.read_bytes()
+    path.write_bytes(good[: len(good) // 2])
+    with pytest.raises(CorruptResultsError, match=str(path)):
+        runner.for_display(fake, quick, paper_dir=tmp_path)
+    # an incomplete one: an error naming the file and the command that completes it
+    path.write_bytes(good)
+    df_a = pd.read_csv(path)
+    df_a[df_a["N"] == 10].to_csv(path, index=False)
+    with pytest.raises(IncompleteResultsError, match=r"incomplete: .* missing from .*fake-a.csv.*python -m cnce run"):
+        runner.for_display(fake, quick, paper_dir=tmp_path)
+
+
+def test_sigint_stops_a_run_within_a_second_and_keeps_finished_cells(fake, tmp_path):
+    """A cell that never returns (a long compiled kernel) does not delay Ctrl-C: the run stops
+    at once with RunInterrupted, every finished cell stored."""
+    import os
+    import signal
+    import threading
+    import time
+
+    release = threading.Event()
+
+    class SlowFit(FakeFit):
+        def __call__(self, *a, **kw):
+            if len(self.calls) == 3:
+                self.calls.append("slow")
+                release.wait(30)  # the 4th cell "computes" until the test ends
+            return super().__call__(*a, **kw)
+
+    threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+    t0 = time.perf_counter()
+    try:
+        with pytest.raises(RunInterrupted, match=r"interrupted during cell .*3 cell\(s\) finished .*resume"):
+            _run(fake, tmp_path, SlowFit())
+        assert time.perf_counter() - t0 < 3.0
+    finally:
+        release.set()
+    assert len(runner.missing_cells(fake, ResultStore(tmp_path))) == len(fake.cells) - 3
+    prov = json.loads((tmp_path / "fake-a.provenance.json").read_text())
+    assert prov["runs"][-1]["status"] == "interrupted" and prov["runs"][-1]["cells_computed"] == 3
+
+
+@pytest.mark.parametrize("where", ["file", "readonly"])
+def test_unwritable_results_dir_is_one_storage_error(fake, tmp_path, where, capsys):
+    import os
+
+
+    if where == "file":
+        target = tmp_path / "a-file"
+        target.write_text("")
+    else:
+        if os.geteuid() == 0:
+            pytest.skip("root writes into read-only folders")  # the file case covers the path
+        target = tmp_path / "ro"
+        target.mkdir()
+        target.chmod(0o500)
+    with pytest.raises(StorageError, match=r"cannot write .*choose another, writable folder"):
+        _run(fake, target, FakeFit())
 
 
 # ----------------------------------------------------------------------------- store

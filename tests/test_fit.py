@@ -23,6 +23,7 @@ import torch
 from scipy.optimize import minimize
 
 import cnce
+from cnce.errors import InputError
 from cnce.fit import NOISE_METHODS
 from cnce.models import ICA, Bernoulli, Gaussian, LogNormal, Ring, UnnormalisedModel, signed_permutation_match
 from cnce.losses import nce_loss
@@ -271,12 +272,14 @@ def test_user_model_with_only_log_phi():
     assert LogPrecisionGaussian().methods == ("cnce", "nce")
 
 
-def test_eps_zero_leaves_theta_at_2log2(gen):
+def test_eps_zero_is_refused(gen):
+    """At eps = 0 the noise equals the data and J_N is the constant 2 log 2: refused, not a
+    'converged' fit at theta0 (it used to return theta0 with converged=True)."""
     x = torch.randn(2, 100, 5, generator=gen, dtype=torch.float64)
-    theta0 = Gaussian().init_params(2, gen)
-    res = cnce.fit(Gaussian(), x, eps=0.0, theta0=theta0)
-    torch.testing.assert_close(res.loss, torch.full((2,), 2 * math.log(2), dtype=torch.float64), rtol=0, atol=1e-12)
-    torch.testing.assert_close(res.theta, theta0)
+    with pytest.raises(InputError, match=r"eps must be > 0: at eps = 0 the conditional noise equals the data.*got eps=0\.0"):
+        cnce.fit(Gaussian(), x, eps=0.0)
+    with pytest.raises(ValueError, match="eps must be > 0"):  # InputError is a ValueError
+        cnce.fit(Gaussian(), x, eps=torch.tensor([0.5, 0.0]))
 
 
 def test_identical_seeds_identical_results(gen):

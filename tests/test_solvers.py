@@ -1,11 +1,11 @@
 """Conformance of the two Newton solvers: the torch one (cnce.optim.newton) and the compiled one
 (cnce._fused.newton_all) run on the same problems with the same NewtonSettings must take the same
 number of iterations and reach the same estimates (to round-off of their different summation
-orders), and no solver constant is a literal outside the settings objects."""
+orders); under the default plan they differ in a stated, tested way; the torch solver reads
+every threshold from its settings (tested by behaviour); L-BFGS reaches a known answer.""" 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 import torch
@@ -17,7 +17,6 @@ from cnce.models import ICA, Gaussian, LogNormal, Ring
 from cnce.noise import draw_base
 from cnce.options import LBFGSSettings, NewtonSettings
 
-ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(not _fused.available(), reason="numba not installed")
 
 #: what both solvers read: no progressive sampling nor matrix reuse (the compiled kernels' own
@@ -91,13 +90,87 @@ def test_the_compiled_solver_refuses_other_values_of_its_built_in_rules():
     _fit(model, x, method, eps, model.init_params(2, g), draw_base(model, 2, 100, 4, g), "torch", stall_tol=1e-7)
 
 
-def test_no_solver_constant_is_a_literal_outside_the_settings():
-    """The thresholds the solvers compare against (tolerances, damping, safeguards) are fields of
-    NewtonSettings / LBFGSSettings; the solvers' files hold no such literal."""
-    literal = re.compile(r"(?<![\w.])(1e-(?:6|8|12|13|300)|1e3)(?![\w.])")
-    for rel in ("cnce/optim.py", "cnce/_fused.py", "cnce/backends/torch.py", "cnce/backends/compiled.py",
-                "cnce/backends/projection.py"):
-        code = [line.split("#")[0] for line in (ROOT / rel).read_text().splitlines()]
-        found = [(rel, i + 1, line.strip()) for i, line in enumerate(code) if literal.search(line)
-                 and '"""' not in line and "``" not in line]
-        assert not found, found
+def test_the_torch_solver_reads_its_thresholds_from_the_settings():
+    """Behaviour instead of a source grep: each threshold field, set to an extreme value, changes
+    what the torch Newton solver does (so it is read, not a literal in the solver)."""
+    model, method, eps = CASES["ica-cnce"]
+    g = torch.Generator().manual_seed(5)
+    x = model.sample(model.random_params(2, g), 300, generator=g)
+    th0, base = model.init_params(2, g), draw_base(model, 2, 300, 4, g)
+    ref = _fit(model, x, method, eps, th0, base, "torch", **COMMON)
+    changes = {"tol": 1e-2, "ftol": 1e-2, "patience": 1, "max_iter": 2, "c1": 0.9, "max_halvings": 1,
+               "shrink_min": 0.5, "shrink_max": 0.12, "damping": 1e2}
+    same = []
+    for field, value in changes.items():
+        other = _fit(model, x, method, eps, th0, base, "torch", **{**COMMON, field: value})
+        assert other.info["newton"].__getattribute__(field) == value
+        if torch.equal(other.theta, ref.theta) and torch.equal(other.n_iter, ref.n_iter):
+            same.append(field)
+    assert not same, f"the torch solver ignored {same}"
+
+
+def test_both_solvers_agree_under_the_default_plan():
+    """Under the default plan the compiled kernels use progressive sampling, matrix reuse and
+    noise layout (the torch path has none): iteration counts differ (measured: lognormal
+    [17, 18, 18, 18] torch vs [25, 32, 29, 29] compiled), so what is tested is the stated
+    difference: both converge, to the same loss (1e-12 relative) and estimates within 1e-5
+    relative (the identified parameters; LogNormal's C drifts towards -inf in a flat direction)."""
+    for name, (model, method, eps) in CASES.items():
+        g = torch.Generator().manual_seed(5)
+        S, N = 4, 600
+        th, th0 = model.random_params(S, g), model.init_params(S, g)
+        x = model.sample(th, N, generator=g)
+        base = draw_base(model, S, N, 4, g)
+        kw = dict(eps=eps) if eps is not None else {}
+        t, f = (cnce.fit(model, x, method, kappa=4, theta0=th0, noise_base=base, backend=b, threads=1, **kw)
+                for b in ("torch", "fused"))
+        assert t.converged.all() and f.converged.all(), name
+        torch.testing.assert_close(f.loss, t.loss, rtol=1e-12, atol=0, msg=name)
+        cols = slice(0, 1) if name.startswith("lognormal") else slice(None)
+        torch.testing.assert_close(f.theta[:, cols], t.theta[:, cols], rtol=1e-5, atol=1e-8, msg=name)
+        if name.startswith("lognormal"):
+            assert not torch.equal(t.n_iter, f.n_iter)  # the stated difference is real
+
+
+def test_lbfgs_conformance_on_a_smooth_problem():
+    """The torch L-BFGS on a smooth, strictly convex problem with a known answer (the Gaussian
+    likelihood in the precision's entries): it reaches the closed-form MLE, like a reference
+    L-BFGS (scipy's) from the same start."""
+    import numpy as np
+    from scipy.optimize import minimize
+
+    from cnce.optim import AutogradObjective, lbfgs
+
+    g = torch.Generator().manual_seed(2)
+    m = Gaussian(dim=2)
+    x = m.sample(m.random_params(3, g), 500, generator=g)
+    closed = cnce.fit(m, x, "mle").theta  # closed form: the inverse sample second moment
+
+    def nll(psi, data=x):  # (S,) mean negative log-likelihood of the precision's entries psi
+        Lam = m.precision(psi)
+        quad = torch.einsum("sni,sij,snj->sn", data, Lam, data).mean(-1)
+        return 0.5 * quad - 0.5 * torch.logdet(Lam)
+
+    th0 = torch.tensor([[1.0, 0.0, 1.0]] * 3, dtype=torch.float64)
+    res = lbfgs(AutogradObjective(nll, hessian=False), th0, LBFGSSettings())
+    assert res.converged.all()
+    torch.testing.assert_close(res.psi, closed, rtol=1e-7, atol=1e-9)
+    for s in range(3):
+        f = lambda p, s=s: float(nll(torch.as_tensor(p).unsqueeze(0), x[s:s + 1])[0])  # noqa: E731
+        ref = minimize(f, th0[s].numpy(), method="L-BFGS-B", options={"gtol": 1e-12, "ftol": 1e-15})
+        assert np.allclose(ref.x, res.psi[s].numpy(), rtol=1e-5, atol=1e-7)
+
+
+def test_both_lbfgs_solvers_reach_the_same_ica_likelihood():
+    """ICA's likelihood (Laplace sources: piecewise smooth) by the torch and the compiled L-BFGS
+    from the same start: the stated difference is that they stop at points whose loss agrees
+    to 1e-5 relative (the ftol/patience rule of a non-smooth objective), not on one path."""
+    m = ICA(dim=2)
+    g = torch.Generator().manual_seed(5)
+    x = m.sample(m.random_params(4, g), 2000, generator=g)
+    th0 = m.init_params(4, g)
+    t, f = (cnce.fit(m, x, "mle", backend=b, threads=1, theta0=th0) for b in ("torch", "fused"))
+    assert t.info["optimizer"] == f.info["optimizer"] == "lbfgs"
+    assert t.converged.all() and f.converged.all()
+    torch.testing.assert_close(f.loss, t.loss, rtol=1e-5, atol=0)
+

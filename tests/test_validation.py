@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -23,7 +24,7 @@ def _fit(model, x, **kw):
 
 @pytest.mark.parametrize("shape,pattern", [((20,), r"x must have shape .*got shape \(20,\)"),
                                            ((1, 2, 20, 5), r"x must have shape .*got shape \(1, 2, 20, 5\)"),
-                                           ((2, 20, 4), r"x must have last dimension D = 5.*got shape \(2, 20, 4\)"),
+                                           ((2, 20, 4), r"x must have D = 5 columns \(its last dimension\).*got shape \(2, 20, 4\)"),
                                            ((2, 1, 5), r"x must hold at least 2 data points.*got shape \(2, 1, 5\)"),
                                            ((0, 20, 5), r"x must hold at least one simulation.*got shape \(0, 20, 5\)")])
 def test_wrong_data_shapes(shape, pattern):
@@ -35,14 +36,14 @@ def test_wrong_data_shapes(shape, pattern):
 def test_nan_or_inf_in_data(data, bad):
     x = data.clone()
     x[1, 3, 2] = bad
-    with pytest.raises(ValueError, match=r"x contains NaN or inf \(first at index \[1, 3, 2\]\); got a non-finite value " + ("nan" if math.isnan(bad) else "-?inf")):
+    with pytest.raises(ValueError, match=r"x must be finite; simulation 1, row 3 is \[.*" + ("nan" if math.isnan(bad) else "-?inf") + r".*\] \(1 rows with NaN or inf\)"):
         _fit(Gaussian(), x)
 
 
 def test_data_not_numbers():
-    with pytest.raises(ValueError, match=r"x must be a tensor or array .*got str"):
+    with pytest.raises(TypeError, match=r"x must be a torch.Tensor, a numpy array, .*got str"):
         _fit(Gaussian(), "data")
-    with pytest.raises(ValueError, match=r"x must hold real numbers; got dtype torch.complex128"):
+    with pytest.raises(TypeError, match=r"x must hold real numbers; got the complex dtype torch.complex128 \(a torch.Tensor\)"):
         _fit(Gaussian(dim=1), torch.ones(5, 1, dtype=torch.complex128))
 
 
@@ -64,8 +65,9 @@ def test_bernoulli_eps_outside_unit_interval(eps, shown):
     x = torch.tensor([[0.0], [1.0], [1.0]])
     with pytest.raises(ValueError, match=r"eps must .*got " + shown):
         _fit(Bernoulli(), x, eps=eps)
-    _fit(Bernoulli(), x, eps=1.0)  # the end points are admissible
-    _fit(Bernoulli(), x, eps=0.0)
+    _fit(Bernoulli(), x, eps=1.0)  # the upper end point is admissible
+    with pytest.raises(ValueError, match=r"eps must be > 0: at eps = 0 the conditional noise equals the data"):
+        _fit(Bernoulli(), x, eps=0.0)
 
 
 @pytest.mark.parametrize("kappa,shown", [(0, "0"), (-3, "-3"), (2.5, r"2\.5"), (2.0, r"the float 2\.0"), ("3", "'3'"), (True, "True")])
@@ -167,7 +169,7 @@ def test_check_rows_for_one_problems_data():
     x = check_rows(np.ones((4, 2), dtype=np.float32))
     assert x.dtype == torch.float32 and x.shape == (4, 2)
     assert check_rows([[1, 2], [3, 4]]).dtype == torch.float64
-    with pytest.raises(ValueError, match=r"x_val must have D = 3 columns; got shape \(4, 2\)"):
+    with pytest.raises(ValueError, match=r"x_val must have D = 3 columns .*; got shape \(4, 2\)"):
         check_rows(torch.ones(4, 2), name="x_val", D=3)
     bad = torch.ones(4, 2)
     bad[2, 1] = math.nan
@@ -175,3 +177,58 @@ def test_check_rows_for_one_problems_data():
         check_rows(bad)
     with pytest.raises(ValueError, match=r"x must have shape \(N, D\)"):
         check_rows(torch.ones(2, 4, 2))
+
+
+# ---------------------------------------------------------------- the one data validator and dtype policy
+def test_data_policy_refuses_by_type_naming_argument_type_and_what_is_accepted():
+    from cnce.errors import InputDtypeError
+
+    accepted = r"torch.Tensor, a numpy array, a pandas DataFrame"
+    cases = [(np.array([["a", "b"], ["c", "d"]]), r"numpy.ndarray of string dtype"),
+             (np.array([[1, None], [2, 3]], dtype=object), r"numpy.ndarray of object"),
+             (np.ones((4, 2), dtype=np.complex128), r"numpy.ndarray of complex"),
+             ([[1.0, 2.0], [3.0]], r"list that is not a rectangular array"),
+             ({"a": 1}, r"got dict"), (None, r"got NoneType"),
+             (pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": ["u", "v", "w"]}), r"pandas.DataFrame with non-numeric columns 'b'"),
+             (pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [True, False, True]}), r"pandas.DataFrame with boolean columns \['b'\]")]
+    for bad, shown in cases:
+        with pytest.raises(InputDtypeError, match=r"x must be .*" + accepted + r".*" + shown):
+            _fit(Gaussian(dim=2), bad)
+    # an InputDtypeError is a TypeError and (as before the hierarchy) a ValueError
+    with pytest.raises(ValueError):
+        _fit(Gaussian(dim=2), "data")
+
+
+def test_booleans_refused_for_continuous_models_accepted_for_discrete_ones():
+    xb = torch.rand(50, 2, generator=torch.Generator().manual_seed(0)) > 0.5
+    x1 = xb[:, :1]
+    with pytest.raises(TypeError, match=r"x must hold real numbers; got dtype torch.bool \(a torch.Tensor; booleans "
+                                        r"are data of discrete models only: cast it with x.float\(\)"):
+        _fit(Gaussian(dim=2), xb)
+    with pytest.raises(TypeError, match=r"got dtype torch.bool \(a numpy.ndarray"):
+        _fit(Gaussian(dim=2), xb.numpy())
+    r = _fit(Bernoulli(), x1, max_iter=3)  # discrete data: booleans are the data
+    assert torch.isfinite(r.theta).all()
+
+
+def test_dataframes_grad_tensors_and_devices():
+    from cnce._validation import check_rows
+    from cnce.errors import InputError
+
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(200, 2, generator=g, dtype=torch.float64)
+    frame = pd.DataFrame({"a": x[:, 0].numpy(), "b": x[:, 1].numpy()})
+    assert torch.equal(check_rows(frame, D=2), x)
+    r1, r2 = _fit(Gaussian(dim=2), frame), _fit(Gaussian(dim=2), x)
+    assert torch.equal(r1.theta, r2.theta)
+    xg = x.clone().requires_grad_(True)
+    out = check_rows(xg)
+    assert not out.requires_grad and torch.equal(out, x)
+    assert torch.equal(_fit(Gaussian(dim=2), xg).theta, r2.theta)
+    with pytest.raises(InputError, match=r"x is on the meta device .*got torch.Tensor on device 'meta'"):
+        _fit(Gaussian(dim=2), torch.empty(10, 2, device="meta"))
+    with pytest.raises(InputError, match=r"x must be finite; row 1 is \[1.0, nan\]"):  # pandas' NA is missing data
+        check_rows(pd.DataFrame({"a": [0.5, 1.0, 2.0], "b": pd.array([1, None, 3], dtype="Int64")}))
+    assert check_rows(x.to_sparse()).layout == torch.strided
+    assert check_rows(np.ones((3, 2), dtype=np.float16)).dtype == torch.float32
+    assert check_rows(np.arange(6, dtype=np.uint32).reshape(3, 2)).dtype == torch.float64

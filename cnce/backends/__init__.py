@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from . import compiled, plan, torch as torch_backend
 from .problem import FitProblem
+from ..errors import InputError
 
 __all__ = ["FitProblem", "BACKENDS", "choose", "plan"]
 
@@ -36,9 +37,9 @@ def choose(model, method, noise, device, dtype, form: str, backend: str = "auto"
                 return mod
         raise AssertionError("the torch backend supports every problem")  # pragma: no cover
     if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {('auto', *BACKENDS)}; got {backend!r}")
+        raise InputError(f"backend must be one of {('auto', *BACKENDS)}; got {backend!r}")
     mod = BACKENDS[backend]
     why = mod.supports(*args)
     if why is not None:
-        raise ValueError(f"backend={backend!r} does not apply: {why}")
+        raise InputError(f"backend={backend!r} does not apply: {why}")
     return mod

@@ -24,6 +24,7 @@ from .. import noise as noise_mod
 from ..eps import EpsSearch
 from ..result import FitResult, OptimResult
 from . import plan
+from ..precompile import announce_compile
 
 __all__ = ["NAME", "supports", "solve"]
 
@@ -51,6 +52,7 @@ def supports(model, method, noise, device, dtype, form: str) -> str | None:
 
 def solve(problem) -> FitResult:
     t0 = time.perf_counter()
+    announce_compile()  # a word before numba's silent first compile (once per process)
     name = problem.model.compiled_kernels[problem.method]
     model, x = problem.model, problem.x
     S, N, D = x.shape

@@ -154,7 +154,14 @@ def chunk_size(model, method: str, S: int, N: int, kappa: int | None, dtype: tor
     features below ``options.memory_budget_gb``."""
     if sim_batch != "auto":
         return sim_batch
+    per_sim = simulation_bytes(model, method, N, kappa, dtype)
+    return max(1, min(S, options.memory_budget_bytes // max(per_sim, 1)))
+
+
+def simulation_bytes(model, method: str, N: int, kappa: int | None, dtype: torch.dtype) -> int:
+    """The torch path's working memory for one simulation (features, margins, noise; an upper
+    estimate: 1e5 rows of Gaussian(dim=2) with kappa = 10 estimate 192 MB and peak at 172 MB
+    above the process's start, ``benchmarks/large_rows.py``)."""
     item = torch.finfo(dtype).bits // 8
     n = N * kappa if method == "cnce" else N * (1 + kappa) if method == "nce" else N
-    per_sim = n * (model.n_params + 1 + 2 * model.dim + 4) * item * 2
-    return max(1, min(S, options.memory_budget_bytes // max(per_sim, 1)))
+    return n * (model.n_params + 1 + 2 * model.dim + 4) * item * 2

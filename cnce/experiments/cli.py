@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
+from ..errors import InputError
 from .configs import FIGURES, SCALES, get_config
 
 __all__ = ["register"]
@@ -14,6 +16,10 @@ def _cmd_list(args) -> int:
     from .store import CorruptResultsError, ResultStore, default_results_dir
 
     scales = [args.scale] if args.scale else list(SCALES)
+    if args.results_dir is not None and not Path(args.results_dir).is_dir():
+        what = "is not a folder" if Path(args.results_dir).exists() else "does not exist"
+        raise InputError(f"--results-dir {args.results_dir!r} {what}; give the folder a run wrote (default: "
+                         "data/results/<scale>)")
     print(f"{'experiment':<15}{'figure':<14}{'scale':<7}{'sims':>5}{'cells':>7}{'stored':>8}  studies")
     for name, fig in FIGURES.items():
         for scale in scales:
@@ -21,7 +27,7 @@ def _cmd_list(args) -> int:
             store = ResultStore(args.results_dir or default_results_dir(scale, args.seed))
             try:
                 stored = str(len(cfg.cells) - len(missing_cells(cfg, store)))
-            except (CorruptResultsError, ValueError):
+            except CorruptResultsError:
                 stored = "corrupt"
             print(f"{name:<15}{fig.figure:<14}{scale:<7}{cfg.n_sims:>5}{len(cfg.cells):>7}{stored:>8}  {', '.join(fig.studies)}")
     return 0
@@ -49,7 +55,7 @@ def _cmd_run(args) -> int:
     from .runner import run
 
     if args.threads < 1:
-        raise SystemExit(f"--threads must be >= 1; got {args.threads}")
+        raise InputError(f"--threads must be >= 1; got {args.threads}")
     torch.set_num_threads(args.threads)
     names = list(FIGURES) if args.experiment == "all" else [args.experiment]
     total = 0.0
@@ -59,7 +65,7 @@ def _cmd_run(args) -> int:
             studies = [s for s in args.study if s in FIGURES[name].studies]
             if not studies:
                 if args.experiment != "all":
-                    raise SystemExit(f"--study must be one of {list(FIGURES[name].studies)} for {name}; got {args.study}")
+                    raise InputError(f"--study must be one of {list(FIGURES[name].studies)} for {name}; got {args.study}")
                 continue
         summary = run(name, args.scale, args.seed, results_dir=args.results_dir, device=args.device,
                       progress=not args.no_progress, studies=studies)

@@ -28,8 +28,11 @@ base: the noise is ``x + eps * xi`` with the same ``xi`` at every eps. After eac
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import os
+import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +41,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..errors import IncompleteResultsError, InputError, MissingProvenanceError, RunInterrupted, WrongScaleError
 from ..provenance import derive_seed, environment_record, generator, package_source_hash  # noqa: F401 (re-exported)
 from .configs import EPS_RULES, PILOT_RULES, KAPPA_METHODS, STUDIES, Cell, ExperimentConfig, Study, eps_factor, get_config
 from .store import CELL_KEYS, ResultStore, default_results_dir
@@ -101,7 +105,7 @@ class StudyProblem:
         try:
             return self.heuristic_eps[(N, kappa)]
         except KeyError:
-            raise ValueError(f"the heuristic's cell of study {self.study.name!r} at N = {N}, kappa = {kappa} must be "
+            raise InputError(f"the heuristic's cell of study {self.study.name!r} at N = {N}, kappa = {kappa} must be "
                              "stored before its fixed-eps cells (Cell.sort_key runs it first)") from None
 
     def remember_eps(self, df: pd.DataFrame) -> None:
@@ -116,7 +120,7 @@ class StudyProblem:
 
     def data(self, N: int) -> torch.Tensor:
         if N > self.N_max:
-            raise ValueError(f"N must be <= N_max = {self.N_max}; got {N}")
+            raise InputError(f"N must be <= N_max = {self.N_max}; got {N}")
         return self.x[:, :N].contiguous()
 
     def noise_base(self, N: int, kappa: int) -> torch.Tensor:
@@ -137,7 +141,7 @@ def build_problem(study: str | Study, n_sims: int, N_max: int, seed: int = 0, *,
         model = _build_model(st.family, n_sims, seed, **dict(st.model_kwargs))
     except ValueError as exc:
         if "model must be one of" in str(exc):
-            raise ValueError(f"study.family: {exc}") from None
+            raise InputError(f"study.family: {exc}") from None
         raise
     theta_true = model.random_params(n_sims, generator=_generator(seed, st.family, "truth"))
     theta0 = model.init_params(n_sims, generator=_generator(seed, st.family, "init"))
@@ -179,7 +183,7 @@ def run_cell(problem: StudyProblem, cell: Cell, *, fit=None, device="cpu") -> pd
         if setting.factor is not None:
             kw["eps"] = setting.factor * problem.heuristic(cell.N, cell.kappa)
     elif not setting.is_default:
-        raise ValueError(f"cell.eps must be 'default' for method {cell.method!r}; got {cell.eps!r}")
+        raise InputError(f"cell.eps must be 'default' for method {cell.method!r}; got {cell.eps!r}")
     t0 = time.perf_counter()
     if setting.rule is not None:
         res = _fit_rule(fit, problem.model, x, kw, setting.rule)
@@ -241,15 +245,28 @@ def _load_average():
         return None
 
 
-def _check_provenance(prov: dict | None, config: ExperimentConfig, study: str, path: Path) -> None:
+def _check_provenance(prov: dict | None, config: ExperimentConfig, study: str, path: Path,
+                      store: ResultStore | None = None) -> None:
+    """Refuse a table of other settings (:class:`~cnce.errors.WrongScaleError`) and a table
+    without its provenance record (:class:`~cnce.errors.MissingProvenanceError`): neither is
+    adopted. Neither message suggests deleting the table: it is valid for its own settings."""
     if prov is None:
+        table = path.with_name(f"{study}.csv")
+        if store is not None and table.exists() and table.stat().st_size > 0:
+            raise MissingProvenanceError(
+                f"results table {table} has no provenance record ({path.name} is missing), so what computed it (seed, "
+                f"sizes, draw scheme, code) is unknown and it is not adopted; restore {path.name} (e.g. `git checkout -- "
+                f"{path}` for a committed table) or run into another folder with --results-dir (results_dir=...)")
         return
     want = {"seed": config.seed, "n_sims": config.n_sims, "N_max": config.N_max, "draw_scheme": DRAW_SCHEME}
     for k, v in want.items():
         if prov.get(k) != v:
-            raise ValueError(
-                f"results for study {study!r} in {path.parent} were computed with {k} = {prov.get(k)!r}, "
-                f"but this run asks for {k} = {v!r}; pass another results_dir or delete {path.name} and its table"
+            raise WrongScaleError(
+                f"results for study {study!r} in {path.parent} were computed with {k} = {prov.get(k)!r} "
+                f"(scale {prov.get('scale')!r}), but this run asks for {k} = {v!r} (scale {config.scale!r}); they are "
+                f"valid results of their own settings and are kept: write this run into another folder with "
+                f"--results-dir (results_dir=...), e.g. the default data/results/{config.scale}"
+                f"{'' if config.seed == 0 else f'-seed{config.seed}'}"
             )
 
 
@@ -284,14 +301,14 @@ def run(name: str | ExperimentConfig, scale: str = "quick", seed: int = 0, *, re
     if studies is not None:
         bad = [s for s in studies if s not in config.studies]
         if bad:
-            raise ValueError(f"studies must be among {list(config.studies)} for experiment {config.name!r}; got {bad}")
+            raise InputError(f"studies must be among {list(config.studies)} for experiment {config.name!r}; got {bad}")
         config = ExperimentConfig(**{**config.__dict__, "studies": tuple(s for s in config.studies if s in studies),
                                      "cells": tuple(c for c in config.cells if c.study in studies)})
     store = ResultStore(results_dir if results_dir is not None else default_results_dir(config.scale, config.seed))
     t_start = time.perf_counter()
     todo = missing_cells(config, store)
     for study in config.studies:
-        _check_provenance(store.read_provenance(study), config, study, store.provenance_path(study))
+        _check_provenance(store.read_provenance(study), config, study, store.provenance_path(study), store)
     env = environment_record(device) if todo else None
     bar = None
     if progress and todo:
@@ -355,17 +372,26 @@ def _run_study(config, store, study, cells, env, bar, fit, draw_base, device) ->
         for cell in cells:
             if bar is not None:
                 bar.set_postfix_str(str(cell))
-            rows = run_cell(problem, cell, fit=fit, device=device)
-            stored = store.append(study, rows, n_sims=config.n_sims)
-            if cell.method == "cnce" and cell.eps_setting.is_default and cell.kappa is not None:
-                problem.remember_eps(stored)  # as stored (9 digits), whether or not the run is resumed
-            n_run += 1
-            entry["cells_computed"] += 1
-            entry["compute_seconds"] = round(entry["compute_seconds"] + float(rows["cell_seconds"].iloc[0]), 3)
-            entry["wall_seconds"] = round(time.perf_counter() - t_study, 3)
-            store.write_provenance(study, prov)
+            rows, interrupted = _interruptible(run_cell, problem, cell, fit=fit, device=device)
+            if rows is None:
+                raise RunInterrupted(
+                    f"interrupted during cell {cell} of study {study!r}; the {n_run} cell(s) finished in this run "
+                    f"and every earlier one are stored in {store.root}: run the same command again to resume")
+            with _sigint_deferred() as late:  # a finished cell is always stored whole
+                stored = store.append(study, rows, n_sims=config.n_sims)
+                if cell.method == "cnce" and cell.eps_setting.is_default and cell.kappa is not None:
+                    problem.remember_eps(stored)  # as stored (9 digits), whether or not the run is resumed
+                n_run += 1
+                entry["cells_computed"] += 1
+                entry["compute_seconds"] = round(entry["compute_seconds"] + float(rows["cell_seconds"].iloc[0]), 3)
+                entry["wall_seconds"] = round(time.perf_counter() - t_study, 3)
+                store.write_provenance(study, prov)
             if bar is not None:
                 bar.update(1)
+            if interrupted or late:
+                raise RunInterrupted(
+                    f"interrupted after cell {cell} of study {study!r}; it and every cell before it are stored in "
+                    f"{store.root}: run the same command again to resume")
         entry["status"] = "complete"
     except BaseException:
         entry["status"] = "interrupted"
@@ -379,12 +405,62 @@ def _run_study(config, store, study, cells, env, bar, fit, draw_base, device) ->
     return n_run
 
 
+def _interruptible(fn, *args, **kwargs):
+    """``(fn(*args, **kwargs), interrupted)``, computed in a worker thread so that Ctrl-C is
+    answered within a fraction of a second even while a compiled kernel (which does not look at
+    signals) runs. On Ctrl-C: ``(result, True)`` when the work had finished anyway (it is then
+    stored, never discarded), else ``(None, True)`` -- the unfinished cell is abandoned (its
+    daemon thread is left to end on its own) and the caller raises
+    :class:`~cnce.errors.RunInterrupted`. Off the main thread it simply calls ``fn``."""
+    if threading.current_thread() is not threading.main_thread():
+        return fn(*args, **kwargs), False
+    box: dict = {}
+    done = threading.Event()  # not Thread.is_alive: a join interrupted by Ctrl-C can misreport it
+
+    def work():
+        try:
+            box["out"] = fn(*args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["err"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="cnce-cell", daemon=True).start()
+    try:
+        while not done.wait(0.2):
+            pass
+    except KeyboardInterrupt:
+        if not done.is_set():
+            return None, True
+        interrupted = True
+    else:
+        interrupted = False
+    if "err" in box:
+        raise box["err"]
+    return box["out"], interrupted
+
+
+@contextlib.contextmanager
+def _sigint_deferred():
+    """Hold Ctrl-C while a finished cell is written; yields a list that is non-empty afterwards
+    if Ctrl-C came meanwhile (the caller then stops)."""
+    late: list = []
+    if threading.current_thread() is not threading.main_thread():
+        yield late
+        return
+    previous = signal.signal(signal.SIGINT, lambda *_: late.append(True))
+    try:
+        yield late
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def load_results(name: str | ExperimentConfig, scale: str = "quick", seed: int = 0, *,
                  results_dir: str | os.PathLike | None = None, allow_missing: bool = False) -> pd.DataFrame:
     """The tidy rows of experiment ``name`` (only its cells), with provenance in ``df.attrs``.
 
     ``df.attrs["provenance"]`` maps each study to its provenance record. Raises
-    ``ValueError`` listing what is missing unless ``allow_missing``; a corrupt file raises
+    :class:`~cnce.errors.IncompleteResultsError` listing what is missing unless ``allow_missing``; a corrupt file raises
     :class:`~cnce.experiments.store.CorruptResultsError`.
     """
     config = _resolve(name, scale, seed)
@@ -392,7 +468,7 @@ def load_results(name: str | ExperimentConfig, scale: str = "quick", seed: int =
     frames, provs = [], {}
     for study in config.studies:
         provs[study] = store.read_provenance(study)
-        _check_provenance(provs[study], config, study, store.provenance_path(study))
+        _check_provenance(provs[study], config, study, store.provenance_path(study), store)
         frames.append(store.load(study, n_sims=config.n_sims))
     df = pd.concat(frames, ignore_index=True)
     wanted = pd.DataFrame([{"study": c.study, "method": c.method, "N": c.N, "kappa": c.kappa, "eps_setting": c.eps}
@@ -405,7 +481,7 @@ def load_results(name: str | ExperimentConfig, scale: str = "quick", seed: int =
     have = df[keys].drop_duplicates()
     n_missing = len(wanted) - len(have)
     if n_missing and not allow_missing:
-        raise ValueError(
+        raise IncompleteResultsError(
             f"{n_missing} of {len(wanted)} cells of experiment {config.name!r} at scale {config.scale!r} are missing in "
             f"{store.root}; run `python -m cnce run {config.name} --scale {config.scale}` first"
         )
@@ -478,19 +554,32 @@ def for_display(name: str, df_run: pd.DataFrame, scale: str = "quick", seed: int
     A page built at ``quick`` scale computes (or loads) the quick grid -- that is what CI and
     the regression tests exercise -- but when a *complete* paper-scale run of ``name`` is
     stored (committed under ``data/results/paper/``, or ``paper_dir``), the page shows that run
-    instead, so the book carries the paper-scale figures. At any other scale, or without a
-    complete paper run, ``df_run`` is returned unchanged. Returns ``(df, shown_scale)``.
+    instead, so the book carries the paper-scale figures. At any other scale ``df_run`` is
+    returned unchanged.
+
+    Never a silent fallback: when no paper-scale table of ``name`` is stored at all, the quick
+    results are returned and a line says so; a corrupt paper table
+    (:class:`~cnce.errors.CorruptResultsError`), one without provenance, one of other settings,
+    or an incomplete paper run raise, naming the file and what to do. Returns
+    ``(df, shown_scale)``.
     """
     if scale != "quick":
         return df_run, scale
     config = _resolve(name, "paper", seed)
     store = ResultStore(paper_dir if paper_dir is not None else default_results_dir("paper", seed))
-    try:
-        if missing_cells(config, store):
-            return df_run, scale
-        return load_results(name, "paper", seed, results_dir=paper_dir), "paper"
-    except (FileNotFoundError, ValueError):
+    present = [s for s in config.studies if store.path(s).exists() or store.provenance_path(s).exists()]
+    if not present:
+        print(f"no paper-scale results of {config.name!r} are stored in {store.root}; this page shows the quick-scale "
+              "run")
         return df_run, scale
+    missing = missing_cells(config, store)  # raises on a corrupt table
+    if missing:
+        files = sorted({str(store.path(c.study)) for c in missing})
+        raise IncompleteResultsError(
+            f"the committed paper-scale results of {config.name!r} are incomplete: {len(missing)} of "
+            f"{len(config.cells)} cells are missing from {', '.join(files)}; complete them with `python -m cnce run "
+            f"{config.name} --scale paper` (the stored cells are kept), or restore the files with git")
+    return load_results(name, "paper", seed, results_dir=paper_dir), "paper"
 
 
 def page_results(name: str, scale: str = "quick", seed: int = 0):

@@ -9,13 +9,17 @@ Layout under a results directory (default ``data/results/<scale>/``)::
 Every write goes to a temporary file in the same directory followed by ``os.replace``
 (:func:`cnce.provenance.atomic_write`), so a
 file on disk is always either the old or the new complete version: an interrupted run
-loses at most the cell it was computing. Reading checks the table (columns, types, whole
-cells) and raises :class:`CorruptResultsError` (a ``ValueError``) naming the file and the
-problem.
+loses at most the cell it was computing. Reading checks the table (whole rows, columns,
+types, whole cells) and raises :class:`CorruptResultsError` (a ``ValueError``) naming the file,
+the problem and what to do; a folder that cannot be written raises
+:class:`~cnce.errors.StorageError`.
 """
 from __future__ import annotations
 
 import contextlib
+import csv
+import errno
+import io
 import json
 import os
 import sys
@@ -26,7 +30,7 @@ import pandas as pd
 
 from ..errors import CorruptResultsError
 from ..locations import data_dir
-from ..provenance import atomic_write, atomic_write_text
+from ..provenance import atomic_write, atomic_write_text, storage_error
 
 __all__ = ["COLUMNS", "CorruptResultsError", "ResultStore", "atomic_write_text", "default_results_dir"]
 
@@ -97,7 +101,13 @@ class ResultStore:
         A second process running the same study waits here (``fcntl.flock``; a no-op where
         ``fcntl`` is missing) and then finds the cells the first one stored.
         """
-        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            if self.root.exists() and not self.root.is_dir():
+                raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(self.root))
+            self.root.mkdir(parents=True, exist_ok=True)
+            open(self.root / f".{study}.lock", "a").close()
+        except OSError as exc:
+            raise storage_error(exc, self.root / f".{study}.lock") from exc
         try:
             import fcntl
         except ImportError:  # pragma: no cover - Windows
@@ -179,9 +189,14 @@ class ResultStore:
             df = cached[1]
             self.check_cells(df, n_sims=n_sims, source=f"results file {path}")
             return df.copy()
-        hint = "delete it (or restore it with git) and rerun to recompute"
+        hint = (f"restore it (`git checkout -- {path}` for a committed table), or move it aside and run again to "
+                "recompute its cells")
         try:
-            raw = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+            text = path.read_text(encoding="utf-8")
+            self.check_rows_whole(text, source=f"results file {path}")
+            raw = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_values=[""])
+        except CorruptResultsError as exc:
+            raise CorruptResultsError(f"{exc}; {hint}") from exc
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
             raise CorruptResultsError(f"results file {path} is corrupt ({type(exc).__name__}: {exc}); {hint}") from exc
         try:
@@ -193,6 +208,22 @@ class ResultStore:
             raise CorruptResultsError(f"results file {path} holds rows of another study ({df['study'].unique().tolist()}); {hint}")
         self._cache[study] = (self._signature(path), df)
         return df.copy()
+
+    @staticmethod
+    def check_rows_whole(text: str, *, source: str = "rows") -> None:
+        """Refuse a truncated or damaged table: every row must have as many fields as the header
+        and the file must end with a newline (the store always writes one), so a row cut short
+        by a crash or a bad copy is an error, not NaN in its last columns."""
+        if not text:
+            raise CorruptResultsError(f"{source} is empty (not even a header)")
+        if not text.endswith("\n"):
+            raise CorruptResultsError(f"{source} does not end with a newline: its last row is truncated")
+        rows = csv.reader(io.StringIO(text))
+        header = next(rows, None) or []
+        for i, row in enumerate(rows, start=2):
+            if len(row) != len(header):
+                raise CorruptResultsError(f"{source}: line {i} has {len(row)} fields but the header has {len(header)} "
+                                          "(a truncated or damaged row)")
 
     @staticmethod
     def check_cells(df: pd.DataFrame, *, n_sims: int | None = None, source: str = "rows") -> None:
@@ -245,7 +276,8 @@ class ResultStore:
         try:
             prov = json.loads(path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise CorruptResultsError(f"provenance file {path} is not valid JSON ({exc}); delete it and the table beside it, or restore them with git") from exc
+            raise CorruptResultsError(f"provenance file {path} is not valid JSON ({exc}); restore it (`git checkout -- {path}` "
+                                      "for a committed run), or move it and the table beside it aside and run again") from exc
         if not isinstance(prov, dict):
             raise CorruptResultsError(f"provenance file {path} must hold a JSON object; got {type(prov).__name__}")
         return prov

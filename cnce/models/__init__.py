@@ -10,6 +10,7 @@ from .gaussian import Gaussian
 from .ica import ICA, signed_permutation_match
 from .lognormal import LogNormal
 from .ring import Ring
+from ..errors import InputError
 
 __all__ = ["UnnormalisedModel", "Gaussian", "ICA", "Ring", "LogNormal", "Bernoulli", "signed_permutation_match",
            "get_model", "model_class", "register", "registered"]
@@ -20,10 +21,10 @@ _REGISTRY: dict[str, type] = {}
 def register(cls: type, name: str | None = None) -> type:
     """Register a model class under ``name`` (default ``cls.name``); usable as a decorator."""
     if not (isinstance(cls, type) and issubclass(cls, UnnormalisedModel)):
-        raise ValueError(f"cls must be a subclass of cnce.models.UnnormalisedModel; got {cls!r}")
+        raise InputError(f"cls must be a subclass of cnce.models.UnnormalisedModel; got {cls!r}")
     key = str(name if name is not None else cls.name).lower()
     if key in _REGISTRY and _REGISTRY[key] is not cls:
-        raise ValueError(f"name {key!r} is already registered for {_REGISTRY[key].__name__}")
+        raise InputError(f"name {key!r} is already registered for {_REGISTRY[key].__name__}")
     _REGISTRY[key] = cls
     return cls
 
@@ -38,7 +39,7 @@ def model_class(name: str) -> type:
     try:
         return _REGISTRY[str(name).lower()]
     except KeyError:
-        raise ValueError(f"model must be one of {sorted(_REGISTRY)}; got {name!r}") from None
+        raise InputError(f"model must be one of {sorted(_REGISTRY)}; got {name!r}") from None
 
 
 def get_model(name: str, **kwargs) -> UnnormalisedModel:

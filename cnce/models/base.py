@@ -49,6 +49,7 @@ import torch
 from types import MappingProxyType
 
 from .._validation import check_theta
+from ..errors import InputError
 
 __all__ = ["UnnormalisedModel", "CONTRASTIVE_OPTIMIZERS", "MLE_OPTIMIZERS"]
 
@@ -85,13 +86,13 @@ class UnnormalisedModel:
         super().__init_subclass__(**kwargs)
         for attr, allowed in (("contrastive_optimizer", CONTRASTIVE_OPTIMIZERS), ("mle_optimizer", MLE_OPTIMIZERS)):
             if getattr(cls, attr) not in allowed:
-                raise ValueError(f"{cls.__name__}.{attr} must be one of {allowed}; got {getattr(cls, attr)!r}")
+                raise InputError(f"{cls.__name__}.{attr} must be one of {allowed}; got {getattr(cls, attr)!r}")
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in dict(cls.compiled_kernels).items()):
-            raise ValueError(f"{cls.__name__}.compiled_kernels must map method names to kernel names; "
+            raise InputError(f"{cls.__name__}.compiled_kernels must map method names to kernel names; "
                              f"got {cls.compiled_kernels!r}")
         a = cls.abs_projection_coef
         if a is not None and not (isinstance(a, (int, float)) and a > 0):
-            raise ValueError(f"{cls.__name__}.abs_projection_coef must be None or a positive number; got {a!r}")
+            raise InputError(f"{cls.__name__}.abs_projection_coef must be None or a positive number; got {a!r}")
 
     # ------------------------------------------------------------------ evaluation
     def _log_phi(self, u: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
@@ -103,7 +104,7 @@ class UnnormalisedModel:
             u = torch.as_tensor(u, dtype=torch.float64)
         single = u.ndim == 2
         if u.ndim not in (2, 3) or u.shape[-1] != self.dim:
-            raise ValueError(f"u must have shape (S, M, {self.dim}) or (M, {self.dim}); got shape {tuple(u.shape)}")
+            raise InputError(f"u must have shape (S, M, {self.dim}) or (M, {self.dim}); got shape {tuple(u.shape)}")
         if single:
             u = u.unsqueeze(0)
         if not u.is_floating_point():
@@ -153,6 +154,12 @@ class UnnormalisedModel:
         if not bool(h.ne(0).any()):
             h = None
         return T.transpose(1, 2).to(dtype or u.dtype).contiguous(), h
+
+    def valid_params(self, theta: torch.Tensor) -> torch.Tensor:
+        """``(S,)`` bool: where ``theta (S, P)`` is a valid parameter of the model (finite, and
+        wherever the model says so, normalisable: a precision matrix positive definite).
+        :func:`cnce.fit` never reports a fit ending outside as converged. Default: finite."""
+        return torch.isfinite(theta).all(-1)
 
     def validate_data(self, x: torch.Tensor) -> None:
         """Raise ``ValueError`` naming ``x`` if the data ``(S, N, D)`` are outside the model's support."""
@@ -228,7 +235,7 @@ class UnnormalisedModel:
             if theta_true.shape[0] == 1:
                 theta_true = theta_true.expand_as(theta_hat)
             else:
-                raise ValueError(f"theta_hat has {theta_hat.shape[0]} rows but theta_true has {theta_true.shape[0]}")
+                raise InputError(f"theta_hat has {theta_hat.shape[0]} rows but theta_true has {theta_true.shape[0]}")
         return theta_hat, theta_true
 
     @property

@@ -5,6 +5,7 @@ import torch
 
 from .._validation import check_positive_int, check_theta
 from .base import UnnormalisedModel, _uniform
+from ..errors import InputError
 
 __all__ = ["Bernoulli"]
 
@@ -29,7 +30,7 @@ class Bernoulli(UnnormalisedModel):
 
     def to_free(self, theta):
         if (theta <= 0).any():
-            raise ValueError(f"theta of the Bernoulli model must be positive; got min {theta.min().item()!r}")
+            raise InputError(f"theta of the Bernoulli model must be positive; got min {theta.min().item()!r}")
         return torch.log(theta)
 
     def from_free(self, psi):
@@ -55,7 +56,7 @@ class Bernoulli(UnnormalisedModel):
     def validate_data(self, x):
         if not ((x == 0) | (x == 1)).all():
             bad = x[(x != 0) & (x != 1)][0].item()
-            raise ValueError(f"x must hold only 0 and 1 for the Bernoulli model; got {bad!r}")
+            raise InputError(f"x must hold only 0 and 1 for the Bernoulli model; got {bad!r}")
 
     def random_params(self, S, generator=None):
         """``p ~ U[0.01, 0.99]``, ``theta = (1 - p, p)`` (already normalised)."""

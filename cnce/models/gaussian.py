@@ -51,6 +51,12 @@ class Gaussian(UnnormalisedModel):
         L[:, j, i] = theta
         return L
 
+    def valid_params(self, theta: torch.Tensor) -> torch.Tensor:
+        """Finite and a positive definite precision (Eq. 15 is normalisable only then)."""
+        ok = torch.isfinite(theta).all(-1)
+        Lam = self.precision(torch.where(ok.unsqueeze(-1), theta, torch.zeros_like(theta)))
+        return ok & (torch.linalg.cholesky_ex(Lam).info == 0)
+
     def theta_from_precision(self, Lam: torch.Tensor) -> torch.Tensor:
         i, j = self._iu.to(Lam.device)
         return Lam[..., i, j]

@@ -9,6 +9,7 @@ from types import MappingProxyType
 
 from .._validation import check_positive_int, check_theta
 from .base import UnnormalisedModel, _uniform
+from ..errors import InputError
 
 __all__ = ["LogNormal"]
 
@@ -49,6 +50,10 @@ class LogNormal(UnnormalisedModel):
         T, h = self.features(u)
         return torch.einsum("smp,sp->sm", T, psi) + h, T
 
+    def valid_params(self, theta: torch.Tensor) -> torch.Tensor:
+        """Finite theta with a positive log-domain precision (``C`` may be any number or -inf)."""
+        return torch.isfinite(theta[:, 0]) & (theta[:, 0] > 0) & ~torch.isnan(theta[:, 1])
+
     def log_partition(self, theta):
         """``log int_0^inf phi du = log sqrt(2 pi / theta)`` (the positive axis only)."""
         theta = check_theta(theta, 2)
@@ -83,7 +88,7 @@ class LogNormal(UnnormalisedModel):
     def mle_closed_form(self, x):
         """``theta = 1 / mean((log x)^2)``; ``C = -inf`` (the normalised model has no mass there)."""
         if (x <= 0).any():
-            raise ValueError("x must be positive for the log-normal maximum-likelihood estimate; got a value <= 0")
+            raise InputError("x must be positive for the log-normal maximum-likelihood estimate; got a value <= 0")
         th = 1.0 / (torch.log(x[..., 0]) ** 2).mean(-1)
         return torch.stack([th, torch.full_like(th, -math.inf)], -1)
 

@@ -11,6 +11,7 @@ from types import MappingProxyType
 
 from .._validation import check_positive_int, check_theta
 from .base import UnnormalisedModel, _uniform
+from ..errors import InputError
 
 __all__ = ["Ring"]
 
@@ -54,7 +55,7 @@ class Ring(UnnormalisedModel):
         self.n_params = 1
         mu_t = torch.as_tensor(mu, dtype=torch.float64)
         if mu_t.ndim > 1 or not torch.isfinite(mu_t).all() or (mu_t <= 0).any():
-            raise ValueError(f"mu must be a positive float or a 1-D tensor of positive radii; got {mu!r}")
+            raise InputError(f"mu must be a positive float or a 1-D tensor of positive radii; got {mu!r}")
         self.mu = mu_t
 
     @staticmethod
@@ -65,7 +66,7 @@ class Ring(UnnormalisedModel):
     def _mu(self, S, like):
         mu = self.mu.to(dtype=like.dtype, device=like.device)
         if mu.ndim == 1 and mu.shape[0] != S:
-            raise ValueError(f"this Ring has mu for {mu.shape[0]} simulations but got {S}")
+            raise InputError(f"this Ring has mu for {mu.shape[0]} simulations but got {S}")
         return mu.expand(S) if mu.ndim == 0 else mu
 
     @classmethod
@@ -145,7 +146,7 @@ class Ring(UnnormalisedModel):
         n = check_positive_int(n, "n")
         theta = check_theta(theta, 1)
         if theta[:, 0].le(0).any():
-            raise ValueError(f"theta (the precision gamma) must be > 0 to sample; got {theta[:, 0].min().item()!r}")
+            raise InputError(f"theta (the precision gamma) must be > 0 to sample; got {theta[:, 0].min().item()!r}")
         S = theta.shape[0]
         mu = self._mu(S, theta)
         sigma = 1.0 / torch.sqrt(theta[:, 0])
@@ -160,7 +161,7 @@ class Ring(UnnormalisedModel):
         elif radial == "exact":
             r = self._sample_radius_exact(mu, sigma, n, generator)
         else:
-            raise ValueError(f"radial must be 'exact' or 'authors'; got {radial!r}")
+            raise InputError(f"radial must be 'exact' or 'authors'; got {radial!r}")
         return r.unsqueeze(-1) * self._directions(S, n, generator, theta.dtype, theta.device)
 
     def _sample_radius_exact(self, mu, sigma, n, generator, n_grid: int = 4097):
