@@ -13,8 +13,8 @@ from cnce.errors import StorageError
 def _with_command(monkeypatch, exc):
     real = cli.build_parser
 
-    def build():
-        p = real()
+    def build(*a, **kw):  # build_parser(command): the parser of the chosen command (cnce.cli.COMMANDS)
+        p = real(*a, **kw)
         sub = next(a for a in p._actions if a.dest == "command")
         c = sub.add_parser("boom")
 

@@ -290,7 +290,6 @@ def test_sigint_stops_a_run_within_a_second_and_keeps_finished_cells(fake, tmp_p
 def test_unwritable_results_dir_is_one_storage_error(fake, tmp_path, where, capsys):
     import os
 
-    from cnce.cli import main
 
     if where == "file":
         target = tmp_path / "a-file"
