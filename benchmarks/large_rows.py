@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -72,7 +71,7 @@ def main(argv=None):
 
     out = ROOT / "benchmarks" / "results" / f"large-rows{args.tag}.json"
     out.write_text(json.dumps({"suite": "large_rows", "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                               "load_average": os.getloadavg(), "machine": machine_info(), "results": results},
+                               "load_average": os.getloadavg(), "machine": machine_info(1), "results": results},
                               indent=2) + "\n")
     print(f"wrote {out}")
 

@@ -1,5 +1,3 @@
-import sys
+from cnce.cli import entry
 
-from cnce.cli import main
-
-sys.exit(main())
+entry()

@@ -93,6 +93,42 @@ def _refuse_type(name: str, x, what: str, hint: str = ""):
     raise InputDtypeError(f"{name} must be {DATA_ACCEPTED}; got {_type_name(x)}{what}{hint}")
 
 
+def _kind(dtype) -> str:
+    """numpy's one-letter kind of a numpy or pandas (extension) dtype."""
+    kind = getattr(dtype, "kind", None)
+    if isinstance(kind, str):
+        return kind
+    try:
+        return np.dtype(dtype).kind
+    except TypeError:
+        return "O"
+
+
+def _from_pandas(x, name: str, booleans: bool):
+    """A pandas DataFrame or Series as a numpy array (pandas' missing values become NaN, then
+    refused as non-finite); non-numeric columns, and boolean ones for continuous models, refused."""
+    dtypes = getattr(x, "dtypes", None)
+    if dtypes is not None and hasattr(dtypes, "items"):  # a DataFrame: one dtype per column
+        kinds = {c: _kind(d) for c, d in dtypes.items()}
+    else:
+        kinds = {getattr(x, "name", 0): _kind(getattr(x, "dtype", None))}
+    bad = [f"{c!r} ({dtypes[c] if dtypes is not None and hasattr(dtypes, 'items') else x.dtype})"
+           for c, k in kinds.items() if k not in "fiub"]
+    if bad:
+        _refuse_type(name, x, f" with non-numeric columns {', '.join(bad)}")
+    if kinds and all(k == "b" for k in kinds.values()):
+        return x.to_numpy(dtype=bool) if booleans else _refuse_type(
+            name, x, " of boolean columns (booleans are data of discrete models only; cast with .astype(float) if "
+                     "0/1 values of a continuous model are meant)")
+    flags = [c for c, k in kinds.items() if k == "b"]
+    if flags and not booleans:
+        _refuse_type(name, x, f" with boolean columns {flags} (booleans are data of discrete models only)")
+    try:
+        return x.to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError) as exc:  # pandas' own error, named
+        _refuse_type(name, x, f" that pandas cannot turn into numbers ({exc})")
+
+
 def _as_tensor(x, name: str, booleans: bool) -> torch.Tensor:
     """The one dtype policy: any accepted container as a real (or, with ``booleans``, bool) tensor."""
     if isinstance(x, torch.Tensor):
@@ -101,16 +137,7 @@ def _as_tensor(x, name: str, booleans: bool) -> torch.Tensor:
         if isinstance(x, (str, bytes, dict, set, frozenset)) or x is None:
             _refuse_type(name, x, "")
         if type(x).__module__.split(".")[0] == "pandas":
-            dtypes = getattr(x, "dtypes", None)
-            bad = []
-            if dtypes is not None and hasattr(dtypes, "items"):  # a DataFrame: one dtype per column
-                bad = [f"{c!r} ({d})" for c, d in dtypes.items() if np.dtype(d).kind not in "fiub"]
-            if bad:
-                _refuse_type(name, x, f" with non-numeric columns {', '.join(bad)}")
-            try:
-                x = x.to_numpy()
-            except Exception as exc:  # pandas' own error, named
-                _refuse_type(name, x, f" that pandas cannot turn into an array ({exc})")
+            x = _from_pandas(x, name, booleans)
         try:
             arr = np.asarray(x)
         except (TypeError, ValueError) as exc:  # ragged lists, objects numpy cannot read
@@ -124,8 +151,10 @@ def _as_tensor(x, name: str, booleans: bool) -> torch.Tensor:
             _refuse_type(name, x, f" of {what} dtype {arr.dtype}")
         if kind == "f" and arr.dtype.itemsize < 4:
             arr = arr.astype(np.float32)
-        t = torch.from_numpy(np.ascontiguousarray(arr)) if arr.dtype != np.uint16 and arr.dtype != np.uint32 \
-            and arr.dtype != np.uint64 else torch.from_numpy(arr.astype(np.float64))
+        if arr.dtype in (np.uint16, np.uint32, np.uint64):  # torch has no unsigned kinds beyond uint8
+            arr = arr.astype(np.float64)
+        arr = np.ascontiguousarray(arr)
+        t = torch.from_numpy(arr if arr.flags.writeable else arr.copy())
     if t.requires_grad:  # data are constants: no gradient flows into them
         t = t.detach()
     if t.device.type == "meta":

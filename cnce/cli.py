@@ -106,5 +106,20 @@ def _os_message(exc: OSError) -> str:
     return f"{where}: {exc.strerror or exc}" if where else str(exc.strerror or exc)
 
 
+def entry() -> None:  # pragma: no cover - the process's own exit
+    """The console entry point (``cnce`` and ``python -m cnce``): :func:`main`, then exit. After
+    Ctrl-C abandoned a cell still computing in a worker thread (a compiled kernel cannot be
+    stopped), the process ends at once instead of waiting for that kernel's threads."""
+    import os
+    import threading
+
+    code = main()
+    if any(t.name == "cnce-cell" and t.is_alive() for t in threading.enumerate()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    entry()

@@ -79,7 +79,8 @@ def fit(
             tensor or numpy scalar) or an ``(S,)`` tensor, settled by :func:`cnce.eps.resolve_eps`.
             eps = 0 is refused (the noise would equal the data). Flip noise (Bernoulli) needs eps
             in (0, 1]. A fixed eps far from the data's scale gives ``converged=False`` and a ``reason``
-            (below 1/sqrt(N kappa) of the scale, or above 30 scales). The other methods take no eps
+            (below the sampling noise of unbalanced noise, 1/sqrt(N kappa) of the scale for independent
+            draws, or above 30 scales). The other methods take no eps
             (``ValueError`` for anything but ``"auto"``, the default).
         seed: seeds the initialisation and noise draws (a ``torch.Generator`` also works).
         theta0: initial parameters ``(S, P)`` or ``(P,)``; default ``model.init_params``.
@@ -192,6 +193,19 @@ def fit(
                              "eps='auto' for the heuristic)")
     else:
         eps = None
+    form = plan.formulation(model, method, noise, x, options)
+    mod = backends.choose(model, method, noise, dev, dtype, form, backend)
+    if mod.NAME == "torch":  # checked before the noise is drawn: a refusal costs nothing
+        need = plan.simulation_bytes(model, method, N, kappa if uses_noise else None, dtype)
+        if need > options.memory_budget_bytes:
+            fused_fits = backends.compiled.supports(model, method, noise, torch.device("cpu"), torch.float64, form) is None
+            noise_gb = N * (kappa or 0) * D * 8 / 2**30
+            alt = (f"backend='fused' on the CPU (it forms no features: it holds the data and the drawn noise, about "
+                   f"{noise_gb:.1f} GB)" if fused_fits else "fewer rows or a smaller kappa")
+            raise InputError(
+                f"this fit needs about {need / 2**30:.1f} GB for one simulation on the torch backend ({N} rows x "
+                f"kappa={kappa}), above options.memory_budget_gb = {options.memory_budget_gb:g}; use {alt}, or raise "
+                f"the budget (cnce.option_context(memory_budget_gb=...)) if the memory is there")
     gen = make_generator(seed)
     if theta0 is None:
         theta0 = model.init_params(S, generator=gen)
@@ -200,18 +214,6 @@ def fit(
         if noise_base is None:
             noise_base = noise_mod.default_base(noise, S, N, kappa, D, gen, threads=threads)
         noise_base = _check_base(noise_base, S, N, kappa, D).to(device=dev, dtype=dtype)
-    form = plan.formulation(model, method, noise, x, options)
-    mod = backends.choose(model, method, noise, dev, dtype, form, backend)
-    if mod.NAME == "torch":
-        need = plan.simulation_bytes(model, method, N, kappa if uses_noise else None, dtype)
-        if need > options.memory_budget_bytes:
-            fused_fits = backends.compiled.supports(model, method, noise, torch.device("cpu"), torch.float64, form) is None
-            alt = ("backend='fused' on the CPU (the compiled kernels stream the rows: little memory)" if fused_fits
-                   else "fewer rows or a smaller kappa")
-            raise InputError(
-                f"this fit needs about {need / 2**30:.1f} GB for one simulation on the torch backend ({N} rows x "
-                f"kappa={kappa}), above options.memory_budget_gb = {options.memory_budget_gb:g}; use {alt}, or raise "
-                f"the budget (cnce.option_context(memory_budget_gb=...)) if the memory is there")
     kernel = model.compiled_kernels.get(method) if mod.NAME == "fused" else None
     problem = backends.FitProblem(
         model=model, x=x, method=method, kappa=kappa if uses_noise else None, eps=eps, noise=noise,
@@ -231,10 +233,13 @@ def fit(
     return res if batched else res.unbatch()
 
 
-#: a fit whose noise moves points by less than ``1 / sqrt(N kappa)`` of the data's scale is
-#: dominated by sampling noise: the loss's signal grows as (eps/scale)^2 and its sampling noise
-#: as (eps/scale)/sqrt(N kappa), so the estimate's relative error is about
-#: scale / (eps sqrt(N kappa)) (``tests/test_fit_honest.py`` checks the 1/eps growth)
+#: the small-noise floor: the loss's signal grows as (eps/scale)^2 and the sampling noise of its
+#: linear term as (eps/scale) b / sqrt(N), with ``b`` the noise's imbalance (the rms of each data
+#: point's mean displacement over its kappa noise points, relative to the rms displacement:
+#: 1/sqrt(kappa) for independent noise, 0 for antithetic pairs). Below ``SMALL_NOISE * b /
+#: sqrt(N)`` of the data's scale the estimate's relative error is about 1 or more (it grows as
+#: 1/eps; ``tests/test_fit_honest.py``); balanced noise has no such floor (the score-matching
+#: limit of Supp. B)
 SMALL_NOISE = 1.0
 #: noise farther than this many data scales separates noise from data trivially: the loss
 #: underflows towards 0 and the estimate is not determined by the data
@@ -271,18 +276,22 @@ def _diagnose(res, model, x: torch.Tensor, theta0: torch.Tensor, problem, noise)
     x64 = x.to(torch.float64)
     std = x64.std(dim=1) if N > 1 else torch.zeros(S, D, dtype=torch.float64)  # (S, D)
     scale = std.pow(2).mean(-1).sqrt()
-    ratio = None
+    ratio = imbalance = None
     if problem.method == "cnce" and isinstance(res.eps, torch.Tensor):
-        # the noise's typical displacement, measured on the noise itself (any conditional noise)
+        # the noise's typical displacement and its balance, measured on the noise itself (any
+        # conditional noise)
         m = min(N, 256)
         y = noise.apply(x[:, :m], problem.noise_base[:, :m].to(x.dtype), res.eps.to(x.dtype))
-        disp = (y - x[:, :m].unsqueeze(-2)).to(torch.float64).pow(2).mean(dim=(1, 2, 3)).sqrt()
-        ratio = (disp / scale).cpu()
+        d = (y - x[:, :m].unsqueeze(-2)).to(torch.float64)  # (S, m, kappa, D)
+        rms = d.pow(2).sum(-1).mean(dim=(1, 2)).sqrt()
+        ratio = (rms / scale / math.sqrt(D)).cpu()  # per coordinate, against the per-coordinate scale
+        imbalance = (d.mean(2).pow(2).sum(-1).mean(1).sqrt() / rms.clamp_min(1e-300)).cpu()
     auto = not isinstance(problem.eps, torch.Tensor)
     fix = "the heuristic chose it: the data's scale is the likely cause" if auto else None
     finite, valid, stayed, conv_l = finite.tolist(), valid.tolist(), stayed.tolist(), conv.tolist()
     n_iter, scale_l, std_l = n_iter.tolist(), scale.tolist(), std.tolist()
     ratio = None if ratio is None else ratio.tolist()
+    imbalance = None if imbalance is None else imbalance.tolist()
     eps_l = res.eps.tolist() if ratio is not None else None
     for s in range(S):
         why = reasons[s]
@@ -294,11 +303,12 @@ def _diagnose(res, model, x: torch.Tensor, theta0: torch.Tensor, problem, noise)
         if stayed[s] and finite[s]:
             why.append("the fit never moved from its start theta0 (the loss's gradient vanished there)")
         if ratio is not None and scale_l[s] > 0 and math.isfinite(ratio[s]):
-            r, floor = ratio[s], SMALL_NOISE / math.sqrt(N * problem.kappa)
+            r, floor = ratio[s], SMALL_NOISE * imbalance[s] / math.sqrt(N)
             if r < floor:
-                why.append(f"eps={eps_l[s]:.3g} moves the noise by {r:.2g} of the data's scale, below "
-                           f"1/sqrt(N kappa) = {floor:.2g}: the estimate is dominated by sampling noise (its "
-                           "relative error grows as 1/eps); " + (fix or "use a larger eps or eps='auto'"))
+                why.append(f"eps={eps_l[s]:.3g} moves the noise by {r:.2g} of the data's scale, below the "
+                           f"sampling noise of its unbalanced displacements, {floor:.2g} (1/sqrt(N kappa) for "
+                           "independent noise): the estimate is dominated by sampling noise (its relative error "
+                           "grows as 1/eps); " + (fix or "use a larger eps, antithetic noise, or eps='auto'"))
             elif r > LARGE_NOISE:
                 why.append(f"eps={eps_l[s]:.3g} moves the noise by {r:.3g} data scales (more than "
                            f"{LARGE_NOISE:g}): noise and data separate trivially and the loss vanishes; "

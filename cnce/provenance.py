@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-from .errors import InputError
+from .errors import InputError, StorageError
 
 __all__ = ["PACKAGE_ROOT", "derive_seed", "int_seed", "generator", "atomic_write", "atomic_write_text",
            "atomic_torch_save", "git", "git_object", "git_state", "source_hash", "package_source_hash",
@@ -106,8 +106,6 @@ STORAGE_ERRNOS = frozenset(getattr(errno, n) for n in ("ENOSPC", "EROFS", "EACCE
 def storage_error(exc: OSError, path) -> "StorageError":
     """A :class:`~cnce.errors.StorageError` for ``exc`` met while writing ``path``: one line
     naming the file, the cause and what to do."""
-    from .errors import StorageError
-
     cause = {errno.ENOSPC: "no space left on the device", errno.EROFS: "the file system is read-only",
              errno.EACCES: "permission denied", errno.ENOTDIR: "a part of the path is not a folder",
              errno.EEXIST: "a part of the path is a file, not a folder"}.get(exc.errno, exc.strerror or str(exc))

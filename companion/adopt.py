@@ -39,9 +39,10 @@ def commit_source_hash(commit: str) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         with tarfile.open(fileobj=io.BytesIO(data)) as tar:
             tar.extractall(tmp, filter="data")
-        code = ("import importlib.util, sys; spec = importlib.util.spec_from_file_location('p', 'cnce/provenance.py'); "
-                "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); "
-                "print(m.package_source_hash(exclude=()))")
+        # cnce.provenance of that commit, without running the package's __init__ (an empty package
+        # stands in for it, so provenance's relative imports, e.g. of cnce.errors, resolve there)
+        code = ("import sys, types; pkg = types.ModuleType('cnce'); pkg.__path__ = ['cnce']; sys.modules['cnce'] = pkg; "
+                "import cnce.provenance as m; print(m.package_source_hash(exclude=()))")
         out = subprocess.run([sys.executable, "-c", code], cwd=tmp, capture_output=True, text=True, check=True)
     return out.stdout.strip()
 

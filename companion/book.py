@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Iterable
 
-from cnce._validation import check_positive_int
+from cnce.constraints import Integer, validate
 from .process_env import GOLDEN_ENV, deterministic_env, thread_env
 from .paths import REPO_ROOT
 
@@ -183,8 +183,8 @@ def build_book(
 
     import yaml
 
-    threads = check_positive_int(threads, "threads")
-    jobs = check_positive_int(jobs, "jobs")
+    threads = int(validate(threads, Integer(lo=1), "threads"))
+    jobs = int(validate(jobs, Integer(lo=1), "jobs"))
     root = Path(root) if root is not None else REPO_ROOT
     if not (root / "_config.yml").is_file():
         raise ValueError(f"root {str(root)!r} has no _config.yml")

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from cnce._validation import check_positive_int
+from cnce.constraints import Integer, validate
 from cnce.errors import InputError, RunError, RunInterrupted
 from .process_env import GOLDEN_ENV, deterministic_env, thread_env
 from .paths import REPO_ROOT
@@ -237,7 +237,7 @@ def run_batch(
     if scale not in SCALES:
         raise InputError(f"scale must be one of {SCALES}; got {scale!r}")
     if threads is not None:
-        threads = check_positive_int(threads, "threads")
+        threads = int(validate(threads, Integer(lo=1), "threads"))
     if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
         raise InputError(f"timeout must be a positive number of seconds; got {timeout!r}")
     parameters = dict(parameters or {})

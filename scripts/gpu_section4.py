@@ -48,6 +48,7 @@ from cnce import provenance
 from cnce.images import measures
 from cnce.images.configs import ablation_config, get_config
 from cnce.images.recipe import whitener_seed
+from cnce.images.runs import lent_machine_session
 from cnce.images.train import branch_state, make_source, train, train_comparison
 
 #: the most a packed tar may hold (the tool returns files of at most 16 MiB)
@@ -171,7 +172,7 @@ class Worker:
         if job.kind == "d2":
             res = train_comparison(job.config, out=self.work / "d2", work=self.work / "d2-runs", seed=job.seed,
                                    device=a.device, progress=False, variants=("cnce", "nce-reset", "nce"),
-                                   monitor=self.monitor, code_commit=a.commit, driver=a.driver)
+                                   monitor=self.monitor, on_session=lent_machine_session(a.commit, a.driver))
             runs.mkdir(parents=True, exist_ok=True)
             provenance.atomic_torch_save(res, runs / f"{job.tag}.pt")  # snapshots, histories and the whitener
             for v, h in res["history"].items():
@@ -202,7 +203,7 @@ class Worker:
         layers = {"full": (1, 2, 3, 4), "layer1": (1,), "branch": (1, 2, 3, 4)}[job.kind]
         st = train(job.config, out=runs / job.tag, layers=layers, seed=job.seed,
                    source=self.source_for(job.config, job.seed, job.images), device=a.device, progress=False,
-                   monitor=self.monitor, code_commit=a.commit, driver=a.driver,
+                   monitor=self.monitor, on_session=lent_machine_session(a.commit, a.driver),
                    data=(f"photo pack {Path(job.images).name} (scripts/photo-pack.sh)" if job.images
                          else "skimage.data bundled photographs"))
         self.record(job.name, st)

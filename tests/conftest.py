@@ -111,14 +111,30 @@ def make_gen():
 CHROMIUM = os.environ.get("CNCE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 
 
+def in_ci() -> bool:
+    """Whether this is a CI run (``CI=true``, as GitHub Actions and most CI services set it)."""
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+def missing_browser(reason: str):
+    """Skip a browser test for ``reason`` on a developer's machine; fail it in CI, where a missing
+    Chromium means the browser tests silently stopped running."""
+    if in_ci():
+        pytest.fail(f"{reason}; in CI (CI=true) the browser tests must run, not skip", pytrace=False)
+    pytest.skip(reason)
+
+
 @pytest.fixture(scope="session")
 def browser(tmp_path_factory):
     """A headless Chromium context (Playwright) with a fresh profile, shared by the browser
     tests (``test_browser.py``: the built book; ``test_lab.py``: JupyterLab). Skips where no
-    Chromium or no ``playwright`` package exists."""
+    Chromium or no ``playwright`` package exists -- and fails instead in CI (``CI=true``)."""
     if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM} (scripts/test.sh installs Debian's chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api")
+        missing_browser(f"no Chromium at {CHROMIUM} (scripts/test.sh installs Debian's chromium)")
+    try:
+        import playwright.sync_api as sync_api
+    except ImportError:
+        missing_browser("no playwright package")
     profile = tmp_path_factory.mktemp("chromium-profile")
     with sync_api.sync_playwright() as pw:
         ctx = pw.chromium.launch_persistent_context(

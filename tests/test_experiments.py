@@ -202,6 +202,15 @@ def test_seed_mismatch_with_stored_results_is_refused(fake, tmp_path):
     assert "delete" not in str(info.value)  # the stored table is valid for its own seed
 
 
+def test_provenance_is_recorded_before_the_first_cell(fake, tmp_path):
+    """A table never exists without its provenance (it would be refused): the record is written
+    before the first cell is computed, so even a kill between the two writes leaves both."""
+    with pytest.raises(KeyboardInterrupt):
+        _run(fake, tmp_path, FakeFit(fail_at=1))
+    assert (tmp_path / "fake-a.provenance.json").exists() and not (tmp_path / "fake-a.csv").exists()
+    assert _run(fake, tmp_path, FakeFit())["cells_run"] == len(fake.cells)  # and is adopted by the resumed run
+
+
 def test_truncated_last_row_is_rejected(fake, tmp_path):
     _run(fake, tmp_path, FakeFit())
     path = tmp_path / "fake-a.csv"
@@ -281,7 +290,6 @@ def test_sigint_stops_a_run_within_a_second_and_keeps_finished_cells(fake, tmp_p
 def test_unwritable_results_dir_is_one_storage_error(fake, tmp_path, where, capsys):
     import os
 
-    from cnce.cli import main
 
     if where == "file":
         target = tmp_path / "a-file"

@@ -55,10 +55,19 @@ def test_gpu_script_runs_its_queue_packs_at_most_eight_files_and_resumes(tmp_pat
         d2 = torch.load(tar.extractfile("d2-s2.pt"), weights_only=False)
     assert set(d2["snapshots"]) == {"cnce", "nce-reset", "nce"} and "whitener" in d2
     assert len(d2["snapshots"]["cnce"]) == d2["config"]["meta_iters"][0] + 1  # the start and every meta-iteration
-    # a second call on the same work folder finds every job done and changes nothing
-    before = (out / "results.json").read_text()
+    # a second call on the same work folder finds every job done and changes nothing: the same
+    # records of every run and job (not only the same names) and the same saved states, byte for byte
+    import hashlib
+
+    def states():
+        return {p.relative_to(work).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in sorted((work / "runs").rglob("*")) if p.is_file()}
+
+    before, saved = json.loads((out / "results.json").read_text()), states()
     subprocess.run(cmd, check=True, env=env, cwd=ROOT, timeout=600)
-    assert json.loads((out / "results.json").read_text())["runs"].keys() == json.loads(before)["runs"].keys()
+    after = json.loads((out / "results.json").read_text())
+    assert after["runs"] == before["runs"] and after["jobs"] == before["jobs"]
+    assert states() == saved
     # the l3-input round retrains layers 3-4 of the finished runs with the other layer-3 input
     subprocess.run(cmd + ["--round", "l3-input"], check=True, env=env, cwd=ROOT, timeout=600)
     res = json.loads((out / "results.json").read_text())

@@ -44,19 +44,29 @@ def test_d2_faster_remeasured(committed):
 
 
 def test_layer2_frequency_remeasured(committed):
-    """The cheapest layer claim: whether layer 2's frequency claim is testable, and the spread
-    that decides it, from the committed first layers alone."""
+    """The cheapest layer claim, from the committed first layers alone: whether layer 2's
+    frequency claim is testable, with the spreads (in its reason) that decide it. The pooling
+    weights do not enter that decision (two different ``q`` give the same answer), and the check
+    can say "testable": the same units with frequencies spread over 3 octaves are testable."""
     measured, _, _ = committed
     props = []
     for r in committed[2]["groups"][""]["runs"]:
         net, wh = runs.network_from_state(runs.load_state(runs.weights_dir() / r))
         props.append(measures.filter_properties(measures.unit_images(net.W1.detach(), wh)["receptive fields"]))
-    q = [np.zeros((2, len(p))) for p in props]  # not used when the claim is not testable
+    rng = np.random.default_rng(0)
+    q = [rng.random((10, len(p.frequency))) for p in props]
     again = layer_claims.pooling_claim(q, props, "frequency", layer=2, n_random=20)
     old = measured["layer2_frequency"]
-    assert again.testable == old.testable
-    if not old.testable:
-        assert again.not_testable == old.not_testable
+    assert again.testable == old.testable and again.not_testable == old.not_testable
+    other_q = layer_claims.pooling_claim([np.zeros_like(x) for x in q], props, "frequency", layer=2, n_random=20)
+    assert (other_q.testable, other_q.not_testable) == (again.testable, again.not_testable)
+    if not old.testable:  # the positive control: a wide frequency spread is testable
+        wide = []
+        for p in props:
+            d = layer_claims._props_dict(p)
+            d["frequency"] = d["frequency"] * 2.0 ** rng.uniform(-1.5, 1.5, len(d["frequency"]))
+            wide.append(d)
+        assert layer_claims.pooling_claim(q, wide, "frequency", layer=2, n_random=20).testable
 
 
 def measured_args(committed) -> dict:

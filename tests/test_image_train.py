@@ -368,3 +368,18 @@ def test_named_seed_streams_are_the_committed_keys():
     assert whitener_seed(1) == provenance.int_seed(1, 0, 0, 99)
     with pytest.raises(TypeError):
         stream_seed(0, 1, 0, 1)
+
+
+def test_provenance_comes_through_the_session_callback(tmp_path):
+    from cnce.images.runs import lent_machine_session
+
+    driver = Path(__file__)
+    st = train(_tiny(meta_iters=(1, 1, 1, 1)), out=tmp_path, layers=(1,), source=_source(), progress=False,
+               on_session=lent_machine_session("abc123", driver))
+    s = st["sessions"][-1]
+    assert st["git_commit"] == "abc123" and s["git_commit"] == s["code_commit"] == "abc123"
+    assert s["cnce_tree"] is None and s["driver"]["sha256"] and len(s["source_hash"]) == 64
+    seen = []
+    st = train(_tiny(meta_iters=(1, 1, 1, 1)), out=tmp_path / "b", layers=(1,), source=_source(), progress=False,
+               on_session=seen.append)
+    assert seen == [st["sessions"][-1]] and "driver" not in seen[0]

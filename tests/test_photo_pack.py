@@ -138,18 +138,13 @@ def test_pack_feeds_patch_source(tmp_path, photos):
 
 
 def test_make_source_accepts_pack(tmp_path, photos):
-    """Once ``cnce.images.train.make_source`` uses :func:`load_images`, a pack goes through it unhalved."""
+    """``cnce.images.train.make_source`` loads an image pack (:func:`load_images`), unhalved."""
     from cnce.images.train import make_source
 
     sel, _ = photos
     out = tmp_path / "pack.npz"
     P.build_image_pack(out, sel)
-    try:
-        src, desc = make_source(str(out), patch=8)
-    except ValueError as exc:
-        if "not an existing directory" in str(exc):
-            pytest.skip("make_source does not yet load image packs (load_images)")
-        raise
+    src, desc = make_source(str(out), patch=8)
     assert desc.startswith("image pack pack.npz")
     assert [im.shape for im in src.images] == [(38, 42), (32, 31), (40, 52)]
 

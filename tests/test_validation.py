@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -179,21 +180,6 @@ def test_check_rows_for_one_problems_data():
 
 
 # ---------------------------------------------------------------- the one data validator and dtype policy
-class _FakeFrame:
-    """Stands in for a pandas DataFrame (pandas is not a dependency): same module name, dtypes, to_numpy."""
-
-    def __init__(self, cols):
-        self._cols = cols
-        self.dtypes = {k: np.asarray(v).dtype for k, v in cols.items()}
-
-    def to_numpy(self):
-        return np.stack([np.asarray(v) for v in self._cols.values()], axis=1)
-
-
-_FakeFrame.__module__ = "pandas.core.frame"
-_FakeFrame.__qualname__ = "DataFrame"
-
-
 def test_data_policy_refuses_by_type_naming_argument_type_and_what_is_accepted():
     from cnce.errors import InputDtypeError
 
@@ -203,7 +189,8 @@ def test_data_policy_refuses_by_type_naming_argument_type_and_what_is_accepted()
              (np.ones((4, 2), dtype=np.complex128), r"numpy.ndarray of complex"),
              ([[1.0, 2.0], [3.0]], r"list that is not a rectangular array"),
              ({"a": 1}, r"got dict"), (None, r"got NoneType"),
-             (_FakeFrame({"a": [1.0, 2.0, 3.0], "b": ["u", "v", "w"]}), r"pandas.DataFrame with non-numeric columns 'b'")]
+             (pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": ["u", "v", "w"]}), r"pandas.DataFrame with non-numeric columns 'b'"),
+             (pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [True, False, True]}), r"pandas.DataFrame with boolean columns \['b'\]")]
     for bad, shown in cases:
         with pytest.raises(InputDtypeError, match=r"x must be .*" + accepted + r".*" + shown):
             _fit(Gaussian(dim=2), bad)
@@ -230,7 +217,7 @@ def test_dataframes_grad_tensors_and_devices():
 
     g = torch.Generator().manual_seed(1)
     x = torch.randn(200, 2, generator=g, dtype=torch.float64)
-    frame = _FakeFrame({"a": x[:, 0].numpy(), "b": x[:, 1].numpy()})
+    frame = pd.DataFrame({"a": x[:, 0].numpy(), "b": x[:, 1].numpy()})
     assert torch.equal(check_rows(frame, D=2), x)
     r1, r2 = _fit(Gaussian(dim=2), frame), _fit(Gaussian(dim=2), x)
     assert torch.equal(r1.theta, r2.theta)
@@ -240,6 +227,8 @@ def test_dataframes_grad_tensors_and_devices():
     assert torch.equal(_fit(Gaussian(dim=2), xg).theta, r2.theta)
     with pytest.raises(InputError, match=r"x is on the meta device .*got torch.Tensor on device 'meta'"):
         _fit(Gaussian(dim=2), torch.empty(10, 2, device="meta"))
+    with pytest.raises(InputError, match=r"x must be finite; row 1 is \[1.0, nan\]"):  # pandas' NA is missing data
+        check_rows(pd.DataFrame({"a": [0.5, 1.0, 2.0], "b": pd.array([1, None, 3], dtype="Int64")}))
     assert check_rows(x.to_sparse()).layout == torch.strided
     assert check_rows(np.ones((3, 2), dtype=np.float16)).dtype == torch.float32
     assert check_rows(np.arange(6, dtype=np.uint32).reshape(3, 2)).dtype == torch.float64

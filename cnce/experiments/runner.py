@@ -363,6 +363,9 @@ def _run_study(config, store, study, cells, env, bar, fit, draw_base, device) ->
              "cells_computed": 0, "compute_seconds": 0.0, "wall_seconds": 0.0, **env,
              "load_average_start": _load_average(), "load_average_end": None}
     prov["runs"].append(entry)
+    # recorded before the first cell is stored: a table never exists without its provenance, even
+    # after SIGKILL between the two writes (a table without one is refused, not adopted)
+    store.write_provenance(study, prov)
     t_study = time.perf_counter()
     if bar is not None:
         bar.set_postfix_str(f"{study}: drawing data")

@@ -79,7 +79,7 @@ class RunState(TypedDict, total=False):
 CALL2, CALL3 = "call2", "call3"
 
 __all__ = ["RunState", "write_provenance", "writes_dirty_weights", "DirtyTreeError", "git_commit", "cnce_tree",
-           "driver_record", "weights_dir", "load_checkpoint", "load_state", "find_weights", "network_from_state", "STATE_FILE", "load_results", "load_pt", "ablation_records", "ablation_table", "d2_records",
+           "driver_record", "lent_machine_session", "weights_dir", "load_checkpoint", "load_state", "find_weights", "network_from_state", "STATE_FILE", "load_results", "load_pt", "ablation_records", "ablation_table", "d2_records",
            "whitener_of", "load_call2",
            "network_from_branch", "same_recipe",
            "OPT_NAMES", "SCHEDULE_NAMES"]
@@ -269,6 +269,20 @@ def driver_record(driver: str | os.PathLike) -> dict:
         rel = str(p)
     return {"path": rel, "sha256": hashlib.sha256(p.read_bytes()).hexdigest()}
 
+
+
+def lent_machine_session(commit: str | None, driver: str | os.PathLike | None):
+    """The ``on_session`` of :func:`cnce.images.train.train` for a run on a lent machine, whose
+    copy of the tree carries a stale ``.git``: ``commit`` (the commit the code came from) replaces
+    what git says, and the ``driver`` script that chose the config, seed and data is recorded
+    (:func:`driver_record`: its path and SHA-256, checked against the commit on adoption)."""
+    def on_session(session: dict) -> None:
+        if commit:
+            session.update(git_commit=commit, cnce_tree=None, images_tree=None, code_commit=commit)
+        if driver is not None:
+            session["driver"] = driver_record(driver)
+
+    return on_session
 
 
 def writes_dirty_weights(out: Path) -> str:

@@ -65,7 +65,7 @@ from cnce.images.data import PatchSource, Whitener, load_images, load_skimage_im
 from cnce.images.network import ImageNetwork
 from cnce.images.recipe import (Stream, _batched, make_optimizer, meta_batch, run_meta_iteration, start_pooling_layer,
                                 stream_seed, whitener_seed)
-from cnce.images.runs import (STATE_FILE, DirtyTreeError, cnce_tree, driver_record, git_commit, load_checkpoint,
+from cnce.images.runs import (STATE_FILE, DirtyTreeError, cnce_tree, git_commit, load_checkpoint,
                               write_provenance, writes_dirty_weights)
 
 __all__ = ["branch_state", "make_source", "train", "train_comparison", "COMPARE_FILE", "COMPARE_VARIANTS"]
@@ -94,7 +94,7 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
           device: str = "auto", seed: int = 0, images: str | os.PathLike | None = None,
           source: PatchSource | None = None, snapshots: bool = False, progress: bool = True,
           threads: int | None = None, monitor=None, allow_dirty: bool = False,
-          code_commit: str | None = None, driver: str | os.PathLike | None = None, data: str | None = None) -> dict:
+          on_session=None, data: str | None = None) -> dict:
     """Train layers ``layers`` greedily with CNCE (or NCE) and return the final state.
 
     Resumes from ``<out>/state.pt`` when it exists (same config, method and seed). Writes the
@@ -115,13 +115,13 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
         monitor: ``monitor(net, layer, whitener) -> dict`` called after every meta-iteration;
             its numbers are added to the meta-iteration's record (e.g. the oriented share).
         allow_dirty: write under ``data/weights/`` from a tree with uncommitted changes.
-        code_commit: the commit the code came from, recorded instead of what git reports (the
-            copy of the tree on a lent GPU machine carries a stale ``.git``); the provenance also
-            records a hash of the package's source (:func:`cnce.provenance.package_source_hash`),
-            which :func:`companion.adopt.adopt_device_runs` checks against that commit.
-        driver: the script that started this run (it chose the config, seed and data); every
-            session records its path relative to the repository and the SHA-256 of its source,
-            which the adoption checks against the commit too.
+        on_session: ``on_session(session)``, called with the record of this invocation (what git
+            says of the code, the source hash, device, threads) before it is stored: the caller
+            adds or replaces provenance there. A lent GPU machine's copy of the tree carries a
+            stale ``.git``, so its driver passes :func:`cnce.images.runs.lent_machine_session`
+            (the commit the code came from and the driver script's hash, which
+            ``companion.adopt`` checks against that commit). The session always records a hash
+            of the package's source (:func:`cnce.provenance.package_source_hash`).
         data: a description of ``source``'s images for the provenance (default: "given PatchSource").
     """
     cfg = get_config(config)
@@ -135,7 +135,7 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
     with torch_switches(dev, threads=threads, tf32=cfg.tf32):
         return _train(cfg, out=out, layers=layers, method=method, dev=dev, seed=seed, images=images, source=source,
                       snapshots=snapshots, progress=progress, monitor=monitor, allow_dirty=allow_dirty,
-                      code_commit=code_commit, driver=driver, data=data)
+                      on_session=on_session, data=data)
 
 
 @contextlib.contextmanager
@@ -167,7 +167,7 @@ def torch_switches(dev: torch.device, *, threads: int | None = None, tf32: bool 
 
 
 def _train(cfg: ImageConfig, *, out, layers, method, dev, seed, images, source, snapshots, progress, monitor,
-           allow_dirty, code_commit, driver, data) -> dict:
+           allow_dirty, on_session, data) -> dict:
     """The body of :func:`train`, inside :func:`torch_switches`."""
     from tqdm.auto import tqdm
 
@@ -188,19 +188,18 @@ def _train(cfg: ImageConfig, *, out, layers, method, dev, seed, images, source, 
         state = dict(config=cfg.to_dict(), sizes=cfg.sizes(), method=method, seed=seed, history={}, seconds={},
                      snapshots={}, opt={}, data=None, whitener=None, network=None, nce_c={}, wh2_retained=None,
                      device=str(dev), torch=str(torch.__version__), package=__version__,
-                     git_commit=code_commit or git_commit())
+                     git_commit=None)
 
     # every invocation (the first and each resume) records the code it ran with
-    # a given code_commit wins: a copy of the tree on a lent machine may carry a stale .git
-    session = dict(git_commit=code_commit or git_commit(),
-                   cnce_tree=None if code_commit else cnce_tree(),
-                   images_tree=None if code_commit else cnce_tree("cnce/images"),
-                   code_commit=code_commit, source_hash=provenance.package_source_hash(exclude=()),
+    session = dict(git_commit=git_commit(), cnce_tree=cnce_tree(), images_tree=cnce_tree("cnce/images"),
+                   code_commit=None, source_hash=provenance.package_source_hash(exclude=()),
                    allow_dirty=bool(allow_dirty and dirty), device=str(dev), threads=torch.get_num_threads(),
                    started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                    done={k: len(v) for k, v in state["history"].items()})
-    if driver is not None:
-        session["driver"] = driver_record(driver)
+    if on_session is not None:
+        on_session(session)  # the caller's provenance (a lent machine: the commit, the driver)
+    if state["git_commit"] is None:
+        state["git_commit"] = session["git_commit"]
     if dev.type == "cuda":
         session["gpu"] = torch.cuda.get_device_name(dev)
     state.setdefault("sessions", []).append(session)
@@ -340,7 +339,7 @@ COMPARE_VARIANTS = {"cnce": ("cnce", "carry"), "nce": ("nce", "carry"), "nce-res
 def train_comparison(config: str | ImageConfig, *, out: str | os.PathLike, work: str | os.PathLike, seed: int = 0,
                      device: str = "auto", images=None, progress: bool = True, threads: int | None = None,
                      variants=("cnce", "nce"), monitor=None, file: str | None = None, allow_dirty: bool = False,
-                     code_commit: str | None = None, driver: str | os.PathLike | None = None) -> dict:
+                     on_session=None) -> dict:
     """Supp. D.2: train the first layer of the smaller comparison network
     (:meth:`ImageConfig.for_comparison`) with CNCE and with NCE from a common initialisation, on
     the same patches per meta-iteration.
@@ -362,7 +361,7 @@ def train_comparison(config: str | ImageConfig, *, out: str | os.PathLike, work:
         cfg = replace(base, nce_c=nce_c)
         st = train(cfg, out=Path(work) / f"compare-{v}-seed{seed}", layers=(1,), method=method, device=device, seed=seed,
                    source=source, snapshots=True, progress=progress, threads=threads, monitor=monitor,
-                   code_commit=code_commit, driver=driver)
+                   on_session=on_session)
         res["snapshots"][v] = st["snapshots"]
         res["history"][v] = st["history"]["1"]
         res["device"] = st["device"]
