@@ -43,7 +43,6 @@ import math
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 
 __all__ = ["Sandwich", "sandwich", "attach", "hessian", "wald_covers", "median_sq_error"]
 

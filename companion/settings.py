@@ -39,6 +39,12 @@ def _value(x) -> str:
     return f"{x:g}" if isinstance(x, float) else str(x)
 
 
+def _band():
+    from companion.claims.theory import BAND
+
+    return BAND
+
+
 def _settings() -> tuple[Setting, ...]:
     from cnce.eps import EpsRule
     from cnce.experiments.analysis import QUANTILES
@@ -48,7 +54,7 @@ def _settings() -> tuple[Setting, ...]:
     dim = dict(STUDIES["gaussian"].model_kwargs)["dim"]
     quantile_pages = ("notebooks/02_*", "notebooks/03_*", "notebooks/05_*", "notebooks/07_*")
     interval_pages = ("notebooks/02_*", "notebooks/03_*", "notebooks/04_*", "notebooks/05_*", "notebooks/07_*",
-                      "book/claims.py", "book/intro.md")
+                      "notebooks/09_*", "book/claims.py", "book/intro.md")
     heuristic_pages = ("notebooks/01_*", "notebooks/05_*", "book/authors-code.md")
     return (
         # -- the package's declared settings, read from it
@@ -66,7 +72,7 @@ def _settings() -> tuple[Setting, ...]:
                 "cnce.eps.EpsRule.near; authors' gNoise.m", ("notebooks/01_*",)),
         Setting(_value(paper.n_sims), "simulations per point at the paper's scale",
                 "cnce.experiments.configs.SCALES['paper'].n_sims; paper Section 5.1",
-                ("book/reproduce.md", "book/claims.py")),
+                ("book/reproduce.md", "book/claims.py", "notebooks/09_*")),
         Setting(_value(paper.N_max), "largest sample size N at the paper's scale",
                 "cnce.experiments.configs.SCALES['paper'].N_max; paper Figs. 2-3", ("book/reproduce.md",)),
         # -- interval levels and resampling (the package's defaults)
@@ -78,13 +84,16 @@ def _settings() -> tuple[Setting, ...]:
         # -- facts of a model and the paper's protocol
         Setting(_value(dim * (dim + 1) // 2), "free parameters of the Gaussian's precision matrix (D (D + 1) / 2)",
                 "cnce.experiments.configs.STUDIES['gaussian'] (dim); paper Section 5.1",
-                ("notebooks/00_*", "notebooks/02_*")),
+                ("notebooks/00_*", "notebooks/02_*", "notebooks/09_*")),
         Setting("10", "kappa = 10 (the paper's ring and eps-rule settings), 10 % band, factor 10 per decade "
-                "(log10), condition number bound 10, C0 = -10, 10 line searches per meta-iteration",
+                "(log10), condition number bound 10, C0 = -10, 10 line searches per meta-iteration, the 10-D "
+                "known-answer densities of the likelihood estimator",
                 "paper Section 5 (kappa); cnce.eps.EpsRule.near (10 %); cnce.models.ica (condition number); "
-                "cnce.models.lognormal (C0); authors' NCEstimator.m lines 750-760 (line searches)",
+                "cnce.models.lognormal (C0); authors' NCEstimator.m lines 750-760 (line searches); "
+                "tests/test_nn_likelihood.py (dimensions)",
                 ("notebooks/01_*", "notebooks/02_*", "notebooks/03_*", "notebooks/04_*", "notebooks/05_*",
-                 "notebooks/07_*", "book/claims.py", "book/authors-code.md", "book/differences.md", "book/speed.md")),
+                 "notebooks/07_*", "notebooks/08_*", "notebooks/09_*", "book/claims.py", "book/authors-code.md",
+                 "book/differences.md", "book/speed.md")),
         Setting("100", "factor 100 per decade of an eps^2 rate (theory); 'of 100' fits (the paper's count)",
                 "paper Section 3 (rates); paper Fig. 2b (13 of 100)",
                 ("notebooks/01_*", "notebooks/02_*", "book/authors-code.md")),
@@ -124,6 +133,8 @@ def _settings() -> tuple[Setting, ...]:
                 ("book/differences.md",)),
         Setting("16", "van Hateren's camera data are linear 16-bit images", "van Hateren and van der Schaaf (1998)",
                 ("book/differences.md",)),
+        *(Setting(_value(b), "the band in which a nominal 95 % interval's coverage counts as as claimed",
+                  "companion.claims.theory.BAND (issue 47: 0.93-0.97)", ("notebooks/09_*",)) for b in _band()),
         # -- citations, versions, hardware names
         Setting("2012", "year of a cited paper (Gutmann and Hyvärinen 2012)", "book/references.bib",
                 ("notebooks/03_*",)),
