@@ -142,7 +142,7 @@ summary.round(3)
 # Rows without a coverage are those where the sandwich returns no number, with the reason:
 
 # %% tags=["hide-input"]
-levels.loc[levels.reasons.fillna("") != "", ["model", "method", "reasons"]]
+levels.loc[levels.reasons.notna() & (levels.reasons.astype(str) != ""), ["model", "method", "reasons"]]
 
 # %% [markdown]
 # ## The level of the paper's error curves
@@ -193,12 +193,9 @@ plotting.theory.levels_figure(theory, {"gaussian": "Gaussian (Fig. 2a)", "ica": 
 # ## Predicted and simulated ratio of CNCE to MLE as $\kappa$ grows
 
 # %% tags=["hide-input"]
-rat = theory[theory.N >= large_N].copy()
-mle = rat[rat.method == "mle"].set_index(["study", "N"])
-cn = rat[rat.method == "cnce"].copy()
-cn["pred_ratio"] = cn.pred_median.to_numpy() / mle.loc[list(zip(cn.study, cn.N)), "pred_median"].to_numpy()
-cn["sim_ratio"] = cn.sim_median.to_numpy() / mle.loc[list(zip(cn.study, cn.N)), "sim_median"].to_numpy()
-cn.groupby(["study", "kappa"])[["pred_ratio", "sim_ratio"]].mean().round(2)
+from companion.claims.theory import ratios
+
+ratios(theory).rename(columns={"pred": "predicted", "sim": "simulated"}).round(2)
 
 # %% [markdown]
 # Ratio of CNCE's median squared error to MLE's, averaged over $N \ge$ {glue:text}`lev_large_N`:

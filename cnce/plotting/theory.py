@@ -138,6 +138,8 @@ def levels_figure(levels, titles: dict):
     for ax, (study, title) in zip(axes[0], titles.items()):
         d = levels[levels["study"] == study]
         for (method, kappa), c in d.groupby(["method", "kappa"], sort=True):
+            if c["N"].nunique() < 2:  # a kappa of the sweep at one N only: no curve
+                continue
             c = c.sort_values("N")
             st = curve_style(method, None if kappa < 0 else kappa)
             lx = np.log10(c["N"].to_numpy(float))

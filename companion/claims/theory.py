@@ -91,17 +91,22 @@ def _levels(ctx):
         numbers={"within": str(int(within.sum())), "curves": str(len(per)), "factor": f"{per.max():.2f}"})
 
 
+def ratios(lev: pd.DataFrame) -> pd.DataFrame:
+    """CNCE's median squared error over MLE's at the same study and N, predicted (``pred``) and
+    simulated (``sim``), averaged over N >= :data:`LARGE_N`; one row per study and kappa."""
+    big = lev[lev.N >= LARGE_N]
+    mle = big[big.method == "mle"][["study", "N", "pred_median", "sim_median"]]
+    cn = big[big.method == "cnce"].merge(mle, on=["study", "N"], suffixes=("", "_mle"))
+    cn["pred"] = cn.pred_median / cn.pred_median_mle
+    cn["sim"] = cn.sim_median / cn.sim_median_mle
+    return cn.groupby(["study", "kappa"])[["pred", "sim"]].mean()
+
+
 def _ratio(ctx):
     lev = _read(ctx, "theory-levels.csv")
     if lev is None:
         return _none("predicted levels")
-    big = lev[lev.N >= LARGE_N]
-    mle = big[big.method == "mle"].set_index(["study", "N"])
-    cn = big[big.method == "cnce"].copy()
-    at = list(zip(cn.study, cn.N))
-    cn["pred"] = cn.pred_median.to_numpy() / mle.loc[at, "pred_median"].to_numpy()
-    cn["sim"] = cn.sim_median.to_numpy() / mle.loc[at, "sim_median"].to_numpy()
-    t = cn.groupby(["study", "kappa"])[["pred", "sim"]].mean()
+    t = ratios(lev)
     falls = {s: bool(np.all(np.diff(g["pred"].to_numpy()) < 0)) for s, g in t.groupby(level=0) if len(g) > 1}
     return Record(
         verdict=QUESTION, seeds="the committed consistency studies, 100 simulations per point",
