@@ -78,11 +78,17 @@ provenance_table(df)
 titles = {"lognormal": "(a) log-normal model",
           "bernoulli": "(b) Bernoulli model",
           "bernoulli-eps0.2": "(c) Bernoulli, fixed ε = 0.2"}
-plotting.consistency_figure(df, titles);
+# the level asymptotic theory predicts for the committed paper-scale curves (page 09)
+predicted = (pd.read_csv(REPO_ROOT / "data" / "results" / "asymptotics" / "theory-levels.csv")
+             if shown == "paper" and seed == 0 else None)
+glue("predicted_note", "Dotted: the median that asymptotic theory predicts for each curve (the sandwich "
+     "covariance at the true parameters; page 09)." if predicted is not None else
+     "(The level theory predicts is drawn for the committed paper-scale run only.)")
+plotting.consistency_figure(df, titles, predicted);
 
 # %% [markdown]
 # *Figure: our reproduction of the paper's Supp. Fig. 1 (panels a-b); panel c, the Bernoulli
-# model at a fixed flip probability, is our addition.*
+# model at a fixed flip probability, is our addition. {glue:text}`predicted_note`*
 
 # %% [markdown]
 # ## Slopes and the distance to MLE

@@ -198,12 +198,14 @@ def not_computed(ax, title: str | None = None, text: str = "not computed at this
         ax.set_title(title)
 
 
-def consistency_figure(df: pd.DataFrame, titles: dict):
+def consistency_figure(df: pd.DataFrame, titles: dict, predicted: pd.DataFrame | None = None):
     """Paper Fig. 2a-b and Supp. Fig. 1: one panel per study (the keys of ``titles``, in
     order, two panels a row), error against N with the median and the 0.1/0.9 quantiles
     (:func:`error_plot`) and a 1/N slope guide; one legend for all panels (below them, or in
     the spare place of an odd number of panels). Studies with no rows in ``df`` get a "not
-    computed" panel. Returns the figure."""
+    computed" panel. ``predicted``: rows ``study, method, kappa, N, pred_median`` (kappa -1 for
+    MLE; ``theory-levels.csv`` of ``python -m companion.coverage --levels``), drawn dotted in
+    each curve's colour: the median asymptotic theory predicts. Returns the figure."""
     n = len(titles)
     ncols = min(n, 2)
     nrows = -(-n // ncols)
@@ -213,20 +215,38 @@ def consistency_figure(df: pd.DataFrame, titles: dict):
         if not (df.study == study).any():
             not_computed(ax, title)
             continue
-        error_plot(ax, df[df.study == study], title=title, legend=False)
+        drawn = error_plot(ax, df[df.study == study], title=title, legend=False)
+        if predicted is not None:
+            _predicted_lines(ax, predicted[predicted.study == study], drawn)
         slope_guide(ax, label="slope $-1$ (rate 1/N)")
         for h, lab in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(lab, h)
     spare = list(axes.flat[n:])
     for ax in spare[1:]:
         ax.set_visible(False)
-    labels = sorted(handles, key=lambda lab: (lab.startswith("slope"), lab != "MLE", _kappa_of(lab)))
+    labels = sorted(handles, key=lambda lab: (lab.startswith(("slope", "predicted")), lab != "MLE", _kappa_of(lab)))
     if spare:
         fig.tight_layout()
         shared_legend(fig, [handles[lab] for lab in labels], labels, ax=spare[0], quantiles=True)
     else:
         shared_legend(fig, [handles[lab] for lab in labels], labels, quantiles=True)
     return fig
+
+
+def _predicted_lines(ax, pred: pd.DataFrame, drawn: pd.DataFrame) -> None:
+    """The predicted median of each drawn curve, dotted in its colour (one legend entry)."""
+    per_method = drawn.dropna(subset=["kappa"]).groupby("method")["kappa"].nunique()
+    first = True
+    for (method, kappa), c in pred.groupby(["method", "kappa"], sort=True):
+        k = None if kappa < 0 else int(kappa)
+        shown = drawn[(drawn.method == method) & (drawn.kappa.isna() if k is None else drawn.kappa == k)]
+        if c["N"].nunique() < 2 or shown.empty:
+            continue
+        c = c.sort_values("N")
+        st = curve_style(method, k, by_kappa=per_method.get(method, 0) > 1)
+        ax.plot(np.log10(c["N"].to_numpy(float)), np.log10(c["pred_median"].to_numpy(float)), color=st["color"],
+                lw=1.1, ls=(0, (1, 1.5)), zorder=4, label="predicted median (theory, dotted)" if first else None)
+        first = False
 
 
 def _kappa_of(label: str) -> int:
