@@ -148,20 +148,28 @@ def test_contour_claim_supported_only_with_contours():
         fns.append(energy_detector(32, pts, ang, 0.25))
     rng = np.random.default_rng(0)
     import torch
-    Ws = [torch.as_tensor(rng.standard_normal((1024, 4)), dtype=torch.float32) for _ in range(8)]
+    Ws = [torch.as_tensor(rng.standard_normal((1024, 4)), dtype=torch.float32) for _ in range(24)]
     fn = lambda X: np.concatenate([f(X) for f in fns], 1)  # noqa: E731
     fr = lambda X: np.concatenate([((X - X.mean(1, keepdim=True)) @ W).pow(2).sum(1, keepdim=True).numpy() for W in Ws], 1)  # noqa: E731
-    resp, resp_r = probes.probe_function(fn, p), probes.probe_function(fr, p)
-    r = LC.contour_claim(resp, resp_r, p)
+    resp, bank = probes.probe_function(fn, p), probes.probe_function(fr, p)
+    # the null distribution: 40 draws of 8 random units each, from a bank of 24 random detectors
+    draws = [[b[idx] for b in bank] for idx in (rng.choice(24, 8, replace=False) for _ in range(40))]
+    resp_r = draws[0]
+    r = LC.contour_claim(resp, draws, p, n_perm=40)
     assert r.value == 1.0 and r.baselines["random layer-3 weights"] == 0 and r.verdict.startswith("supported"), str(r)
-    assert r.extra["bent share"][0] == pytest.approx(2 / 8)
-    r0 = LC.contour_claim(resp_r, resp_r, p)
+    assert r.extra["bent share"][0] == pytest.approx(2 / 8) and r.extra["n_perm"] == 40
+    assert r.extra["null quantiles"]["random layer-3 weights"][0]["q95"] == 0.0
+    assert r.extra["p_per_seed"][0] == pytest.approx(1 / 41)
+    # one draw of the null cannot make a verdict: its p-value is at least 1/2
+    r1 = LC.contour_claim(resp, resp_r, p, n_perm=40)
+    assert r1.verdict.startswith("not supported") and r1.extra["p_per_seed"][0] >= 0.5
+    r0 = LC.contour_claim(resp_r, draws, p, n_perm=40)
     assert r0.value == 0 and r0.verdict.startswith("not supported")
     # the positive control must pass first: controls that are no contours make the claim untestable
-    rc = LC.contour_claim(resp, resp_r, p, resp_control=resp_r)
+    rc = LC.contour_claim(resp, draws, p, resp_control=resp_r, n_perm=40)
     assert not rc.testable and "0 of 8" in rc.not_testable and "positive control fails" in rc.not_testable
     assert rc.extra["positive control"]["passed"] == 0.0
-    ok = LC.contour_claim(resp, resp_r, p, resp_control=resp)
+    ok = LC.contour_claim(resp, draws, p, resp_control=resp, n_perm=40)
     assert ok.testable and ok.extra["positive control"]["passed"] == 1.0
     with pytest.raises(ValueError, match="kind"):
         LC.contour_claim(resp, resp_r, p, kind="blob")

@@ -42,7 +42,8 @@ D2_HEDGE = ("the supplement itself declines to claim better performance, the com
 
 #: the first words of a :class:`Measured` verdict sentence and the badge they give
 _BADGES = (("not testable here", "not testable here"), ("supported", "reproduced"), ("partly", "partly reproduced"),
-           ("not supported", "not reproduced"), ("contradicted", "not reproduced"))
+           ("not supported", "not reproduced"), ("contradicted", "not reproduced"),
+           ("reproduced", "reproduced"), ("not reproduced", "not reproduced"))  # the last two: over_settings
 
 
 @dataclass(frozen=True)
