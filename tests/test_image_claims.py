@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
 from cnce.images import layer_claims as LC
 from cnce.images import verdicts as V
@@ -241,3 +242,75 @@ def test_corner_controls_pass_when_layer_3_has_arms():
     resp, r2 = LC.corner_controls(arms, wh, p)
     assert min(r2) > 0.6
     assert contour_properties(resp, p)["corner"].mean() >= 0.5
+
+
+def test_permutation_p_and_null_summary_known_answers():
+    null = np.arange(100) / 100  # 0.00 ... 0.99
+    assert LC.permutation_p(1.0, null) == pytest.approx(1 / 101)
+    assert LC.permutation_p(0.5, null) == pytest.approx(51 / 101)
+    assert LC.permutation_p(-1.0, null) == 1.0
+    s = LC.null_summary(null)
+    assert s["n"] == 100 and s["mean"] == pytest.approx(0.495) and s["q05"] < s["q50"] < s["q95"]
+    with pytest.raises(ValueError, match="null"):
+        LC.permutation_p(0.1, [])
+
+
+def test_pooling_nulls_are_distributions_with_about_five_percent_mean():
+    p = _layer1()
+    r = LC.pooling_claim(_pool_by(p, "orientation"), p, "orientation", n_random=100, n_perm=100)
+    q = r.extra["null quantiles"]["random pooling"][0]
+    assert r.extra["n_perm"] == 100 and q["n"] == 100
+    assert 0.0 < q["mean"] < 0.12 and q["q05"] <= q["mean"] <= q["q95"]  # about the 5 % a coherence test gives by chance
+    assert r.extra["p_per_seed"][0] == pytest.approx(1 / 101)  # no draw reaches the learned share
+    with pytest.raises(ValueError, match="n_perm"):
+        LC.pooling_claim(_pool_by(p, "orientation"), p, "orientation", n_perm=0)
+
+
+def _m(word, value=0.5):
+    from cnce.images.verdicts import Measured, not_testable
+
+    if word == "untestable":
+        return not_testable("c", "m", "too narrow")
+    return Measured(claim="c", measure="m", value=value, interval=(value - 0.1, value + 0.1), verdict=f"{word}: {value}")
+
+
+def test_over_settings_agrees_or_names_the_deciding_setting():
+    assert LC.over_settings({"a": _m("supported"), "b": _m("supported")}).verdict.startswith("reproduced")
+    assert LC.over_settings({"a": _m("not supported"), "b": _m("contradicted")}).verdict.startswith("not reproduced")
+    mixed = LC.over_settings({"a": _m("supported"), "b": _m("not supported")}, why="the range")
+    assert mixed.verdict.startswith("partly: depends on the setting, supported under a, not under b (the range)")
+    one = LC.over_settings({"a": _m("not supported"), "b": _m("untestable")})
+    assert one.verdict.startswith("not reproduced under every testable setting (b not testable)")
+    assert not LC.over_settings({"a": _m("untestable")}).testable
+    from cnce.images.claims import badge
+
+    assert badge(mixed) == "partly reproduced" and badge(one) == "not reproduced"
+
+
+def test_pooled_count_and_sparsity_known_answers():
+    q = np.array([[1.0, 0, 0, 0], [1, 1, 1, 1], [8, 1, 1, 0]])
+    assert LC.pooled_count(q, 0.9).tolist() == [1, 4, 2]
+    rng = np.random.default_rng(0)
+    sparse = [np.where(rng.random((50, 600)) < 0.02, 1.0, 1e-6) for _ in range(3)]
+    dense = [rng.random((50, 600)) for _ in range(3)]
+    r = LC.sparsity_claim(sparse, {"dense": dense})
+    assert r.verdict.startswith("supported") and r.value < 20 and r.extra["null quantiles"]["dense"]["q05"] > 400
+    assert LC.sparsity_claim(dense, {"dense": dense}).verdict.startswith("not supported")
+
+
+def test_grating_index_known_answers():
+    from cnce.images import data, measures
+
+    rng = np.random.default_rng(0)
+    X = torch.as_tensor(rng.standard_normal((4000, 256)), dtype=torch.float32)
+    wh = data.Whitener.fit(X, 200)
+    yy, xx = np.mgrid[0:16, 0:16]
+    env = np.exp(-((xx - 7.5) ** 2 + (yy - 7.5) ** 2) / (2 * 3.0**2))
+    gab = np.stack([measures.grating(16, th, 0.25) * env for th in (0.4, 1.3)])
+    t = measures.grating_tuning(measures.project_to_whitened(gab, wh), wh)
+    assert np.all(t["osi"] > 0.8) and np.allclose(t["frequency"], 0.25)
+    assert np.allclose(t["orientation"], [0.4, 1.3], atol=0.1)
+    blob = measures.difference_of_gaussians(16, 8)
+    assert np.median(measures.grating_tuning(measures.project_to_whitened(blob, wh), wh)["osi"]) < 0.3
+    with pytest.raises(ValueError, match="n_orient"):
+        measures.grating_tuning(torch.zeros(1, 200), wh, n_orient=2)
