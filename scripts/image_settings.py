@@ -55,7 +55,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="data/checks/image-settings.json")
     ap.add_argument("--n-perm", type=int, default=layer_claims.N_PERM, help="draws of every null distribution per seed")
-    ap.add_argument("--n-random", type=int, default=200, help="random sets per pooling unit")
+    ap.add_argument("--n-random", type=int, default=layer_claims.N_REFERENCE,
+                    help="random sets per set size in the coherence test's reference")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--d2", default="d2/paper.pt", help="the Supp. D.2 runs under data/weights ('' to skip)")
     ap.add_argument("--allow-dirty", action="store_true")

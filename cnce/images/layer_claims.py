@@ -64,7 +64,7 @@ from cnce.images.verdicts import Measured, not_testable, unit_interval
 
 __all__ = ["pooling_claim", "contour_claim", "orientation_across_frequency_claim", "layer3_unit_properties",
            "permute_rows", "coherent_units", "claims_from_networks", "pooling_claims", "contour_controls", "corner_controls",
-           "CHANCE", "N_PERM", "QUANTILES", "permutation_p", "null_summary", "over_settings", "random_layer3_draws",
+           "CHANCE", "N_PERM", "N_REFERENCE", "QUANTILES", "permutation_p", "null_summary", "over_settings", "random_layer3_draws",
            "sparsity_claim", "pooled_count"]
 
 #: A unit counts as coherent when fewer than this share of random sets are as alike: the share
@@ -72,6 +72,10 @@ __all__ = ["pooling_claim", "contour_claim", "orientation_across_frequency_claim
 CHANCE = 0.05
 #: Draws of every null distribution per seed (the issue asks for at least 100).
 N_PERM = 200
+#: Random sets per set size in the reference of the coherence test: one reference per size,
+#: shared by every unit of that size and by every null draw, so it must be large enough that
+#: its 5 % quantile does not move a whole seed's units together.
+N_REFERENCE = 2000
 #: The quantiles of each null distribution a row keeps.
 QUANTILES = (0.05, 0.5, 0.95)
 
@@ -173,7 +177,7 @@ def _frequency_spread_check(props_per_seed, min_octaves, layer_below) -> str | N
     return None
 
 
-def pooling_claim(q, props, prop: str, *, layer: int = 2, n_random: int = 200, n_perm: int = N_PERM, seed: int = 0,
+def pooling_claim(q, props, prop: str, *, layer: int = 2, n_random: int = N_REFERENCE, n_perm: int = N_PERM, seed: int = 0,
                   max_units: int = 10, mass: float = 0.9, min_octaves: float = 1.0, alpha: float = 0.05,
                   n_tests: int = 3) -> Measured:
     """Layer ``layer`` (2 or 4) pools by ``prop`` (``"orientation"``, ``"frequency"``,
@@ -237,10 +241,14 @@ def _coherence_draws(q, props: dict, *, n_random: int, n_perm: int, seed: int, m
     keep = sizes >= 2
     ref = {k: _set_spreads(np.stack(_random_sets([k] * n_random, q.shape[1], rng)), P)[:, :3] for k in np.unique(sizes[keep])}
 
-    def ranks(sp):
+    srt = {k: np.sort(v, axis=0) for k, v in ref.items()}
+
+    def ranks(sp):  # the share of the size's reference sets with a spread at most the observed one
         r = np.full((len(sp), 3), np.nan)
-        for row in np.flatnonzero(keep):
-            r[row] = np.mean(ref[sizes[row]] <= sp[row, :3], axis=0)
+        for k, v in srt.items():
+            rows = np.flatnonzero(sizes == k)
+            for c in range(3):
+                r[rows, c] = np.searchsorted(v[:, c], sp[rows, c], side="right") / len(v)
         return r[keep], sp[keep, 3]
 
     learned_sp = _spreads(sets, P)
@@ -257,12 +265,12 @@ def _coherence_draws(q, props: dict, *, n_random: int, n_perm: int, seed: int, m
 _COLUMN = {"orientation": 0, "frequency": 1, "position": 2}
 
 
-def pooling_claims(q, props, prop=SPREADS, *, layer: int = 2, n_random: int = 200, n_perm: int = N_PERM, seed: int = 0,
+def pooling_claims(q, props, prop=SPREADS, *, layer: int = 2, n_random: int = N_REFERENCE, n_perm: int = N_PERM, seed: int = 0,
                    max_units: int = 10, mass: float = 0.9, min_octaves: float = 1.0, alpha: float = 0.05,
                    n_tests: int = 3) -> dict[str, Measured]:
     """:func:`pooling_claim` for each property in ``prop``, sharing the random sets and the null
     draws: ``{prop: Measured}``. A unit is coherent in a property when fewer than 5 % of
-    ``n_random`` random sets of its size are as alike; the nulls are ``n_perm`` draws each of
+    ``n_random`` random sets of its size (one reference per size, shared) are as alike; the nulls are ``n_perm`` draws each of
     random pooling (every unit's pooled set replaced by a random set of the same size, as
     :func:`permute_rows` gives) and of the properties shuffled among the pooled layer's units."""
     props_to_test = tuple(prop)
@@ -320,7 +328,7 @@ def layer3_unit_properties(resp3, probe) -> dict[str, np.ndarray]:
             "orientation_coherence": so["orientation_coherence"]}
 
 
-def orientation_across_frequency_claim(q4, props3, *, n_random: int = 200, n_perm: int = N_PERM, seed: int = 0,
+def orientation_across_frequency_claim(q4, props3, *, n_random: int = N_REFERENCE, n_perm: int = N_PERM, seed: int = 0,
                                        max_units: int = 10, mass: float = 0.9, min_octaves: float = 1.0,
                                        span_octaves: float = 0.5, alpha: float = 0.05, n_tests: int = 2) -> Measured:
     """Layer 4 pools third-layer units of one orientation across frequencies: see the module's
@@ -543,7 +551,7 @@ def _default_probe(size: int):
     return AuthorsProbe(size=size)
 
 
-def claims_from_networks(networks, probe=None, *, picture: str = "receptive fields", n_random: int = 200, seed: int = 0,
+def claims_from_networks(networks, probe=None, *, picture: str = "receptive fields", n_random: int = N_REFERENCE, seed: int = 0,
                          chunk: int = 4096, controls: bool = True, n_perm: int = N_PERM) -> dict:
     """Every layer claim for trained networks, one per seed: ``networks`` is a list of
     ``(ImageNetwork, Whitener)`` (e.g. from :func:`cnce.images.runs.network_from_state` of
