@@ -32,7 +32,7 @@ import numpy as np
 from cnce.images.verdicts import Measured, seed_interval
 
 __all__ = ["PAGE", "D2_HEDGE", "ClaimRow", "badge", "row_from_measured", "row_from_parts", "layer1_row", "recipe_row",
-           "pca_row", "layer1_inputs", "chapter_rows", "CLAIMS_FILE", "SETTINGS_FILE", "row_from_settings", "DECIDING_GROUP", "image_claims", "seed_table", "format_interval", "save_measured", "load_measured"]
+           "pca_row", "layer1_inputs", "chapter_rows", "CLAIMS_FILE", "SETTINGS_FILE", "row_from_settings", "settings_table", "DECIDING_GROUP", "image_claims", "seed_table", "format_interval", "save_measured", "load_measured"]
 
 #: the page that shows the evidence
 PAGE = "06_image_model"
@@ -430,3 +430,32 @@ def _settings_rows(st: dict, measured: dict, layer1: dict, similar, recipe, deci
         row_from_measured(st["pca_variance"], claim="Image model, PCA to D = 600 (Sec. 4.1)",
                           paper="whitening to 600 dimensions retains 98 % of the variance (van Hateren images)"),
     ]
+
+
+def settings_table(settings: dict[str, Measured], digits: int = 2):
+    """The claims of :data:`SETTINGS_FILE` one row per claim and setting: the value with its
+    interval, each null distribution's mean and 5-95 % range (over seeds: the smallest 5 % and the
+    largest 95 % quantile), the p-value per seed and the verdict's first words; the combined
+    rows (:func:`cnce.images.layer_claims.over_settings`) give the claim's verdict over its
+    settings. Returns a pandas DataFrame indexed by (claim, setting)."""
+    import pandas as pd
+
+    rows = []
+    for key, m in settings.items():
+        if " | " not in key:
+            continue
+        claim, setting = key.split(" | ", 1)
+        nulls = m.extra.get("null quantiles", {})
+        null_txt = "; ".join(
+            (f"{k} {np.mean([q['mean'] for q in v]):.{digits}f} ({min(q['q05'] for q in v):.{digits}f}-"
+             f"{max(q['q95'] for q in v):.{digits}f})") if isinstance(v, list) else
+            f"{k} {v['q50']:.0f} ({v['q05']:.0f}-{v['q95']:.0f})" for k, v in nulls.items()) or (
+            ", ".join(f"{k} {v:.{digits}f}" for k, v in m.baselines.items()))
+        rows.append({"claim": claim, "setting": setting,
+                     "value [interval]": (f"{m.value:.{digits}f} [{m.interval[0]:.{digits}f}, {m.interval[1]:.{digits}f}]"
+                                          if m.testable else "not testable"),
+                     "null: mean (5-95 %)": null_txt if m.testable else "",
+                     "p per seed": ", ".join(f"{p:.2g}" for p in m.extra.get("p_per_seed", [])),
+                     "verdict": m.verdict.split(":")[0],
+                     "claim's verdict": settings[claim].verdict.split(":")[0] if claim in settings else ""})
+    return pd.DataFrame(rows).set_index(["claim", "setting"])
