@@ -6,7 +6,8 @@
 * :class:`AblationCell`: a cell of the image model's layer-1 ablation, ``<optimiser>-<schedule>``
   (``cg-main``);
 * :class:`Page` and :data:`PAGES`: the notebook registry, each results page with the experiment
-  it runs (``python -m cnce run <experiment>``), its short title and the studies its claims read.
+  it runs (``python -m cnce run <experiment>``). (What a page's claims are, and the page titles
+  the claims table shows, is the claims ledger's: ``companion.claims``.)
 
 ``parse`` reads a name's text (``ValueError`` naming it when malformed) and ``str`` writes it, so
 a name is built in one place and split in one place.
@@ -88,14 +89,11 @@ class AblationCell:
 
 @dataclass(frozen=True)
 class Page:
-    """A results page of the book: its notebook's name (``notebooks/<name>.py``), the experiment
-    it runs (``None``: it runs no experiment of :mod:`cnce.experiments`), its short title and the
-    studies whose committed tables its claims read."""
+    """A results page of the book: its notebook's name (``notebooks/<name>.py``) and the experiment
+    it runs (``None``: it runs no experiment of :mod:`cnce.experiments`)."""
 
     name: str
     experiment: str | None
-    title: str
-    studies: tuple[str, ...] = ()
 
     @property
     def number(self) -> str:
@@ -105,14 +103,13 @@ class Page:
 
 #: The notebook registry: every results page, in the book's order.
 PAGES: tuple[Page, ...] = (
-    Page("02_consistency", "consistency", "Consistency", ("gaussian", "ica")),
-    Page("03_cnce_vs_nce", "nce", "NCE", ("gaussian", "ica")),
-    Page("04_ring", "ring", "Ring", ("ring-authors", "ring-exact")),
-    Page("05_supplementary", "supplementary", "Supp. models", ("lognormal", "bernoulli", "bernoulli-eps0.2")),
-    Page("06_image_model", None, "Image model"),
-    Page("07_choosing_eps", "eps", "Choosing eps",
-         ("eps-gaussian", "eps-ica", "eps-ring-authors", "eps-ring-exact", "eps-lognormal", "eps-bernoulli")),
-    Page("08_energy_networks", None, "Energy networks"),
+    Page("02_consistency", "consistency"),
+    Page("03_cnce_vs_nce", "nce"),
+    Page("04_ring", "ring"),
+    Page("05_supplementary", "supplementary"),
+    Page("06_image_model", None),
+    Page("07_choosing_eps", "eps"),
+    Page("08_energy_networks", None),
 )
 
 

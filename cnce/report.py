@@ -74,7 +74,8 @@ def glue(name: str, value, fmt: str = "{}") -> str:
 
 # --- verdict blocks --------------------------------------------------------------------------
 
-#: The verdict categories and the CSS class of each badge (colours in ``_static/cnce.css``).
+#: The CSS class of each verdict badge (colours in ``_static/cnce.css``); what each verdict means
+#: is defined once, in the claims ledger (``companion.claims.VERDICTS``).
 BADGES = {
     "reproduced": "reproduced",
     "partly reproduced": "partly",
@@ -122,8 +123,13 @@ class _Markdown(_Text):
 
 
 def glue_verdict(name: str, question: str, items, note: str | None = None, title: str = "Verdict") -> None:
-    """Glue the verdict block (:func:`verdict_html`) under ``name`` as Markdown. Returns nothing,
-    so that a call at the end of a cell prints nothing (:func:`verdict_html` gives the HTML).
+    """Glue a verdict block (:func:`verdict_html`) of free ``items`` under ``name`` as Markdown.
+    Returns nothing, so that a call at the end of a cell prints nothing.
+
+    A claim's verdict is the claims ledger's, not a page's: a results page renders its block
+    from the ledger with ``companion.claims.render.glue_verdict_block(page, question)`` (pages
+    01-05 and 07 do). This function remains for the pages whose claims are not yet declared in
+    the ledger (06, 08); it defines no claim.
 
     The page shows it where its markdown says (usually right under the title, so that the
     computation can stay further down)::

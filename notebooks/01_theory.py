@@ -125,7 +125,6 @@ print(f"scale={scale}, seed={seed}: {S} simulations of N = {N} "
 g = torch.Generator().manual_seed(seed)
 models = [Gaussian(), ICA(), Ring(), LogNormal(), Bernoulli()]
 print(f"2 log 2 = {LOG4:.6f}")
-worst_eps0 = 0.0  # the largest |J_N - 2 log 2| at eps = 0 (the verdict block)
 for model in models:
     theta_true = model.random_params(S, generator=g)
     x = model.sample(theta_true, N, generator=g)
@@ -137,7 +136,6 @@ for model in models:
     for k, th in settings.items():
         J0 = theory.cnce_objective(model, x, th, 0.0, xi)
         dev[k] = float((J0 - LOG4).abs().max())
-    worst_eps0 = max(worst_eps0, *dev.values())
     print(f"{model.name:>9}: max |J_N - 2 log 2| over {S} simulations: "
           + ", ".join(f"{k} {v:.1e}" for k, v in dev.items()))
 
@@ -298,7 +296,6 @@ print("package loss minus 2 log 2 vs. the cancellation-free excess: "
 # %% tags=["remove-cell"]
 # numbers quoted in the prose (and on the claims page)
 mm = "antithetic, moment-matched"
-sm_row = claims.score_matching_row(check)
 glue("sm_half", half_sm, "{:.6f}")
 glue("sm_ratio_mm", ratio[mm][0], "{:.6f}")
 glue("sm_eps_min", float(eps_sm[0]), "{:.0e}")
@@ -306,21 +303,16 @@ rel_dev_mm, slope_mm = check["rel_dev"], check["slope"]
 glue("sm_rel_dev_mm", rel_dev_mm, "{:.0e}")
 glue("sm_slope_mm", slope_mm, "{:.2f}")
 glue("sm_rel_dev_anti", abs(limit["antithetic"] - half_sm) / half_sm, "{:.1%}")
-# the claims page's verdict: the rule of cnce.experiments.claims.score_matching_row
-sm_verdict = glue("sm_verdict", sm_row.verdict)
-# the verdict block at the top of the page
-from cnce.report import glue_verdict
+# the verdict block at the top of the page: this page's rows of the claims ledger
+# (data/claims/ledger.json; its checks are these functions at the book's size, seed 0)
+from companion.claims.render import glue_verdict_block
 
-glue_verdict("verdict", "Is the CNCE loss 2 log 2 at \u03b5 = 0 for every model, and does "
-             "(J<sub>N</sub> \u2212 2 log 2)/\u03b5<sup>2</sup> tend to half the score-matching "
-             "objective as \u03b5 \u2192 0 (Section 2, Supp. B)?", [
-    ("reproduced" if worst_eps0 < 1e-12 else "not reproduced",
-     f"the loss at \u03b5 = 0 is 2 log 2 in all five models and {S} simulations: its largest "
-     "distance from 2 log 2 is " + (f"{worst_eps0:.0e}" if worst_eps0 else "exactly 0"), "Loss at \u03b5 = 0"),
-    (sm_verdict, sm_row.short,
-     "Score-matching limit (Gaussian model only, moment-matched antithetic noise)")],
-    note="The ICA model, whose log-density has kinks, reaches a different small-\u03b5 limit in "
-         "a finite sample: see below.")
+glue_verdict_block("01_theory", "Is the CNCE loss 2 log 2 at \u03b5 = 0 for every model, and does "
+                   "(J<sub>N</sub> \u2212 2 log 2)/\u03b5<sup>2</sup> tend to half the score-matching "
+                   "objective as \u03b5 \u2192 0 (Section 2, Supp. B)?",
+                   note="From the claims ledger, as on the <a href=\"../book/claims.html\">claims page</a>. "
+                        "The ICA model, whose log-density has kinks, reaches a different small-\u03b5 limit in "
+                        "a finite sample: see below.")
 
 # %% mystnb={"image": {"alt": "Two log-log panels for the Gaussian model: left, (J_N - 2 log 2) / eps^2 against eps for independent, antithetic and moment-matched noise, with half the score-matching objective dotted; right, the distance of that ratio from its small-eps limit against eps."}}
 plotting.theory.sm_limit_figure(eps_sm, ratio, limit, half_sm);

@@ -224,38 +224,31 @@ print(analysis.convergence_summary(df).pipe(analysis.format_table, 4))
 #
 # The paper shows curves, not slopes; a straight line in the log-log plot is its evidence
 # for consistency, and a slope of $-1$ is the rate of an efficient estimator. The consistency
-# verdict tests what the paper's evidence says: that the error falls as $N$ grows (every
-# slope's 95 % interval below 0). It does not require the $1/N$ rate; the verdict line says
-# whether $-1$ lies in the intervals and, where not, by how much they miss it. Slopes steeper
-# than $-1$, as on ICA, mean the error is still falling faster than it will asymptotically:
+# verdict tests that whole sentence: the error falls as $N$ grows (every slope's 95 % interval
+# below 0), at about the $1/N$ rate (every interval reaching near $-1$), along a straight line
+# (the slopes over the lower and the upper half of the $N$ grid about equal). An error that
+# falls, but bends or misses the rate, is "partly reproduced"; the rule, its tolerances and the
+# verdict at half and twice them are on the claims page. Slopes steeper than $-1$ that flatten
+# as $N$ grows, as on ICA, mean the error is still falling faster than it will asymptotically:
 # these sample sizes have not reached the $1/N$ regime. The verdicts
 # below are computed from the tables above. Where the grids differ (the `quick` scale),
 # only the qualitative shape can be compared.
 
 # %% tags=["hide-input"]
-# The verdict block at the top of this page: the claims page's rows for this
-# page (same function, committed paper-scale results, 95 % bootstrap intervals)
-from cnce.experiments import claims
-from cnce.report import glue_verdict
+# The verdict block at the top of this page: this page's rows of the claims
+# ledger (data/claims/ledger.json, computed from the committed paper-scale results)
+from companion.claims.render import glue_verdict_block
 
-rows = claims.page_claims("02_consistency", seed=seed)
-items = [(r.verdict, r.short, r.claim) for r in rows.itertuples()] or [
-    ("not testable here", f"no committed paper-scale run for seed {seed}")]
-glue_verdict("verdict", "Does CNCE's error fall as N grows (the paper's evidence for consistency; each slope is also compared with the 1/N rate, −1), does it approach MLE's as κ grows, and do some ICA fits end in a local minimum, as the paper reports?", items,
-             note="From the committed paper-scale results, as on the "
-                  '<a href="../book/claims.html">claims page</a>; '
-                  "intervals and details there.")
-for r in rows.itertuples():
-    print(f"{r.claim}: {r.verdict}; {r.short}")
+glue_verdict_block("02_consistency", "Does CNCE's error fall along a straight line in log-log as N grows, at the 1/N rate (slope −1) of an efficient estimator (the paper's evidence for consistency), does it approach MLE's as κ grows, and do some ICA fits end in a local minimum, as the paper reports?")
 
 # %% tags=["hide-input"]
 for study in studies:
     s = slopes[(slopes.study == study) & (slopes.method == "cnce")]
     r = ratio.loc[study].mean(axis=1)
     print(f"{study}: CNCE log-log slopes {s.slope.min():.2f} to {s.slope.max():.2f} with r^2 >= {s.r2.min():.3f} "
-          f"(paper: linear decrease) -> {'agrees' if s.slope.max() < -0.8 and s.r2.min() > 0.95 else 'differs'}; "
+          f"(paper: linear decrease); "
           f"CNCE/MLE ratio {r.iloc[0]:.2f} at kappa = {r.index[0]} down to {r.iloc[-1]:.2f} at kappa = {r.index[-1]} "
-          f"(paper: approaches MLE as kappa grows) -> {'agrees' if r.iloc[-1] < r.iloc[0] else 'differs'}")
+          f"(paper: approaches MLE as kappa grows)")
 if "ica" in studies:
     print(f"ica: stuck at N = {N_max}: MLE {mle_count}/{n}, CNCE {cnce_counts.min()} to {cnce_counts.max()} of {n} "
-          f"(paper: 13/100 and 7/100) -> {'agrees' if abs(100 * mle_count / n - 13) <= 5 else 'differs'}")
+          f"(paper: 13/100 and 7/100)")

@@ -175,15 +175,16 @@ print("Paper: NCE is better on the Gaussian model; on ICA the two are roughly on
       "the gap decreases as kappa grows.")
 
 from cnce.report import glue
+from companion.claims.ledger import record
 
-for study in studies:
-    t = table.loc[study]
-    s = sr[sr.study == study].sort_values("kappa")
-    ahead = float(np.median(t.to_numpy())) < 1
-    shrinks = abs(s.log10_ratio.iloc[-1]) < abs(s.log10_ratio.iloc[0])
-    glue(f"{study}_nce_lead", "we agree: NCE is ahead of CNCE" if ahead else "we differ: NCE is not ahead of CNCE")
-    glue(f"{study}_gap", "the gap shrinks as \u03ba grows, as the paper says" if shrinks else
-         "the gap does not shrink as \u03ba grows, unlike what the paper says")
+# the verdict words are the claims ledger's (its rules, computed from the committed paper-scale results)
+lead = record("nce-vs-cnce-gaussian")["record"]
+glue("gaussian_nce_lead", "we agree: NCE is ahead of CNCE" if lead["verdict"] == "reproduced" else
+     f"the claim is {lead['verdict']}: {lead['why']}")
+for study in ["gaussian", "ica"]:
+    gap = record(f"gap-shrinks-{study}")["record"]
+    glue(f"{study}_gap", "the gap shrinks as \u03ba grows, as the paper says" if gap["verdict"] == "reproduced" else
+         f"the claim that the gap shrinks is {gap['verdict']} ({gap['why']})")
 
 # %% [markdown]
 # **Verdict against the paper.** On the Gaussian model {glue:text}`gaussian_nce_lead` at equal
@@ -222,10 +223,9 @@ if "ica" in studies:
     glue("ica_lead", "; ".join(f"{e.fmt()} at \u03ba = {k}" for k, e in lead.items()))
     glue("ica_z_lo", -hi_k.z.max(), "{:.1f}")
     glue("ica_z_hi", -hi_k.z.min(), "{:.1f}")
-    glue("ica_verdict",
-         "the two are close, but NCE is consistently ahead, not on par" if (ica.log10_ratio < 0).all() and all(e.hi < 0 for e in lead.values())
-         else "NCE leads by amounts within their uncertainty: roughly on par, as the paper says" if all(e.lo < 0 < e.hi for e in lead.values())
-         else "the picture is mixed: see the table above")
+    on_par = record("nce-vs-cnce-ica")["record"]  # the claims ledger's verdict and reason
+    glue("ica_verdict", "roughly on par, as the paper says" if on_par["verdict"] == "reproduced" else
+         f"{on_par['why']}: the claim is {on_par['verdict']}")
 
 # %% [markdown]
 # **Verdict on ICA.** NCE has the smaller median error at {glue:text}`ica_ahead` of the
@@ -243,17 +243,8 @@ if "ica" in studies:
 # page.
 
 # %% tags=["hide-input"]
-# The verdict block at the top of this page: the claims page's rows for this
-# page (same function, committed paper-scale results, 95 % bootstrap intervals)
-from cnce.experiments import claims
-from cnce.report import glue_verdict
+# The verdict block at the top of this page: this page's rows of the claims
+# ledger (data/claims/ledger.json, computed from the committed paper-scale results)
+from companion.claims.render import glue_verdict_block
 
-rows = claims.page_claims("03_cnce_vs_nce", seed=seed)
-items = [(r.verdict, r.short, r.claim) for r in rows.itertuples()] or [
-    ("not testable here", f"no committed paper-scale run for seed {seed}")]
-glue_verdict("verdict", 'With as many noise samples, is NCE more accurate than CNCE on the Gaussian model, on par with it on ICA once N is large, and does the gap shrink as κ grows?', items,
-             note="From the committed paper-scale results, as on the "
-                  '<a href="../book/claims.html">claims page</a>; '
-                  "intervals and details there.")
-for r in rows.itertuples():
-    print(f"{r.claim}: {r.verdict}; {r.short}")
+glue_verdict_block("03_cnce_vs_nce", 'With as many noise samples, is NCE more accurate than CNCE on the Gaussian model, on par with it on ICA once N is large, and does the gap shrink as κ grows?')

@@ -266,12 +266,8 @@ for study in ["ring-authors", "ring-exact"]:
     r = ratio[ratio.study == study]
     gm = 10 ** r.log10_ratio.mean()
     lg = np.log10(gm)
-    verdict = ("about one order of magnitude, as in the paper" if abs(lg - 1) <= 0.25 else
-               "more than the paper's order of magnitude" if lg > 1.25 else
-               "NCE is the more accurate of the two, the opposite of the paper's finding" if lg < -0.1 else
-               "NCE and CNCE are on par (within 25 %), unlike the paper's finding" if lg <= 0.1 else
-               "CNCE is ahead, but by less than the paper's order of magnitude")
-    print(f"{study}: converged NCE's median error is {gm:.1f} x CNCE's (geometric mean over N): {verdict}")
+    print(f"{study}: converged NCE's median error is {gm:.1f} x CNCE's (geometric mean over N; "
+          f"log10 {lg:.2f}, the paper: about 1)")
 
 # %% [markdown]
 # Would an NCE frozen at its starting point explain the paper's gap? Our NCE starts from the
@@ -279,24 +275,17 @@ for study in ["ring-authors", "ring-exact"]:
 # would keep that starting point's error at every $N$:
 
 # %% tags=["hide-input"]
-# The verdict block at the top of this page: the claims page's rows for this
-# page (same function, committed paper-scale results, 95 % bootstrap intervals)
-from cnce.experiments import claims
-from cnce.report import glue_verdict
+# The verdict block at the top of this page: this page's rows of the claims
+# ledger (data/claims/ledger.json, computed from the committed paper-scale results)
+from companion.claims.render import glue_verdict_block
 
-rows = claims.page_claims("04_ring", seed=seed)
-items = [(r.verdict, r.short, r.claim) for r in rows.itertuples()] or [
-    ("not testable here", f"no committed paper-scale run for seed {seed}")]
-glue_verdict("verdict", "On the ring model at κ = 10, with ε from the authors' heuristic, is CNCE's error about an order of magnitude below NCE's, under the authors' data generator and under an exact sampler of the model? (And at the best ε?)", items,
-             note="From the committed paper-scale results, as on the "
-                  '<a href="../book/claims.html">claims page</a>; '
-                  "intervals and details there.")
-for r in rows.itertuples():
-    print(f"{r.claim}: {r.verdict}; {r.short}")
+glue_verdict_block("04_ring", "On the ring model at κ = 10, with ε from the authors' heuristic, is CNCE's error about an order of magnitude below NCE's, under the authors' data generator and under an exact sampler of the model? (And at the best ε?)")
 
 # %% tags=["hide-input"]
 from cnce.report import glue
+from companion.claims.ledger import record
 
+ring_row = record("ring-cnce-beats-nce")["record"]
 init_err = prob.model.error(prob.theta0, prob.theta_true)            # shared by both generators
 for study in ["ring-authors", "ring-exact"]:
     cn = df[(df.study == study) & (df.method == "cnce")].groupby("N").error.median()
@@ -310,17 +299,11 @@ for study in ["ring-authors", "ring-exact"]:
          "less than the paper's one decade" if frozen.mean() < 0.75 else "about the paper's one decade")
     glue(f"{key}_nce_gm", 10 ** r.log10_ratio.mean(), "{:.1f}")
     glue(f"{key}_nce_log", r.log10_ratio.mean(), "{:.2f}")
-    # the words say what the 95 % interval shows (the verdict block's row, one computation)
-    est = {row.claim: row for row in rows.itertuples()}.get(
-        "Ring model: CNCE beats NCE (" + ("exact sampler of the model" if key == "exact" else
-                                        "authors' data generator, as in the paper") + ")")
-    est = est.stats["log10_ratio"] if est is not None else None
-    glue(f"{key}_nce_ci", est.fmt() if est is not None else "(no committed run)")
-    glue(f"{key}_nce_cmp", "about as accurate as" if est is None or est.lo <= 0 <= est.hi else
-         "more accurate than" if est.hi < 0 else "less accurate than")
-    glue(f"{key}_cnce_edge", "we find no advantage for CNCE" if r.log10_ratio.mean() <= 0.1 else
-         "CNCE is ahead, by less than the paper's order of magnitude" if r.log10_ratio.mean() < 0.75 else
-         "CNCE is ahead by about the paper's order of magnitude or more")
+    # the words say what the 95 % interval shows (the ledger's ring row)
+    ring = ring_row["numbers"]
+    glue(f"{key}_nce_ci", ring.get(f"{key}_log10", "(no committed run)"))
+    glue(f"{key}_nce_cmp", ring.get(f"{key}_nce_is", "(no committed run)"))
+    glue(f"{key}_cnce_edge", ring.get(f"{key}_class", "(no committed run)"))
 
 # %% [markdown]
 # ### At the best ε: the verdict depends on ε
@@ -346,18 +329,15 @@ for study in ["ring-authors", "ring-exact"]:
     for r in b["table"].itertuples():
         print(f"{study}, N = {r.N}: log10(NCE / CNCE) at the heuristic's eps {r.default.fmt()}, "
               f"at the best multiple ({r.best_factor:.3g} x) {r.best.fmt()}")
-    row = {x.claim: x for x in rows.itertuples()}.get(
-        "Ring model: CNCE beats NCE (" + ("exact sampler of the model" if key == "exact" else
-                                        "authors' data generator, as in the paper") + ")")
     glue(f"{key}_best_gm", 10 ** b["mean_best"].value, "{:.1f}")
-    glue(f"{key}_best_verdict", row.stats.get("verdict_at_best", "(not computed)") if row is not None else "(not computed)")
+    glue(f"{key}_best_verdict", ring_row["numbers"].get(f"{key}_best_class", "(not computed)"))
 
 # %% [markdown]
 # Under the authors' generator, CNCE at its best ε is {glue:text}`authors_best_gm` times more
-# accurate than NCE (mean over the two $N$), and the rule that gives the verdict above would
-# say *{glue:text}`authors_best_verdict`* there; under the exact sampler the ratio is
-# {glue:text}`exact_best_gm` and the rule says *{glue:text}`exact_best_verdict`*. So the
-# verdict for the authors' generator depends on ε. There CNCE's error is mostly a bias that
+# accurate than NCE (mean over the two $N$), and the test that the verdict above applies to
+# each generator finds *{glue:text}`authors_best_verdict`* there; under the exact sampler the
+# ratio is {glue:text}`exact_best_gm` and the test finds *{glue:text}`exact_best_verdict`*. So
+# the outcome for the authors' generator depends on ε. There CNCE's error is mostly a bias that
 # depends on ε and passes close to zero near the best multiple ({doc}`07_choosing_eps`): a
 # property of this misspecified problem, not a better rule for choosing ε.
 
@@ -394,8 +374,8 @@ for study in ["ring-authors", "ring-exact"]:
 #
 # The paper's claim that CNCE beats NCE by about an order of magnitude on the ring is
 # therefore reproduced only in part, and only under the authors' generator, where it
-# rests on a modelling mismatch and on the choice of ε (at the grid's best ε the same rule
-# says *{glue:text}`authors_best_verdict`*), and possibly on NCE fits that stopped early: the
+# rests on a modelling mismatch and on the choice of ε (at the grid's best ε the same test
+# finds *{glue:text}`authors_best_verdict`*), and possibly on NCE fits that stopped early: the
 # authors' NCE loss disagrees with its gradient in its saturated branches, which can stall a
 # line search (a reading of their code, {doc}`../book/authors-code`). With data drawn from
 # the model and NCE run to convergence, NCE is {glue:text}`exact_nce_cmp` CNCE on this model.

@@ -180,44 +180,33 @@ glue("bern_eps1_gap", bound);
 # committed paper-scale results).
 
 # %% tags=["hide-input"]
-# The verdict block at the top of this page: the claims page's rows for this
-# page (same function, committed paper-scale results, 95 % bootstrap intervals)
-from cnce.experiments import claims
-from cnce.report import glue_verdict
+# The verdict block at the top of this page: this page's rows of the claims
+# ledger (data/claims/ledger.json, computed from the committed paper-scale results)
+from companion.claims.render import glue_verdict_block
 
-rows = claims.page_claims("05_supplementary", seed=seed)
-items = [(r.verdict, r.short, r.claim) for r in rows.itertuples()] or [
-    ("not testable here", f"no committed paper-scale run for seed {seed}")]
-glue_verdict("verdict", "On the log-normal and Bernoulli models (Supp. Fig. 1), does CNCE's error fall as N grows (consistency) and approach MLE's as κ grows? For the Bernoulli model the heuristic's ε = 1 makes CNCE the maximum-likelihood estimate, so both questions are answered by the run at a fixed ε = 0.2.", items,
-             note="From the committed paper-scale results, as on the "
-                  '<a href="../book/claims.html">claims page</a>; '
-                  "intervals and details there.")
-for r in rows.itertuples():
-    print(f"{r.claim}: {r.verdict}; {r.short}")
+glue_verdict_block("05_supplementary", "On the log-normal and Bernoulli models (Supp. Fig. 1), does CNCE's error fall as N grows (consistency) and approach MLE's as κ grows? For the Bernoulli model the heuristic's ε = 1 makes CNCE the maximum-likelihood estimate, so both questions are answered by the run at a fixed ε = 0.2.")
 
 # %% tags=["hide-input"]
-# the same rows as the verdict block and the claims page (one computation)
-by_claim = {r.claim: r for r in rows.itertuples()}
-for study, name in [("lognormal", "lognormal"), ("bernoulli", "bernoulli"),
-                    ("bernoulli-eps0.2", "bernoulli, fixed eps = 0.2")]:
-    r = by_claim.get(f"CNCE approaches MLE as kappa grows ({name})")
+# the ledger's rows, as in the verdict block and on the claims page (one computation)
+from companion.claims.ledger import record
+
+rows = {"lognormal": record("approach-mle-lognormal")["record"], "bernoulli": record("approach-mle-bernoulli")["record"]}
+# the Bernoulli row: the heuristic's run (eps = 1, not testable) and the fixed-eps run that decides
+for study, r, pre in [("lognormal", rows["lognormal"], ""), ("bernoulli", rows["bernoulli"], "heuristic_"),
+                      ("bernoulli-eps0.2", rows["bernoulli"], "")]:
     key = study.replace("-", "_").replace(".", "")
-    if r is None:
+    n = r["numbers"]
+    if f"{pre}change" not in n:
         print(f"{study}: no committed paper-scale run")
         for k in ("first", "last", "change", "verdict"):
             glue(f"{key}_{k}", "(no committed run)")
         continue
-    first, last, change = r.stats["first"], r.stats["last"], r.stats["change"]
-    print(f"{study}: log10(CNCE / MLE) at the smallest kappa: {first.fmt()}, at the largest: {last.fmt()}; "
-          f"change {change.fmt()}")
-    glue(f"{key}_first", first.fmt())
-    glue(f"{key}_last", last.fmt())
-    glue(f"{key}_change", change.fmt())
-    glue(f"{key}_verdict", "not testable: at \u03b5 = 1 CNCE is the maximum-likelihood estimate"
-         if r.verdict == "not testable here" else
-         "CNCE approaches MLE as \u03ba grows, so we agree with the paper" if change.hi < 0 else
-         "CNCE moves away from MLE as \u03ba grows, so we differ from the paper" if change.lo > 0 else
-         "no approach to MLE can be seen (the change is within its uncertainty), so we cannot confirm the paper here")
+    verdict, why = (n[f"{pre}verdict"], n[f"{pre}why"]) if pre else (r["verdict"], r["why"])
+    print(f"{study}: log10(CNCE / MLE) at the smallest kappa: {n[pre + 'first']}, at the largest: "
+          f"{n[pre + 'last']}; change {n[pre + 'change']}: {verdict}")
+    for k in ("first", "last", "change"):
+        glue(f"{key}_{k}", n[pre + k])
+    glue(f"{key}_verdict", verdict + (f" ({why})" if why else ""))
 
 # %% [markdown]
 # **Verdict against the paper**, model by model. The paper says CNCE approaches MLE as

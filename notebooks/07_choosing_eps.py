@@ -490,17 +490,8 @@ for key, value in {"run_minutes": f"{wall / 60:.0f}", "run_cells": cells, "run_c
 # page.
 
 # %% tags=["hide-input"]
-# The verdict block at the top of this page: the claims page's rows for this
-# page (same function, committed paper-scale results, 95 % bootstrap intervals)
-from cnce.experiments import claims
-from cnce.report import glue_verdict
+# The verdict block at the top of this page: this page's rows of the claims
+# ledger (data/claims/ledger.json, computed from the committed paper-scale results)
+from companion.claims.render import glue_verdict_block
 
-rows = claims.page_claims("07_choosing_eps", seed=seed)
-items = [(r.verdict, r.short, r.claim) for r in rows.itertuples()] or [
-    ("not testable here", f"no committed paper-scale run for seed {seed}")]
-glue_verdict("verdict", "A question of ours, beyond the paper: how close to the best fixed ε does the authors' heuristic come, on every synthetic model?", items,
-             note="From the committed paper-scale results, as on the "
-                  '<a href="../book/claims.html">claims page</a>; '
-                  "intervals and details there.")
-for r in rows.itertuples():
-    print(f"{r.claim}: {r.verdict}; {r.short}")
+glue_verdict_block("07_choosing_eps", "A question of ours, beyond the paper: how close to the best fixed ε does the authors' heuristic come, on every synthetic model?")

@@ -1,4 +1,5 @@
-"""The claims page's statistics (``cnce.experiments.claims``) on tables with known answers."""
+"""The claims ledger's statistics (``cnce.experiments.claims``) on tables with known answers; the
+rules and the ledger itself: ``tests/test_ledger.py``."""
 from __future__ import annotations
 
 import math
@@ -77,55 +78,6 @@ def test_count_above():
     assert c.value == 10 and c.lo < 10 < c.hi and c.se == pytest.approx(math.sqrt(100 * 0.1 * 0.9), rel=0.15)
 
 
-def test_claims_table_verdicts():
-    """NCE 10x worse than CNCE on the Gaussian (the paper finds it better): not reproduced; a
-    Bernoulli study whose eps is 1 everywhere: CNCE = MLE, not testable; ring with NCE 10x
-    CNCE: reproduced; CNCE's ratio to MLE falling with kappa: reproduced."""
-    res = {
-        "gaussian": table("gaussian", curves=(("cnce", 2, 4.0), ("cnce", 10, 2.0), ("nce", 2, 40.0), ("nce", 10, 20.0), ("mle", None, 1.0))),
-        "bernoulli": table("bernoulli", curves=(("cnce", 2, 1.0), ("cnce", 10, 1.0), ("mle", None, 1.0)), eps=1.0, shared=True),
-        "ring-authors": table("ring-authors", curves=(("cnce", 10, 1.0), ("nce", 10, 10.0), ("mle", None, 1.0))),
-    }
-    t = claims.claims_table(res, n_boot=300).set_index("claim")
-    assert set(t.verdict) <= set(claims.VERDICTS)
-    assert t.loc["Consistency (gaussian)", "verdict"] == "reproduced"
-    assert t.loc["CNCE approaches MLE as kappa grows (gaussian)", "verdict"] == "reproduced"
-    assert t.loc["NCE against CNCE (gaussian)", "verdict"] == "not reproduced"
-    assert t.loc["CNCE approaches MLE as kappa grows (bernoulli)", "verdict"] == "not testable here"
-    assert t.loc["Ring model: CNCE beats NCE (authors' data generator, as in the paper)", "verdict"] == "reproduced"
-    assert (t.page.isin(["02_consistency", "03_cnce_vs_nce", "04_ring", "05_supplementary"])).all()
-
-
-def test_consistency_rule_tests_the_slope_and_reports_the_rate():
-    """Errors like 1/N: reproduced, -1 inside the intervals. Errors like N^-1.5: reproduced (the
-    error falls) but the row says the intervals miss -1, and by about 0.5. Errors that do not
-    fall with N: not reproduced."""
-    def scaled(power):
-        d = table(curves=(("cnce", 2, 1.0), ("cnce", 10, 1.0), ("mle", None, 1.0)), S=200)
-        d["error"] = d["error"] * d["N"] ** (1 + power)  # c / N -> c N^power
-        return d
-
-    rows = {p: claims.claims_table({"gaussian": scaled(p)}, n_boot=300).set_index("claim").loc["Consistency (gaussian)"]
-            for p in (-1.0, -1.5, 0.0)}
-    assert rows[-1.0].verdict == "reproduced" and "inside every interval" in rows[-1.0].short
-    assert rows[-1.5].verdict == "reproduced" and "steeper than 1/N (slope -1) in 2 of 2" in rows[-1.5].short
-    assert 0.4 < rows[-1.5].stats["rate_miss"] < 0.5
-    assert rows[0.0].verdict == "not reproduced"
-
-
-def test_bernoulli_at_eps_one_is_not_testable_and_the_fixed_eps_run_decides():
-    """A Bernoulli study whose heuristic chose eps = 1 (CNCE = MLE) cannot test consistency;
-    the fixed-eps study with errors like 1/N gives the verdict."""
-    res = {"bernoulli": table("bernoulli", curves=(("cnce", 2, 1.0), ("cnce", 10, 1.0), ("mle", None, 1.0)), eps=1.0),
-           "bernoulli-eps0.2": table("bernoulli-eps0.2", curves=(("cnce", 2, 3.0), ("cnce", 10, 1.5), ("mle", None, 1.0)),
-                                     eps=0.2)}
-    t = claims.claims_table(res, n_boot=300).set_index("claim")
-    assert t.loc["Consistency (bernoulli)", "verdict"] == "not testable here"
-    assert "eps = 1 in 100% of the fits" in t.loc["Consistency (bernoulli)", "short"]
-    assert t.loc["Consistency (bernoulli, fixed eps = 0.2)", "verdict"] == "reproduced"
-    assert t.loc["CNCE approaches MLE as kappa grows (bernoulli, fixed eps = 0.2)", "verdict"] == "reproduced"
-
-
 def _eps_grid(study, N, S, medians: dict, seed=1):
     """An eps experiment's CNCE rows: setting -> median error (log-normal scatter, shared per sim)."""
     rng = np.random.default_rng(seed)
@@ -141,9 +93,9 @@ def _eps_grid(study, N, S, medians: dict, seed=1):
     return d
 
 
-def test_ring_row_shows_cnce_at_the_best_eps_and_says_when_the_verdict_depends_on_eps():
-    """NCE 3x CNCE at the heuristic's eps (partly reproduced), but CNCE at 3x the heuristic's eps
-    is 10 times more accurate still: NCE 30x, and the same rule gives 'reproduced' there."""
+def test_ring_best_eps_finds_the_best_multiple_of_the_grid():
+    """NCE 3x CNCE at the heuristic's eps, but CNCE at 3x the heuristic's eps is 10 times more
+    accurate still: NCE 30x there."""
     S, Ns = 100, (500, 5000)
     fig = table("ring-authors", curves=(("cnce", 10, 1.0), ("nce", 10, 3.0), ("mle", None, 0.5)), Ns=Ns, S=S, shared=True)
     eps = _eps_grid("eps-ring-authors", Ns, S, {"default": 1.0, "x3": 0.1, "x0.3": 2.0})
@@ -151,137 +103,38 @@ def test_ring_row_shows_cnce_at_the_best_eps_and_says_when_the_verdict_depends_o
     assert list(best["table"].best_factor) == [3.0, 3.0]
     assert best["mean_best"].value == pytest.approx(math.log10(30), abs=0.1)
     assert best["mean_default"].value == pytest.approx(math.log10(3), abs=0.1)
-    r = claims.claims_table({"ring-authors": fig, "eps-ring-authors": eps}, n_boot=300).set_index("claim").loc[
-        "Ring model: CNCE beats NCE (authors' data generator, as in the paper)"]
-    assert r.verdict == "partly reproduced" and r.stats["verdict_at_best"] == "reproduced"
-    assert "the verdict depends on eps" in r.short
     with pytest.raises(ValueError, match="n_boot"):
         claims.ring_best_eps(fig, eps, n_boot=1)
 
 
-def test_score_matching_row_known_answers():
-    """The theorem holds with moment-matched antithetic noise (reproduced); with independent
-    draws the ratio diverges like 1/eps in a finite sample, so the same rule must fail."""
-    good = claims.score_matching_row(claims.score_matching_limit(N=200, seed=0))
-    bad = claims.score_matching_row(claims.score_matching_limit(N=200, seed=0, noise="independent"))
-    assert good.verdict == "reproduced" and "Gaussian model only" in good.short
-    assert bad.verdict == "not reproduced"
+def test_slope_bend_is_zero_for_a_straight_line_and_signed_for_a_bent_one():
+    """Errors like 1/N: no bend; errors like 1/N up to N = 1000 and flat beyond: the upper
+    half's slope is shallower, a positive bend."""
+    d = table(curves=(("cnce", 2, 1.0),), Ns=(100, 300, 1000, 3000, 10000), S=200, shared=True)
+    m = claims.log10_medians(d, n_boot=200)
+    assert abs(claims.slope_bend(m, "gaussian", "cnce", 2).value) < 1e-9
+    bent = d.copy()
+    bent.loc[bent.N > 1000, "error"] = bent.loc[bent.N > 1000, "error"] * bent.loc[bent.N > 1000, "N"] / 1000
+    b = claims.slope_bend(claims.log10_medians(bent, n_boot=200), "gaussian", "cnce", 2)
+    assert b.value > 0.5 and b.lo > 0
+    with pytest.raises(ValueError, match="three or more N"):
+        claims.slope_bend(claims.log10_medians(table(Ns=(100, 1000)), n_boot=10), "gaussian", "cnce", 2)
+
+
+def test_gap_change_is_paired_and_signed():
+    """NCE 4x CNCE at kappa 2 and 2x at kappa 10: the gap shrinks by log10(2) in every replicate."""
+    d = table(curves=(("cnce", 2, 1.0), ("cnce", 10, 1.0), ("nce", 2, 4.0), ("nce", 10, 2.0)), shared=True)
+    m = claims.log10_medians(d, n_boot=200)
+    ch = claims.gap_change(m, "gaussian", (("nce", 2), ("cnce", 2)), (("nce", 10), ("cnce", 10)))
+    assert ch.value == pytest.approx(math.log10(2), abs=1e-9) and ch.se < 1e-9
+
+
+def test_eps0_check_is_exact_and_deterministic():
+    a = claims.eps0_check(S=3, N=50, seed=1)
+    assert a["worst"] < 1e-12 and set(a["deviations"]) == {"gaussian", "ica", "ring", "lognormal", "bernoulli"}
+    assert a == claims.eps0_check(S=3, N=50, seed=1)
+
+
+def test_score_matching_limit_rejects_bad_noise():
     with pytest.raises(ValueError, match="noise"):
         claims.score_matching_limit(N=10, noise="gaussian")
-
-
-def test_claim_rows_from_other_modules_join_the_table_and_the_tally():
-    extra = claims.ClaimRow("Image model: layer 1", "Gabor-like first-layer features", "80 % oriented", "80 % oriented",
-                            "beyond the paper", "06_image_model")
-    t = claims.claims_table({"gaussian": table()}, n_boot=100, extra_rows=[extra])
-    assert t.iloc[-1].claim == "Image model: layer 1" and list(t.columns) == list(claims.COLUMNS)
-    counts = claims.tally(t)
-    assert sum(len(v) for v in counts.values()) == len(t) and counts["beyond the paper"] == [len(t)]
-    line = claims.tally_html(t, href="book/claims.html")
-    assert f'href="book/claims.html#claim-{len(t)}"' in line and f"{len(t)} claims" in line
-    with pytest.raises(ValueError, match="verdict"):
-        claims.ClaimRow("x", "p", "m", "s", "agrees", "02_consistency")
-    with pytest.raises(ValueError, match="page"):
-        claims.ClaimRow("x", "p", "m", "s", "reproduced", "99_nowhere")
-    with pytest.raises(ValueError, match="unique"):
-        claims.claims_table({"gaussian": table()}, n_boot=100, extra_rows=[extra, extra])
-    with pytest.raises(TypeError, match="ClaimRow"):
-        claims.claims_table({"gaussian": table()}, n_boot=100, extra_rows=[extra.as_dict()])
-
-
-# --- the claims page and the results pages agree --------------------------------------------
-
-import html as _html  # noqa: E402
-import json  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-GOLDEN = Path(__file__).resolve().parent / "golden"
-
-
-@pytest.fixture(scope="module")
-def committed():
-    results, _ = claims.committed_results(0)
-    if not results:
-        pytest.skip("no committed paper-scale results")
-    return results, claims.claims_table(results, n_boot=2000, seed=0)
-
-
-def _outputs(nb_path: Path) -> list[str]:
-    """Every text output of a golden notebook: printed streams, and each display's markdown or
-    plain text (glued values are displays whose keys carry myst-nb's record prefix)."""
-    out = []
-    for cell in json.loads(nb_path.read_text())["cells"]:
-        for o in cell.get("outputs", []):
-            if o.get("output_type") == "stream":
-                out.append("".join(o["text"]) if isinstance(o["text"], list) else o["text"])
-                continue
-            data = o.get("data", {})
-            for key in ("text/markdown", "text/plain"):
-                hits = [v for k, v in data.items() if k.endswith(key)]
-                if hits:
-                    out.append("".join(hits[0]) if isinstance(hits[0], list) else hits[0])
-                    break
-    return out
-
-
-def _verdict_block(nb_path: Path) -> str | None:
-    blocks = [t for t in _outputs(nb_path) if 'class="admonition cnce-verdict"' in t and t.startswith("<div")]
-    return blocks[0] if blocks else None
-
-
-@pytest.mark.parametrize("page", sorted(claims.PAGE_STUDIES))
-def test_page_claims_are_the_claims_pages_rows(page, committed):
-    """A page's verdict rows are computed from its studies alone; they equal the claims page's."""
-    _, table = committed
-    mine = claims.page_claims(page, seed=0)
-    theirs = table[table.page == page].reset_index(drop=True)
-    assert len(mine) == len(theirs) > 0
-    for col in ("claim", "measured", "short", "verdict"):
-        assert mine[col].tolist() == theirs[col].tolist(), f"{page}: column {col} differs from the claims page"
-
-
-@pytest.mark.parametrize("page", sorted(claims.PAGE_STUDIES))
-def test_golden_verdict_block_matches_claims_page(page, committed):
-    """The verdict block that the notebook glued (its golden copy) states the claims page's
-    verdicts and numbers: a page and the claims page cannot print different numbers for one claim."""
-    _, table = committed
-    nb = next(GOLDEN.glob(f"{page}.ipynb"))
-    block = _verdict_block(nb)
-    assert block, f"{nb.name}: no glued 'verdict' block"
-    for r in table[table.page == page].itertuples():
-        assert _html.escape(r.short) in block, f"{nb.name}: the verdict block lacks {r.claim!r}: {r.short!r}"
-        assert f">{r.verdict}</span>" in block, f"{nb.name}: the verdict block lacks the verdict {r.verdict!r}"
-
-
-def test_supplementary_page_quotes_the_claims_numbers(committed):
-    """Notebook 05's bullets (log-normal, Bernoulli) quote the claims page's intervals."""
-    _, table = committed
-    printed = "\n".join(_outputs(GOLDEN / "05_supplementary.ipynb"))
-    for study, name in [("lognormal", "lognormal"), ("bernoulli", "bernoulli"),
-                        ("bernoulli-eps0.2", "bernoulli, fixed eps = 0.2")]:
-        r = table[table.claim == f"CNCE approaches MLE as kappa grows ({name})"].iloc[0]
-        first, last, change = (r.stats[k].fmt() for k in ("first", "last", "change"))
-        assert (f"{study}: log10(CNCE / MLE) at the smallest kappa: {first}, at the largest: {last}; "
-                f"change {change}") in printed, f"05 prints other numbers than the claims page for {study}"
-        assert first in r.measured and change in r.measured
-
-
-def test_ring_page_words_follow_the_interval(committed):
-    """Page 04 says what its interval shows ('more accurate', not 'at least as accurate')."""
-    _, table = committed
-    shown = _outputs(GOLDEN / "04_ring.ipynb")
-    est = table[table.claim == "Ring model: CNCE beats NCE (exact sampler of the model)"].iloc[0].stats["log10_ratio"]
-    want = "more accurate than" if est.hi < 0 else "less accurate than" if est.lo > 0 else "about as accurate as"
-    assert est.fmt() in shown and want in shown
-    assert "at least as accurate as" not in shown
-
-
-def test_verdict_words_have_badges():
-    from cnce.report import BADGES, badge_html, verdict_html
-
-    assert set(BADGES) == set(claims.VERDICTS)
-    assert "cnce-badge-beyond" in badge_html("beyond the paper")
-    with pytest.raises(ValueError):
-        badge_html("agrees")
-    block = verdict_html("Q?", [("reproduced", "slope -1.05 < 0", "Consistency")])
-    assert 'class="admonition cnce-verdict"' in block and "slope -1.05 &lt; 0" in block

@@ -157,16 +157,17 @@ def test_small_eps_approaches_score_matching_on_the_gaussian_model():
     assert float((m.error(indep.theta, th) / e_sm).median()) > 100
 
 
-def test_claims_table_has_an_eps_row_and_keeps_eps_tables_out_of_the_figure_claims():
-    from cnce.experiments import claims
+def test_the_ledger_has_an_eps_row_and_keeps_eps_tables_out_of_the_figure_claims():
+    from companion.claims import QUESTION, ledger
 
     rng = np.random.default_rng(1)
     rows = [dict(study="eps-gaussian", method="cnce", N=N, kappa=10, eps_setting=s, sim=sim, error=c * rng.chisquare(3),
                  eps=eps_factor(s))
             for N in (100, 1000) for s, c in (("default", 1.0), ("x0.5", 1.1), ("x2", 3.0)) for sim in range(60)]
-    table = claims.claims_table({"eps-gaussian": pd.DataFrame(rows)}, n_boot=100)
-    assert list(table.claim) == ["The eps heuristic (beyond the paper)"]
-    assert table.page.iloc[0] == "07_choosing_eps" and table.verdict.iloc[0] in claims.VERDICTS
+    ctx = ledger.Context(n_boot=100, results={"eps-gaussian": pd.DataFrame(rows)})
+    recs = {c.id: r for c, r in ledger.compute(ctx, only={"eps-heuristic", "consistency-gaussian"})}
+    assert recs["eps-heuristic"].verdict == QUESTION and recs["eps-heuristic"].numbers["cases"] == "2"
+    assert recs["consistency-gaussian"].verdict == "not testable here"  # the eps table is not a figure's
 
 
 def test_eps_is_listed_and_runnable_from_the_command_line(capsys, tmp_path):

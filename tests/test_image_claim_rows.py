@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from cnce.experiments.claims import VERDICTS
+from cnce.images.claims import VERDICTS
 from cnce.images import claims as C
 from cnce.images.verdicts import Measured, not_testable
 
@@ -114,8 +114,6 @@ def test_chapter_rows_from_the_committed_runs():
     assert all("(photo pack)" in r.claim for r in rows[1:5])
     assert [r.beyond for r in rows].count(True) == 2 and rows[-1].verdict == "beyond the paper"
     assert "3 seeds" in rows[0].measured
-    from cnce.experiments.claims import ClaimRow as TableRow
-
-    assert all(isinstance(r.table_row(), TableRow) and r.table_row().verdict == r.verdict for r in rows)
+    assert all(r.verdict in C.VERDICTS for r in rows)
     a, b = (runs.load_state(runs.weights_dir() / r)["config"] for r in ("paper", "paper-seed2"))
     assert runs.same_recipe(a, b) and not runs.same_recipe(a, runs.load_state(runs.weights_dir() / "photos" / "paper-seed0")["config"])

@@ -718,8 +718,8 @@ DOWNLOADS = "downloads"
 #: The archive of the package, notebooks, book, tests, scripts and committed results tables.
 ARCHIVE = "cnce-source.zip"
 #: What the archive holds (paths relative to the repository root); data/weights is left out (42 MB).
-ARCHIVE_ROOTS = ("cnce", "notebooks", "book", "tests", "scripts", "examples", "benchmarks", "_static", "jupyter",
-                 "data/results", "data/checks", "pyproject.toml", "requirements.in", "requirements-lock.txt",
+ARCHIVE_ROOTS = ("cnce", "companion", "notebooks", "book", "tests", "scripts", "examples", "benchmarks", "_static", "jupyter",
+                 "data/results", "data/checks", "data/claims", "pyproject.toml", "requirements.in", "requirements-lock.txt",
                  "environment.yml", "README.md", "CONTRIBUTING.md", "_config.yml", "_toc.yml")
 
 
@@ -764,6 +764,17 @@ def _archive_files(root: Path = ROOT) -> list[Path]:
     return sorted(f for f in files if f.is_file() and not any(k in f.parts for k in skip))
 
 
+def _claims_code_files() -> list[str]:
+    """The code files the claims ledger names (:func:`companion.claims.render.code_files`);
+    none without a ledger."""
+    try:
+        from companion.claims import render
+
+        return render.code_files()
+    except ValueError:  # no ledger: the claims page fails the build with its own message
+        return []
+
+
 def ship_sources(app, exception):
     """After an HTML build: every page's source and every notebook as executed for the book
     under ``downloads/`` (same paths as in the repository), and :data:`ARCHIVE`."""
@@ -788,6 +799,9 @@ def ship_sources(app, exception):
         if nb.is_file():
             (out / f"{doc}.ipynb").parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(nb, out / f"{doc}.ipynb")
+    for rel in _claims_code_files():  # the claims table links the code of every claim
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ROOT / rel, out / rel)
     tmp = out / (ARCHIVE + ".part")
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
         for f in _archive_files():

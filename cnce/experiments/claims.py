@@ -1,4 +1,8 @@
-"""The paper's claims against the committed results, with bootstrap uncertainty.
+"""Statistics of the committed results that the claims ledger's rules read, with bootstrap uncertainty.
+
+These are library measures; no claim is defined here. The claims (the paper's statements,
+the rules, the verdicts) are declared once in the companion's ledger
+(``companion/claims/synthetic.py``), which calls these functions.
 
 Every statistic here is a function of the ``log10`` median squared error of curves
 (simulations x grid points). The uncertainty comes from resampling the *simulations* with
@@ -7,84 +11,17 @@ curve and grid point of a study at once, because a study's methods, sample sizes
 ``kappa`` share each simulation's truth, data and noise (the comparisons are paired). The
 reported interval is the 2.5 % to 97.5 % percentile interval of the replicates, and the
 standard error their standard deviation.
-
-:func:`claims_table` turns the committed tables of ``data/results/<scale>/`` into one row per
-claim: what the paper says (paraphrased), what we measure, the verdict and the page that
-shows it.
-
-**Rows from other modules.** A row is a :class:`ClaimRow` (the table's columns, in order);
-:func:`claims_table` takes further rows through ``extra_rows`` (for example
-:func:`score_matching_row`, or the image chapter's rows), checks their verdicts against
-:data:`VERDICTS` and their pages against :data:`PAGE_TITLES`, and appends them; :func:`tally`
-counts every row, appended ones included.
 """
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-__all__ = ["ClaimRow", "PAGE_TITLES", "tally", "tally_html", "score_matching_limit", "score_matching_row",
-           "ring_best_eps", "Medians", "Estimate", "log10_medians", "slope", "log_ratio", "point_log_ratios", "count_above", "claims_table",
-           "committed_results", "page_claims", "PAGE_STUDIES", "VERDICTS"]
-
-#: Verdict words used in :func:`claims_table`. "beyond the paper" marks a question of ours that
-#: the paper does not ask (a claim it does not make cannot be reproduced or not).
-VERDICTS = ("reproduced", "partly reproduced", "not reproduced", "not testable here", "beyond the paper")
-
-#: The page (notebook or book page) a row may name, with the short title the claims page shows.
-#: A module that appends rows names one of these pages (or adds its page here).
-PAGE_TITLES = {"01_theory": "Theory", "02_consistency": "Consistency", "03_cnce_vs_nce": "NCE", "04_ring": "Ring",
-               "05_supplementary": "Supp. models", "06_image_model": "Image model", "07_choosing_eps": "Choosing eps",
-               "08_energy_networks": "Energy networks"}
-
-#: The columns of :func:`claims_table`, in order (the fields of :class:`ClaimRow`).
-COLUMNS = ("claim", "paper", "measured", "short", "verdict", "page", "stats")
-
-
-@dataclass(frozen=True)
-class ClaimRow:
-    """One row of the claims table; another module's rows are built the same way.
-
-    ``claim``: a short name, unique in the table ("Consistency (gaussian)"); ``paper``: what the
-    paper says, paraphrased, with no final full stop; ``measured``: our statistic with its
-    uncertainty, in full; ``short``: the deciding number in a few words (the verdict blocks
-    quote it); ``verdict``: one of :data:`VERDICTS`, decided by a rule in code; ``page``: a key
-    of :data:`PAGE_TITLES` (the page that shows the evidence); ``stats``: numbers a page may
-    quote (``Estimate`` values or plain numbers)."""
-
-    claim: str
-    paper: str
-    measured: str
-    short: str
-    verdict: str
-    page: str
-    stats: dict = field(default_factory=dict)
-
-    def __post_init__(self):
-        if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict must be one of {VERDICTS}; got {self.verdict!r}")
-        if self.page not in PAGE_TITLES:
-            raise ValueError(f"page must be one of {sorted(PAGE_TITLES)}; got {self.page!r}")
-        for name in ("claim", "paper", "measured", "short"):
-            if not isinstance(getattr(self, name), str) or not getattr(self, name):
-                raise ValueError(f"{name} must be a non-empty string; got {getattr(self, name)!r}")
-
-    def as_dict(self) -> dict:
-        return {c: (dict(self.stats) if c == "stats" else getattr(self, c)) for c in COLUMNS}
-
-
-#: The studies whose committed tables each results page's claims read (:func:`page_claims`).
-PAGE_STUDIES = {
-    "02_consistency": ("gaussian", "ica"),
-    "03_cnce_vs_nce": ("gaussian", "ica"),
-    "04_ring": ("ring-authors", "ring-exact", "eps-ring-authors", "eps-ring-exact"),
-    "05_supplementary": ("lognormal", "bernoulli", "bernoulli-eps0.2"),
-    "07_choosing_eps": ("eps-gaussian", "eps-ica", "eps-ring-authors", "eps-ring-exact", "eps-lognormal", "eps-bernoulli"),
-}
+__all__ = ["Estimate", "Medians", "log10_medians", "slope", "slope_bend", "log_ratio", "gap_change", "point_log_ratios",
+           "count_above", "ring_best_eps", "score_matching_limit", "eps0_check", "eps_one_share", "committed_results"]
 
 
 @dataclass
@@ -164,25 +101,59 @@ def _pick(m: Medians, study, method, kappa, N=None):
     return m.keys["N"].to_numpy()[mask][order], m.point[mask][order], m.reps[mask][order]
 
 
-def slope(m: Medians, study: str, method: str, kappa=None, N=None) -> Estimate:
-    """Least-squares slope of ``log10`` median error against ``log10 N`` for one curve."""
+def _slope_draws(m: Medians, study, method, kappa, N):
     Ns, p, r = _pick(m, study, method, kappa, N)
+    if Ns.size < 2:
+        raise ValueError(f"a slope needs two or more N; study={study!r}, method={method!r}, kappa={kappa!r} has {Ns.size}")
     x = np.log10(Ns.astype(float))
     w = (x - x.mean()) / ((x - x.mean()) ** 2).sum()
-    return Estimate.from_reps(w @ p, w @ r)
+    return Ns, w @ p, w @ r
 
 
-def log_ratio(m: Medians, study: str, num: tuple, den: tuple, N=None, *, by: str = "N") -> Estimate:
-    """Mean over the grid points (column ``by``, optionally restricted to ``N``) of
-    ``log10 median(num) - log10 median(den)``; ``num``/``den`` are ``(method, kappa)``.
-    A ``kappa`` of ``None`` selects MLE's curve (no kappa)."""
+def slope(m: Medians, study: str, method: str, kappa=None, N=None) -> Estimate:
+    """Least-squares slope of ``log10`` median error against ``log10 N`` for one curve."""
+    _, p, r = _slope_draws(m, study, method, kappa, N)
+    return Estimate.from_reps(p, r)
+
+
+def slope_bend(m: Medians, study: str, method: str, kappa=None, N=None) -> Estimate:
+    """How far one curve is from a straight line in log-log: the slope over the upper half of
+    its N grid minus the slope over the lower half (the middle point in both when the number
+    of N is odd), paired over the bootstrap replicates. 0 for a straight line; negative when
+    the curve steepens with N. Needs three or more N."""
+    Ns, _, _ = _pick(m, study, method, kappa, N)
+    if Ns.size < 3:
+        raise ValueError(f"a bend needs three or more N; study={study!r}, method={method!r}, kappa={kappa!r} has {Ns.size}")
+    half = (Ns.size + 1) // 2
+    _, pl, rl = _slope_draws(m, study, method, kappa, Ns[:half])
+    _, pu, ru = _slope_draws(m, study, method, kappa, Ns[Ns.size - half:])
+    return Estimate.from_reps(pu - pl, ru - rl)
+
+
+def _log_ratio_draws(m: Medians, study, num, den, N):
     Nn, pn, rn = _pick(m, study, *num, N=N)
     Nd, pd_, rd = _pick(m, study, *den, N=N)
     common = np.intersect1d(Nn, Nd)
     if common.size == 0:
         raise ValueError(f"num and den share no N for study {study!r}")
     a, b = np.isin(Nn, common), np.isin(Nd, common)
-    return Estimate.from_reps((pn[a] - pd_[b]).mean(), (rn[a] - rd[b]).mean(0))
+    return (pn[a] - pd_[b]).mean(), (rn[a] - rd[b]).mean(0)
+
+
+def log_ratio(m: Medians, study: str, num: tuple, den: tuple, N=None) -> Estimate:
+    """Mean over the grid points (``N``, optionally restricted to ``N``) of
+    ``log10 median(num) - log10 median(den)``; ``num``/``den`` are ``(method, kappa)``.
+    A ``kappa`` of ``None`` selects MLE's curve (no kappa)."""
+    return Estimate.from_reps(*_log_ratio_draws(m, study, num, den, N))
+
+
+def gap_change(m: Medians, study: str, first: tuple, last: tuple, N=None) -> Estimate:
+    """How much a gap shrinks: ``|first| - |last|``, where ``first`` and ``last`` are
+    ``(num, den)`` pairs of :func:`log_ratio` (e.g. NCE over CNCE at the smallest and the
+    largest kappa), paired over the bootstrap replicates. Positive: the gap shrinks."""
+    pa, ra = _log_ratio_draws(m, study, *first, N)
+    pb, rb = _log_ratio_draws(m, study, *last, N)
+    return Estimate.from_reps(abs(pa) - abs(pb), np.abs(ra) - np.abs(rb))
 
 
 def point_log_ratios(m: Medians, study: str, num: str, den: str) -> pd.DataFrame:
@@ -207,277 +178,6 @@ def count_above(df: pd.DataFrame, threshold: float, n_boot: int = 2000, seed: in
     rng = np.random.default_rng(seed)
     reps = (e[rng.integers(0, e.size, size=(n_boot, e.size))] > threshold).sum(1)
     return Estimate.from_reps((e > threshold).sum(), reps)
-
-
-def _span(values) -> str:
-    """``"3"`` or ``"2 to 5"``: the range of counts."""
-    v = sorted(values)
-    return f"{v[0]:.0f}" if v[0] == v[-1] else f"{v[0]:.0f} to {v[-1]:.0f}"
-
-
-def _ratio_words(est: Estimate) -> str:
-    return f"{est.fmt()} decades (factor {10 ** est.value:.2g})"
-
-
-def _eps_one_share(df: pd.DataFrame, study: str) -> float:
-    """The share of CNCE fits of ``study`` whose eps is 1 (for the Bernoulli model: every bit
-    flipped, where CNCE gives the maximum-likelihood estimate at every kappa)."""
-    eps = df[(df.study == study) & (df.method == "cnce")]["eps"]
-    return float((eps == 1).mean()) if len(eps) else 0.0
-
-
-#: A study whose heuristic chose eps = 1 in at least this share of its fits cannot test a
-#: claim about CNCE's behaviour in eps or kappa (CNCE is the MLE there).
-EPS_ONE_UNTESTABLE = 0.9
-
-
-def _study_name(df: pd.DataFrame, study: str) -> str:
-    if study.startswith("bernoulli-"):
-        eps = df[(df.study == study) & (df.method == "cnce")]["eps"]
-        return f"bernoulli, fixed eps = {eps.iloc[0]:g}"
-    return study
-
-
-def _rate_words(ests) -> tuple[str, float]:
-    """How the slopes' intervals stand to -1 (the 1/N rate of an efficient estimator's squared
-    error): ``(words, largest miss)``, the miss being the distance from -1 to an interval."""
-    miss = [max(e.lo + 1, -1 - e.hi, 0.0) for e in ests]
-    out = [(e, m) for e, m in zip(ests, miss) if m > 0]
-    if not out:
-        return "-1 (the 1/N rate) inside every interval", 0.0
-    side = ("steeper than" if all(e.hi < -1 for e, _ in out) else "shallower than" if all(e.lo > -1 for e, _ in out)
-            else "off")
-    return f"{side} 1/N (slope -1) in {len(out)} of {len(ests)}, by up to {max(miss):.2f}", max(miss)
-
-
-def claims_table(results: dict, n_boot: int = 2000, seed: int = 0, stuck_threshold: float = 1.0,
-                 extra_rows=()) -> pd.DataFrame:
-    """One row per claim of the paper, from the tidy tables ``results[study]``.
-
-    Columns (:data:`COLUMNS`, the fields of :class:`ClaimRow`): ``claim``, ``paper`` (what the
-    paper says, paraphrased), ``measured`` (our statistic with its 95 % bootstrap interval),
-    ``short`` (the deciding number in a few words), ``verdict`` (one of :data:`VERDICTS`),
-    ``page`` (the page that shows it) and ``stats`` (a dict of the row's :class:`Estimate`
-    values, for pages that quote them). ``extra_rows``: :class:`ClaimRow` values from other
-    modules, appended in order. Studies missing from ``results`` give no row.
-
-    The verdict rules, each tested on tables with known answers in ``tests/test_claims.py``:
-
-    * consistency: every kappa's slope of log10 median error against log10 N has its 95 %
-      interval below 0 (the error falls as N grows, the paper's evidence); the rows also say
-      whether -1 (the 1/N rate) lies in the intervals and by how much it is missed. A study
-      whose heuristic chose eps = 1 in most fits (:data:`EPS_ONE_UNTESTABLE`) is not testable
-      (CNCE is the MLE there); the fixed-eps study tests it;
-    * CNCE approaches MLE: the change of log10(CNCE / MLE) from the smallest to the largest
-      kappa has its interval below 0 (same exception for eps = 1);
-    * NCE against CNCE, the gap with kappa, the ring, local minima: see the code below;
-    * the ring: NCE's error over CNCE's at the heuristic's eps, mean over N; where the eps
-      experiment's table of the same generator is present, the row adds CNCE at the best eps
-      of its grid (:func:`ring_best_eps`) and the verdict the same rule gives there."""
-    # the eps experiment's tables (studies "eps-*") have an eps axis: claim 6 reads them
-    eps_tables = [d for k, d in results.items() if str(k).startswith("eps-")]
-    figure_tables = [d for k, d in results.items() if not str(k).startswith("eps-")]
-    df = pd.concat(figure_tables, ignore_index=True) if figure_tables else pd.DataFrame(
-        {c: pd.Series(dtype=float) for c in ("study", "method", "kappa", "N", "sim", "error", "eps")})
-    m = log10_medians(df, n_boot=n_boot, seed=seed) if figure_tables else None
-    have = set(df["study"].unique())
-    rows = []
-
-    def row(claim, paper, measured, verdict, page, short, stats=None):
-        rows.append(ClaimRow(claim, paper, measured, short, verdict, page, dict(stats or {})).as_dict())
-
-    def kappas(study, method="cnce"):
-        """The kappa of the curves against N (present at two or more N; not the sweep's extra kappas)."""
-        sub = df[(df.study == study) & (df.method == method)].dropna(subset=["kappa"])
-        n = sub.groupby("kappa")["N"].nunique()
-        return sorted(int(k) for k in n[n >= 2].index)
-
-    def Ns(study, method="cnce", kappa=None):
-        sel = (df.study == study) & (df.method == method)
-        if kappa is not None:
-            sel &= df.kappa == kappa
-        return sorted(df[sel]["N"].unique())
-
-    # 1. consistency: the error falls as N grows (a straight line in log-log in the paper)
-    for study, page in (("gaussian", "02_consistency"), ("ica", "02_consistency"), ("lognormal", "05_supplementary"),
-                        ("bernoulli", "05_supplementary"), ("bernoulli-eps0.2", "05_supplementary")):
-        if study not in have:
-            continue
-        name = _study_name(df, study)
-        paper = ("CNCE's squared error falls along a straight line in log-log as N grows, at every kappa, "
-                 "which the paper reads as consistency")
-        ks = kappas(study)
-        ests = [slope(m, study, "cnce", k, N=Ns(study, "cnce", k) if study in ("gaussian", "ica") else None) for k in ks]
-        measured = ("slope of log10 median error against log10 N, CNCE: "
-                    + "; ".join(f"kappa {k}: {e.fmt()}" for k, e in zip(ks, ests)))
-        share = _eps_one_share(df, study)
-        if share >= EPS_ONE_UNTESTABLE:
-            row(f"Consistency ({name})", paper,
-                measured + f"; the eps heuristic chose eps = 1 in {share:.0%} of the fits, where CNCE gives the "
-                "maximum-likelihood estimate, so these slopes are MLE's",
-                "not testable here", page,
-                f"the eps heuristic chose eps = 1 in {share:.0%} of the fits, where CNCE is the maximum-likelihood "
-                "estimate: the fixed-eps run tests consistency",
-                {f"kappa {k}": e for k, e in zip(ks, ests)})
-            continue
-        falls = all(e.hi < 0 for e in ests)
-        rate, miss = _rate_words(ests)
-        row(f"Consistency ({name})", paper, measured + f"; {rate}",
-            "reproduced" if falls else "not reproduced", page,
-            f"slope {min(e.value for e in ests):.2f} to {max(e.value for e in ests):.2f} in N, "
-            f"{'every' if falls else 'not every'} 95 % interval below 0; {rate}",
-            {**{f"kappa {k}": e for k, e in zip(ks, ests)}, "rate_miss": miss})
-
-    # 2. CNCE approaches MLE as kappa grows
-    for study, page in (("gaussian", "02_consistency"), ("ica", "02_consistency"), ("lognormal", "05_supplementary"),
-                        ("bernoulli", "05_supplementary"), ("bernoulli-eps0.2", "05_supplementary")):
-        if study not in have:
-            continue
-        ks = kappas(study)
-        Nc = Ns(study, "cnce", ks[0])
-        first = log_ratio(m, study, ("cnce", ks[0]), ("mle", None), N=Nc)
-        last = log_ratio(m, study, ("cnce", ks[-1]), ("mle", None), N=Nc)
-        diff = log_ratio(m, study, ("cnce", ks[-1]), ("cnce", ks[0]), N=Nc)  # = last - first (the MLE terms cancel)
-        share = _eps_one_share(df, study)
-        if share >= EPS_ONE_UNTESTABLE:
-            verdict = "not testable here"
-            note = (f"; the eps heuristic chose eps = 1 (every bit flipped, where CNCE gives the maximum-likelihood "
-                    f"estimate at every kappa) in {share:.0%} of the fits")
-            short = (f"the eps heuristic chose eps = 1 in {share:.0%} of the fits, where CNCE is the "
-                     "maximum-likelihood estimate: no gap to close")
-        else:
-            verdict = "reproduced" if diff.hi < 0 and last.value < first.value else "not reproduced"
-            note = ""
-            short = (f"CNCE's gap to MLE changes by {diff.fmt()} decades from kappa {ks[0]} to {ks[-1]} "
-                     f"({first.value:.2f} to {last.value:.2f})")
-        name = _study_name(df, study)
-        row(f"CNCE approaches MLE as kappa grows ({name})",
-            "the CNCE curves move towards the MLE curve as the number of noise samples per data point grows",
-            f"log10(CNCE / MLE median error), mean over N: kappa {ks[0]}: {first.fmt()}, kappa {ks[-1]}: {last.fmt()}; "
-            f"change {diff.fmt()}{note}", verdict, page, short,
-            {"first": first, "last": last, "change": diff})
-
-    # 3. NCE against CNCE (Gaussian: NCE better; ICA: about on par for large N; the gap shrinks with kappa)
-    for study in ("gaussian", "ica"):
-        if study not in have or not (df[df.study == study].method == "nce").any():
-            continue
-        ks = kappas(study, "nce")
-        per_k = {k: log_ratio(m, study, ("nce", k), ("cnce", k), N=Ns(study, "nce", k)) for k in ks}
-        per_k_big = {k: log_ratio(m, study, ("nce", k), ("cnce", k), N=[N for N in Ns(study, "nce", k) if N >= 1000]) for k in ks}
-        if study == "gaussian":
-            paper = "NCE is more accurate than CNCE on the Gaussian model"
-            verdict = "reproduced" if all(e.hi < 0 for e in per_k.values()) else "partly reproduced" if all(e.value < 0 for e in per_k.values()) else "not reproduced"
-        else:
-            paper = "on ICA, NCE and CNCE are roughly on par once N is large"
-            on_par = all(abs(e.value) < 0.1 for e in per_k_big.values())
-            ahead = all(e.hi < 0 for e in per_k_big.values())
-            verdict = "reproduced" if on_par and not ahead else "partly reproduced"
-        shown, where = (per_k, "all N") if study == "gaussian" else (per_k_big, "N >= 1000")
-        vals = [e.value for e in shown.values()]
-        short = (f"log10(NCE / CNCE error) {min(vals):.2f} to {max(vals):.2f} over kappa"
-                 + (" (NCE ahead; N >= 1000)" if study == "ica" and max(vals) < 0 else
-                    " (N >= 1000)" if study == "ica" else " (NCE ahead)" if max(vals) < 0 else ""))
-        row(f"NCE against CNCE ({study})", paper,
-            f"log10(NCE / CNCE median error), mean over {where} at equal kappa (negative: NCE more accurate): "
-            + "; ".join(f"kappa {k}: {e.fmt()}" for k, e in shown.items()), verdict, "03_cnce_vs_nce", short,
-            {f"kappa {k}": e for k, e in shown.items()})
-        nce = df[(df.study == study) & (df.method == "nce")]
-        per_N = nce.groupby("N")["kappa"].nunique()
-        if per_N.max() > len(ks):  # the kappa sweep at fixed N (Fig. 2e-f)
-            N0 = int(per_N.idxmax())
-            sk = sorted(int(k) for k in nce[nce.N == N0].kappa.unique())
-            a = log_ratio(m, study, ("nce", sk[0]), ("cnce", sk[0]), N=N0)
-            b = log_ratio(m, study, ("nce", sk[-1]), ("cnce", sk[-1]), N=N0)
-            row(f"The NCE-CNCE gap shrinks as kappa grows ({study})",
-                "the difference between NCE and CNCE decreases as the number of noise samples grows",
-                f"log10(NCE / CNCE median error) at N = {N0}: kappa {sk[0]}: {a.fmt()}, kappa {sk[-1]}: {b.fmt()}",
-                "reproduced" if abs(b.value) < abs(a.value) else "not reproduced", "03_cnce_vs_nce",
-                f"gap {a.value:.2f} decades at kappa {sk[0]}, {b.value:.2f} at kappa {sk[-1]} (N = {N0})",
-                {"first": a, "last": b})
-
-    # 4. the ring: CNCE about one order of magnitude better than NCE (kappa = 10)
-    def ring_verdict(lo):
-        return "reproduced" if lo > 0.75 else "partly reproduced" if lo > 0 else "not reproduced"
-
-    for study, gen in (("ring-authors", "authors' data generator, as in the paper"), ("ring-exact", "exact sampler of the model")):
-        if study not in have:
-            continue
-        k = kappas(study, "nce")[0]
-        est = log_ratio(m, study, ("nce", k), ("cnce", k))
-        verdict = ring_verdict(est.lo)
-        measured = f"log10(NCE / CNCE median error), mean over N, CNCE at the eps heuristic's eps: {_ratio_words(est)}"
-        short = (f"NCE's error {10 ** est.value:.2g} times CNCE's ({est.fmt()} decades; the paper: about 1)" if est.value > 0 else
-                 f"NCE is the more accurate: its error {10 ** est.value:.2g} times CNCE's ({est.fmt()} decades)")
-        st = {"log10_ratio": est}
-        eps_df = results.get(f"eps-{study}")
-        if eps_df is not None:
-            best = ring_best_eps(results[study], eps_df, n_boot=n_boot, seed=seed)
-            at_best = ring_verdict(best["mean_best"].lo)
-            per_N = ", ".join(f"N = {r.N}: {r.best.fmt()} (best multiple {r.best_factor:.3g})" for r in best["table"].itertuples())
-            measured += (f"; with CNCE at the best eps of the eps experiment's grid (chosen on these simulations), "
-                         f"log10(NCE / CNCE): {per_N}; mean {best['mean_best'].fmt()}, against "
-                         f"{best['mean_default'].fmt()} at the heuristic's eps on the same N")
-            short += (f"; at the grid's best eps {10 ** best['mean_best'].value:.2g} times "
-                      f"(N = {', '.join(str(n) for n in best['table'].N)}), where the same rule gives "
-                      f"'{at_best}'" + (": the verdict depends on eps" if at_best != verdict else ""))
-            st.update(log10_ratio_best=best["mean_best"], log10_ratio_default_same_N=best["mean_default"],
-                      verdict_at_best=at_best)
-        row(f"Ring model: CNCE beats NCE ({gen})",
-            "on the ring (data near a manifold), CNCE's error is about one order of magnitude below NCE's at kappa = 10",
-            measured, verdict, "04_ring", short, st)
-
-    # 5. ICA local minima: the paper counts 13 of 100 MLE fits and 7 of 100 CNCE fits in a wrong basin
-    if "ica" in have:
-        ica = df[df.study == "ica"]
-        N_max = int(ica.N.max())
-        mle = count_above(ica[(ica.method == "mle") & (ica.N == N_max)], stuck_threshold, n_boot, seed)
-        cn = {k: count_above(ica[(ica.method == "cnce") & (ica.N == N_max) & (ica.kappa == k)], stuck_threshold, n_boot, seed)
-              for k in kappas("ica")}
-        S = int((ica.method == "mle").sum() / ica[ica.method == "mle"].N.nunique())
-        verdict = "not reproduced" if mle.hi < 13 and all(e.hi < 7 for e in cn.values()) else "partly reproduced"
-        # a bootstrap interval of a count of 0 is [0, 0]; the exact (Clopper-Pearson) upper bound says more
-        upper = {k: S * float(stats.beta.ppf(0.975, e.value + 1, S - e.value)) for k, e in [("MLE", mle), *cn.items()]}
-        row("ICA: some fits end in a local minimum",
-            "on ICA, 13 of 100 MLE fits and 7 of 100 CNCE fits end in a local minimum",
-            f"fits with squared error > {stuck_threshold:g} at N = {N_max}, of {S}: MLE {mle.value:.0f} [{mle.lo:.0f}, {mle.hi:.0f}]; CNCE "
-            + ", ".join(f"kappa {k}: {e.value:.0f} [{e.lo:.0f}, {e.hi:.0f}]" for k, e in cn.items())
-            + f"; exact binomial 95 % upper bounds on the expected count: MLE {upper['MLE']:.1f}, CNCE up to "
-            + f"{max(v for k, v in upper.items() if k != 'MLE'):.1f}",
-            verdict, "02_consistency",
-            f"fits in a wrong basin at N = {N_max}: MLE {mle.value:.0f}, CNCE {_span(e.value for e in cn.values())} "
-            f"of {S}, at every kappa (the paper: 13 and 7 of 100)",
-            {"MLE": mle, **{f"kappa {k}": e for k, e in cn.items()}})
-
-    # 6. beyond the paper: the eps heuristic gives an eps near the best one
-    if eps_tables:
-        from .eps_sweep import FLAT_WITHIN as EPS_FLAT, efficiency_loss, with_factor
-
-        eps_df = pd.concat(eps_tables, ignore_index=True)
-        loss = efficiency_loss(eps_df, n_boot=n_boot, seed=seed)
-        flat = loss["value"] <= EPS_FLAT
-        # a question of ours, not a claim of the paper: the measurement is the answer
-        verdict = "beyond the paper"
-        f = with_factor(eps_df)["factor"].dropna()
-        kappas = ", ".join(f"{k:g}" for k in sorted(eps_df.loc[eps_df["method"] == "cnce", "kappa"].dropna().unique()))
-        row("The eps heuristic (beyond the paper)",
-            "a simple heuristic that moves the loss at the initial parameters away from 2 log 2 gives a workable eps",
-            f"the heuristic's median error over the best on a grid of fixed multiples of its eps "
-            f"(1/{1 / f.min():.0f} to {f.max():g}), kappa = {kappas} "
-            f"(in the flat part, within a factor {EPS_FLAT:g} of the best, in {int(flat.sum())} of {len(loss)} cases): "
-            + "; ".join(f"{r.study[4:]} N = {r.N}: {r.value:.2f} [{r.lo:.2f}, {r.hi:.2f}]" for r in loss.itertuples()),
-            verdict, "07_choosing_eps",
-            f"the heuristic's eps is in the flat part (error within a factor {EPS_FLAT:g} of the best) in "
-            f"{int(flat.sum())} of {len(loss)} cases",
-            {"in_flat": int(flat.sum()), "cases": len(loss)})
-    for r in extra_rows:
-        if not isinstance(r, ClaimRow):
-            raise TypeError(f"extra_rows must hold ClaimRow values; got {type(r).__name__}")
-        rows.append(r.as_dict())
-    out = pd.DataFrame(rows, columns=list(COLUMNS))
-    dup = out["claim"][out["claim"].duplicated()]
-    if len(dup):
-        raise ValueError(f"claim names must be unique; repeated: {sorted(set(dup))}")
-    return out
 
 
 def ring_best_eps(fig_df: pd.DataFrame, eps_df: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> dict:
@@ -579,57 +279,38 @@ def score_matching_limit(N: int = 1000, seed: int = 0, kappa: int = 10, noise: s
                 model=gauss, x=x, theta0=theta0, theta_true=theta_true, xi=xi, noises=noises)
 
 
-#: The score-matching row's rule: the ratio at the smallest eps within this relative distance
-#: of J_SM / 2, and its distance to the limit falling with slope 2 within this tolerance.
-SM_REL_TOL, SM_SLOPE_TOL = 1e-3, 0.3
+def eps_one_share(df: pd.DataFrame, study: str) -> float:
+    """The share of CNCE fits of ``study`` whose eps is 1 (for the Bernoulli model: every bit
+    flipped, where CNCE gives the maximum-likelihood estimate at every kappa)."""
+    eps = df[(df.study == study) & (df.method == "cnce")]["eps"]
+    return float((eps == 1).mean()) if len(eps) else 0.0
 
 
-def score_matching_row(check: dict) -> ClaimRow:
-    """The claims row of the score-matching limit from :func:`score_matching_limit`'s result.
+def eps0_check(S: int = 20, N: int = 1000, seed: int = 0, kappa: int = 10) -> dict:
+    """The CNCE loss at eps = 0 (Eq. 8 with every noise point on its data point) for the
+    paper's five models, at the true parameters, the fits' initial parameters and parameters
+    drawn afresh, ``S`` simulations of ``N`` points each: ``{model: {setting: max |J_N - 2 log
+    2|}}`` and ``"worst"``, the largest of them. Deterministic in ``(S, N, seed)`` (one
+    generator, models in the order Gaussian, ICA, ring, log-normal, Bernoulli)."""
+    import torch
 
-    Rule: "reproduced" when the ratio at the smallest eps is within :data:`SM_REL_TOL` of
-    ``J_SM / 2`` and its distance to the limit falls like eps^2 (slope within
-    :data:`SM_SLOPE_TOL` of 2). The check uses the Gaussian model only, and the row says so."""
-    eps_min = float(check["eps"][0])
-    r, h = float(check["ratio"][check["noise"]][0]), float(check["half_sm"])
-    ok = check["rel_dev"] < SM_REL_TOL and abs(check["slope"] - 2) < SM_SLOPE_TOL
-    return ClaimRow(
-        claim="Score-matching limit (Gaussian model only)",
-        paper="as eps goes to 0, (J - 2 log 2) / eps^2 tends to half the score-matching objective, for models with a "
-        "twice-differentiable log-density",
-        measured=f"one sample of N = {check['N']} from the Gaussian model, {check['noise']} noise: at eps = {eps_min:.0e} the ratio is "
-        f"{r:.6f} against J_SM/2 = {h:.6f} (relative difference {check['rel_dev']:.0e}); the distance to the limit falls "
-        f"with slope {check['slope']:.2f} in eps (2 expected). One sample, no interval: the relative difference is the "
-        "precision. Only the Gaussian model was checked; for the ICA model, whose log-density has kinks, a finite "
-        "sample reaches another limit (the theory page)",
-        verdict="reproduced" if ok else "not reproduced", page="01_theory",
-        short=f"ratio {r:.6f} against J_SM/2 = {h:.6f} at eps = {eps_min:.0e} (relative difference {check['rel_dev']:.0e}), "
-        f"slope {check['slope']:.2f} (2 expected); the Gaussian model only",
-        stats={"rel_dev": float(check["rel_dev"]), "slope": float(check["slope"]), "ratio": r, "half_sm": h})
+    from .. import theory
+    from ..losses import LOG4
+    from ..models import ICA, Bernoulli, Gaussian, LogNormal, Ring
+    from ..noise import default_noise
 
-
-def tally(table: pd.DataFrame) -> dict:
-    """``{verdict: [row positions]}`` for every verdict of :data:`VERDICTS`, in that order (a
-    verdict no row has maps to ``[]``); the positions are 1-based, as the claims page numbers rows."""
-    bad = set(table["verdict"]) - set(VERDICTS)
-    if bad:
-        raise ValueError(f"unknown verdicts in the table: {sorted(bad)}")
-    return {v: [i + 1 for i, w in enumerate(table["verdict"]) if w == v] for v in VERDICTS}
-
-
-def tally_html(table: pd.DataFrame, href: str = "") -> str:
-    """One line (an inline ``<span>``): how many rows have each verdict, each count followed by links to its rows
-    (``{href}#claim-{n}``; ``href`` is the claims page's address from the page that shows it,
-    empty on the claims page itself)."""
-    import html as _html
-
-    from ..report import badge_html
-
-    parts = []
-    for v, ns in tally(table).items():
-        links = ", ".join(f'<a href="{_html.escape(href)}#claim-{n}">{n}</a>' for n in ns)
-        parts.append(f"{badge_html(v)} <b>{len(ns)}</b>" + (f" (rows {links})" if ns else ""))
-    return (f'<span class="cnce-tally"><b>{len(table)} claims:</b> ' + " &middot; ".join(parts) + "</span>")
+    g = torch.Generator().manual_seed(seed)
+    out, worst = {}, 0.0
+    for model in (Gaussian(), ICA(), Ring(), LogNormal(), Bernoulli()):
+        theta_true = model.random_params(S, generator=g)
+        x = model.sample(theta_true, N, generator=g)
+        xi = default_noise(model).draw_base(x, kappa, generator=g)
+        settings = {"true": theta_true, "initial": model.init_params(S, generator=g),
+                    "other": model.random_params(S, generator=g)}
+        dev = {k: float((theory.cnce_objective(model, x, th, 0.0, xi) - LOG4).abs().max()) for k, th in settings.items()}
+        out[model.name] = dev
+        worst = max(worst, *dev.values())
+    return {"deviations": out, "worst": worst, "S": S, "N": N, "seed": seed}
 
 
 def committed_results(seed: int = 0, studies=None, scale: str = "paper") -> tuple[dict, list[str]]:
@@ -657,19 +338,3 @@ def committed_results(seed: int = 0, studies=None, scale: str = "paper") -> tupl
             commits = {(r.get("git_commit") or "")[:8] for r in (df.attrs["provenance"].get(study) or {}).get("runs", [])}
             runs.append(f"{study} ({', '.join(sorted(commits))})")
     return results, runs
-
-
-def page_claims(page: str, seed: int = 0, n_boot: int = 2000, results: dict | None = None) -> pd.DataFrame:
-    """The rows of :func:`claims_table` that ``page`` (a notebook's name, e.g. ``"02_consistency"``)
-    shows, computed from the committed tables of its studies only (:data:`PAGE_STUDIES`). The
-    bootstrap of each study is seeded by its name, so the rows are those of the claims page."""
-    if page not in PAGE_STUDIES:
-        raise ValueError(f"page must be one of {sorted(PAGE_STUDIES)}; got {page!r}")
-    if results is None:
-        results, _ = committed_results(seed, studies=PAGE_STUDIES[page])
-    else:
-        results = {k: v for k, v in results.items() if k in PAGE_STUDIES[page]}
-    if not results:
-        return pd.DataFrame(columns=["claim", "paper", "measured", "short", "verdict", "page", "stats"])
-    table = claims_table(results, n_boot=n_boot, seed=seed)
-    return table[table.page == page].reset_index(drop=True)

@@ -2,10 +2,10 @@
 
 A row has ``claim``, ``paper`` (what the paper says, in our words), ``measured`` (our numbers
 with their baselines and interval), ``short`` (the deciding number in a few words),
-``verdict`` (a badge: one of :data:`cnce.experiments.claims.VERDICTS`), ``page`` (the notebook
+``verdict`` (a badge: one of :data:`VERDICTS`), ``page`` (the notebook
 that shows it) and ``beyond`` (``True`` for a question of ours that the paper does not ask).
-:func:`image_claims` gathers rows into a table with the columns of
-:func:`cnce.experiments.claims.claims_table` plus ``beyond``; the image page builds its verdict
+:func:`image_claims` gathers rows into a table (claim, paper, measured, short, verdict, page,
+stats) plus ``beyond``; the image page builds its verdict
 block from the same rows, so the two cannot disagree.
 
 The measures and their rules are those of :mod:`cnce.images.layer_claims`,
@@ -40,6 +40,10 @@ PAGE = "06_image_model"
 D2_HEDGE = ("the supplement itself declines to claim better performance, the comparison being qualitative, and "
             "says only that CNCE appears to learn slightly faster")
 
+#: the badges a row can carry (the claims ledger, ``companion.claims``, defines what they mean
+#: and renders the rows; this module only builds them from the measures)
+VERDICTS = ("reproduced", "partly reproduced", "not reproduced", "not testable here", "beyond the paper")
+
 #: the first words of a :class:`Measured` verdict sentence and the badge they give
 _BADGES = (("not testable here", "not testable here"), ("supported", "reproduced"), ("partly", "partly reproduced"),
            ("not supported", "not reproduced"), ("contradicted", "not reproduced"),
@@ -59,20 +63,10 @@ class ClaimRow:
     beyond: bool = False
 
     def __post_init__(self):
-        from cnce.experiments.claims import VERDICTS
-
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}; got {self.verdict!r}")
         if self.beyond != (self.verdict == "beyond the paper"):
             raise ValueError(f"beyond={self.beyond!r} does not match verdict={self.verdict!r}")
-
-    def table_row(self):
-        """This row as the claims table's type, :class:`cnce.experiments.claims.ClaimRow`
-        (``beyond`` is its verdict "beyond the paper" there)."""
-        from cnce.experiments.claims import ClaimRow as TableRow
-
-        return TableRow(claim=self.claim, paper=self.paper, measured=self.measured, short=self.short,
-                        verdict=self.verdict, page=self.page)
 
 
 def _pct(x: float) -> str:
@@ -183,7 +177,7 @@ def recipe_row(oriented_by_seed, *, decides: str) -> ClaimRow:
 
 
 def image_claims(rows) -> "pd.DataFrame":  # noqa: F821
-    """The rows as a table with the columns of :func:`cnce.experiments.claims.claims_table`
+    """The rows as a table (the columns claim, paper, measured, short, verdict, page, stats)
     (``stats`` empty) plus ``beyond``."""
     import pandas as pd
 
