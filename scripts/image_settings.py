@@ -112,7 +112,7 @@ def main(argv=None) -> int:
     pca = {"photo pack": [float(w.retained) for _, w in nets],
            "bundled photographs": [float(runs.network_from_state(runs.load_state(runs.weights_dir() / r))[1].retained)
                                    for r in BUNDLED_RUNS]}
-    save("pca_variance", pca_variance(pca), t0)
+    save("pca_variance", claims.pca_variance_claim(pca), t0)
     if a.d2:
         t0 = time.time()
         runs_d2 = runs.load_pt(a.d2)
@@ -124,23 +124,6 @@ def main(argv=None) -> int:
         save(key, layer_claims.over_settings(settings, why=WHY.get(key, "")), time.time())
     print(f"wrote {out}")
     return 0
-
-
-def pca_variance(retained: dict) -> "claims.Measured":
-    """Sec. 4.1: PCA to D = 600 keeps 98 % of the variance (van Hateren images). ``retained``:
-    ``{data: [fraction per run]}``; the first entry decides. Reproduced when the interval over
-    runs reaches 98 % within one point, otherwise not reproduced, with the numbers."""
-    from cnce.images.verdicts import Measured, seed_interval
-
-    name, first = next(iter(retained.items()))
-    value, ci, rule = seed_interval(first, share=True)
-    ok = ci[1] >= 0.975
-    others = "; ".join(f"{k}: {100 * np.mean(v):.1f} %" for k, v in retained.items())
-    return Measured(claim="PCA to D = 600 keeps 98 % of the variance", measure="variance kept by the first 600 components",
-                    value=value, baselines={"paper": 0.98}, interval=ci, rule=rule,
-                    verdict=("supported" if ok else "not supported") + f": {100 * value:.1f} % [{100 * ci[0]:.1f}, "
-                            f"{100 * ci[1]:.1f}] on the {name} against the paper's 98 % on the van Hateren images ({others})",
-                    n_seeds=len(first), extra={"per_run": retained})
 
 
 if __name__ == "__main__":
