@@ -988,8 +988,9 @@ plots.glue_figure("fig_pca_test", plots.plot_pca_test(attribution.pca_histories(
 # :name: fig-image-pca-test
 #
 # The PCA-sample test: layer 1 of the L-BFGS, main-set recipe with the PCA fitted on 50,000
-# (red) or 400,000 (blue) patches, two seeds each (solid, dashed), 20 meta-iterations. See:
-# with the smaller PCA sample the units do not become oriented within these 20 meta-iterations
+# (red) or 400,000 (blue) patches, {glue:text}`pca_n_seeds` seeds each (solid, dashed), {glue:text}`pca_n_meta`
+# meta-iterations. See:
+# with the smaller PCA sample the units do not become oriented within these meta-iterations
 # and J on unseen patches climbs above 2 log 2 while the model fits its own training patches,
 # the failure of the earlier run, until it drops at the last meta-iteration (a new main set);
 # with the larger sample both curves move the other way from the first main set on.
@@ -1229,7 +1230,7 @@ from IPython.display import Markdown
 
 from cnce.images import d2 as d2_measures
 
-from cnce.report import glue_verdict
+from companion.claims.render import glue_verdict_block
 
 data_words = "the seven photographs bundled with scikit-image, not the paper's"
 # the similar-features claim over every D.2 seed that kept each meta-iteration's weights
@@ -1246,15 +1247,13 @@ for key, i in (("v_layer1", 0), ("v_layer2", 1), ("v_layer3", 2), ("v_layer4", 3
                ("v_d2", 5), ("v_d2_similar", 6)):  # for the claims and differences pages
     glue_text(key, rows[i].verdict)
 print(claims_table[["claim", "verdict", "short"]].to_string(index=False))
-glue_verdict("verdict", "On photographs that are not the paper's (layer 1 on seven bundled with scikit-image; "
-             "layers 2-4 on the Debian photo pack, whose first layer spans the frequencies those claims need; "
-             "<a href=\"../book/image-data.html\">which and why</a>): does greedy CNCE learn the paper's four-layer "
-             "image model (Section 4), and does the authors' own recipe get there?",
-             [(r.verdict, r.short, r.claim.replace("Image model, ", "") + (" (beyond the paper)" if r.beyond else ""))
-              for r in rows],
-             note="Layers 2-4 and Supp. D.2: the claim measures of <code>cnce.images.layer_claims</code> and "
-             "<code>cnce.images.d2</code> over every committed seed (data/checks/image-claims.json); every unit is "
-             "drawn on the <a href=\"06a_image_appendix.html\">appendix page</a>.")
+glue_verdict_block("06_image_model", "On photographs that are not the paper's (layer 1 on seven bundled with "
+                   "scikit-image; layers 2-4 on the Debian photo pack, whose first layer spans the frequencies those "
+                   "claims need; <a href=\"../book/image-data.html\">which and why</a>): does greedy CNCE learn the "
+                   "paper's four-layer image model (Section 4), and does the authors' own recipe get there?",
+                   note="From the claims ledger (<code>data/claims/ledger.json</code>): layers 2-4 and Supp. D.2 under "
+                   "two measure settings each, against null distributions (<code>data/checks/image-settings.json</code>);"
+                   " every unit of a photo-pack run is drawn on the <a href=\"06a_image_appendix.html\">appendix page</a>.")
 glue("image_claims", Markdown("\n".join(["| claim | verdict | we measure |", "|---|---|---|"] + [
     f"| {r.claim} | {r.verdict} | {r.measured} |" for r in rows])), display=False)
 
