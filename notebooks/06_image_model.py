@@ -812,6 +812,12 @@ for key_, m_ in settings.items():
 # {glue:text}`st_layer4_corners`. PCA to D = 600, {glue:text}`st_pca_variance`. Supp. D.2,
 # CNCE faster: {glue:text}`st_d2_faster`.
 #
+# These sentences judge the *share* of units. The paper's layer-3 and corner sentences are
+# about the units it shows, so the verdict block at the top (the claims ledger) tests them as
+# *existence*: in every seed more such units than the null distribution's 95 % quantile, the
+# share reported beside it. On layer 3 that gives "partly reproduced": contour-like units
+# exist in every seed, but beyond the null in only one.
+#
 # (image-ablation)=
 # ## Why the authors' recipe failed here before, and what decides
 #
