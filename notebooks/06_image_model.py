@@ -815,8 +815,8 @@ for key_, m_ in settings.items():
 # These sentences judge the *share* of units. The paper's layer-3 and corner sentences are
 # about the units it shows, so the verdict block at the top (the claims ledger) tests them as
 # *existence*: in every seed more such units than the null distribution's 95 % quantile, the
-# share reported beside it. On layer 3 that gives "partly reproduced": contour-like units
-# exist in every seed, but beyond the null in only one.
+# share reported beside it. On layer 3 the two readings can differ: the verdict block's word
+# is the ledger's, and its row on the claims page says why.
 #
 # (image-ablation)=
 # ## Why the authors' recipe failed here before, and what decides
