@@ -1232,27 +1232,15 @@ glue_text("d2_end_nce", pct(d2_end["nce-reset"]))
 glue_text("d2_meta", d2_meta)
 
 # %% tags=["hide-input"]
-from IPython.display import Markdown
 
 from cnce.images import d2 as d2_measures
 
 from companion.claims.render import glue_verdict_block
 
-data_words = "the seven photographs bundled with scikit-image, not the paper's"
 # the similar-features claim over every D.2 seed that kept each meta-iteration's weights
 d2_similar = d2_measures.similar_over_seeds([m_ for k_, m_ in sorted(measured.items())
                                              if k_ == "d2_similar" or k_.startswith("d2_similar_s")])
 glue_text("d2_similar_verdict", d2_similar.verdict)
-rows = image_claims.chapter_rows(
-    measured, data=data_words, decides=decides, pca=pca,
-    layer1=dict(oriented_by_seed=list(per_seed["oriented RF"]), chance=0.05,
-                control=l1.loc[("receptive fields", "FastICA"), "oriented_share"],
-                negatives=max(l1.loc[("receptive fields", n), "oriented_share"] for n in ("initialisation", "isotropic DoG"))))
-claims_table = image_claims.image_claims(rows)
-for key, i in (("v_layer1", 0), ("v_layer2", 1), ("v_layer3", 2), ("v_layer4", 3), ("v_layer4_corners", 4),
-               ("v_d2", 5), ("v_d2_similar", 6)):  # for the claims and differences pages
-    glue_text(key, rows[i].verdict)
-print(claims_table[["claim", "verdict", "short"]].to_string(index=False))
 glue_verdict_block("06_image_model", "On photographs that are not the paper's (layer 1 on seven bundled with "
                    "scikit-image; layers 2-4 on the Debian photo pack, whose first layer spans the frequencies those "
                    "claims need; <a href=\"../book/image-data.html\">which and why</a>): does greedy CNCE learn the "
@@ -1260,8 +1248,6 @@ glue_verdict_block("06_image_model", "On photographs that are not the paper's (l
                    note="From the claims ledger (<code>data/claims/ledger.json</code>): layers 2-4 and Supp. D.2 under "
                    "two measure settings each, against null distributions (<code>data/checks/image-settings.json</code>);"
                    " every unit of a photo-pack run is drawn on the <a href=\"06a_image_appendix.html\">appendix page</a>.")
-glue("image_claims", Markdown("\n".join(["| claim | verdict | we measure |", "|---|---|---|"] + [
-    f"| {r.claim} | {r.verdict} | {r.measured} |" for r in rows])), display=False)
 
 # %% [markdown]
 # Measured: after 11 meta-iterations the oriented share of CNCE minus that of NCE as the

@@ -421,8 +421,10 @@ def _settings_rows(st: dict, measured: dict, layer1: dict, similar, recipe, deci
         pca_row(pca if pca is not None else attribution.pca_test()),
         row_from_settings(st["layer2_sparsity"], claim="Image model, layer 2 sparsity" + where, percent=False,
                           paper="the learned second-layer weight vectors are sparse"),
-        row_from_measured(st["pca_variance"], claim="Image model, PCA to D = 600 (Sec. 4.1)",
-                          paper="whitening to 600 dimensions retains 98 % of the variance (van Hateren images)"),
+        ClaimRow(claim="Image model, PCA to D = 600 (Sec. 4.1)", measured=st["pca_variance"].verdict,
+                 paper="whitening to 600 dimensions retains 98 % of the variance (van Hateren images)",
+                 short=f"{_pct(st['pca_variance'].value)} of the variance kept on the photo pack",
+                 verdict=badge(st["pca_variance"])),
     ]
 
 
