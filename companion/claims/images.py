@@ -118,6 +118,9 @@ def _record_from_settings(st: dict, key: str, *, fmt=".2f", seeds="three photo-p
     verdict, why = settings_verdict(words)
     combined = st[key]
     first = next((m for m in by.values() if m.testable), None)
+    if why:  # the numbers behind it, setting by setting
+        why += ": " + "; ".join(f"{k} {m.value:{fmt}} [{m.interval[0]:{fmt}}, {m.interval[1]:{fmt}}]" if m.testable
+                                else f"{k} not testable" for k, m in by.items())
     short = "; ".join(f"{k}: {words[k]}" for k in by)
     if first is not None:
         short = f"{first.value:{fmt}} [{first.interval[0]:{fmt}}, {first.interval[1]:{fmt}}] ({next(iter(by))}); " + short
@@ -154,6 +157,8 @@ def existence_by_settings(by: dict, *, n_units: int, alpha: float = 0.05) -> tup
                     "not reproduced" if all(w == "not reproduced" for w in seed_words) else "partly reproduced")
         numbers[f"{s}, share"] = f"{m.value:.2f} [{m.interval[0]:.2f}, {m.interval[1]:.2f}]"
     verdict, why = settings_verdict(words)
+    if why:  # the counts behind it, seed by seed
+        why += "; " + "; ".join(v for k, v in numbers.items() if ", seed " in k)
     return verdict, why, numbers
 
 
