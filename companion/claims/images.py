@@ -157,8 +157,9 @@ def existence_by_settings(by: dict, *, n_units: int, alpha: float = 0.05) -> tup
                     "not reproduced" if all(w == "not reproduced" for w in seed_words) else "partly reproduced")
         numbers[f"{s}, share"] = f"{m.value:.2f} [{m.interval[0]:.2f}, {m.interval[1]:.2f}]"
     verdict, why = settings_verdict(words)
-    if why:  # the counts behind it, seed by seed
-        why += "; " + "; ".join(v for k, v in numbers.items() if ", seed " in k)
+    counts = [v for k, v in numbers.items() if ", seed " in k]
+    if why and counts:  # the counts behind it, seed by seed
+        why += "; " + "; ".join(counts)
     return verdict, why, numbers
 
 
