@@ -130,6 +130,18 @@ def show(*keys):
     for k in keys:
         print(textwrap.fill(str(measured[k]), 100), end="\n\n")
 
+
+# The deciding claims of layers 2-4 (photo-pack runs) under two measure settings each, with null
+# distributions (scripts/image_settings.py; the section "Every verdict under two measure settings")
+settings, _, settings_meta = image_claims.load_measured(runs.weights_dir().parent / image_claims.SETTINGS_FILE)
+AUTHORS_PROBE = "authors' probe (0.10-0.25 cycles/pixel)"
+
+
+def show_settings(*keys):
+    """Print the photo-pack claims ``keys`` over their settings, wrapped."""
+    for k in keys:
+        print(textwrap.fill(f"{settings[k].claim}: {settings[k].verdict}", 100), end="\n\n")
+
 # %% [markdown]
 # ## Data
 #
@@ -488,15 +500,17 @@ print(f"units: {s2['units']} ({n2} pool two or more), median pooled units {s2['n
 
 # %% [markdown]
 # **The verdict's measure** (`cnce.images.layer_claims.pooling_claim`) is this test over
-# every committed seed, against two baselines: *random pooling* (each unit's weights permuted
-# over the first-layer units) and *shuffled properties* (the first-layer units' properties
-# permuted among them). With two seeds the interval is their range. A property is supported
-# when the interval lies above every baseline and a binomial test per seed, corrected for the
+# the three photo-pack seeds, with the first-layer units pictured as receptive fields and as
+# features, against two null distributions: *random pooling* (each unit's pooled set replaced
+# by a random set of its size) and *shuffled properties* (the first-layer units' properties
+# permuted among them). The interval is a t-interval over the seeds. A property is supported
+# when the interval lies above every baseline's mean and a permutation test per seed against
+# each null distribution ({glue:text}`st_n_perm` draws), corrected for the
 # three properties, is significant; a property whose input does not spread (preferred
 # frequencies spanning under one octave) is not testable here, with that number:
 
 # %%
-show("layer2_position", "layer2_orientation", "layer2_frequency")
+show_settings("layer2_position", "layer2_orientation", "layer2_frequency")  # the photo-pack runs, two pictures
 
 # %% tags=["hide-input", "remove-output"]
 plots.glue_figure("fig_l2_coherence", plots.plot_pooling_coherence({"layer 2": pool2}))
@@ -531,9 +545,9 @@ for k, sig in l2_sig.items():  # kept for the claims page: whether the share is 
 # ({glue:text}`l2_orientation_coherent` %) and in frequency by {glue:text}`l2_frequency`
 # octaves against {glue:text}`l2_frequency_random` ({glue:text}`l2_frequency_coherent` %).
 # The largest weight holds a median {glue:text}`l2_top_share` % of a unit's weight. The
-# verdict's measure over the committed seeds: position, {glue:text}`m_layer2_position`;
-# orientation, {glue:text}`m_layer2_orientation`; frequency,
-# {glue:text}`m_layer2_frequency`.
+# verdict's measure over the three photo-pack seeds and both pictures of a first-layer unit:
+# position, {glue:text}`st_layer2_position`; orientation, {glue:text}`st_layer2_orientation`;
+# frequency, {glue:text}`st_layer2_frequency`.
 #
 # ## Figure 6 and Supp. D.3: third layer
 #
@@ -606,8 +620,8 @@ print(t3.round(2).to_string())
 # weights, and the learned fields with their locations shuffled; all committed seeds:
 
 # %%
-show("layer3_contours")
-l3m = measured["layer3_contours"]
+show_settings("layer3_contours")  # the photo-pack runs, two probe ranges
+l3m = settings[f"layer3_contours | {AUTHORS_PROBE}"]
 if "median curve share" in l3m.extra:
     print("median share of a field's response on its best curve, per seed:",
           [round(v, 2) for v in l3m.extra["median curve share"]], "against random weights",
@@ -652,7 +666,8 @@ for col, fmt in (("orientation_coherence", ".2f"), ("frequency_share", ".2f"), (
 # {glue:text}`l3_extent_random` pixels. A coherent orientation is what a *straight* contour
 # detector has; a bent contour detector fails this test by design, and whether the fields
 # are *longer* contours than layer 1's the measure does not say. The contour measure, which
-# asks exactly that, over the committed seeds: {glue:text}`m_layer3_contours`.
+# asks exactly that, over the three photo-pack seeds and two probe ranges:
+# {glue:text}`st_layer3_contours`.
 
 # %% [markdown]
 # ## Figure 6 and Supp. D.4: fourth layer
@@ -720,7 +735,7 @@ print(t4.round(2).to_string())
 # of this network's own layer-3 units fitted to ideal corner fields):
 
 # %%
-show("layer4_orientation_across_frequency", "layer4_orientation_across_frequency_extended", "layer4_corners")
+show_settings("layer4_orientation_across_frequency", "layer4_corners")  # the photo-pack runs, two probe ranges
 
 # %% tags=["hide-input", "remove-output"]
 plots.glue_figure("fig_l4_coherence", plots.plot_pooling_coherence({"layer 4": pool4}, units="third-layer"))
@@ -750,8 +765,8 @@ freq_testable = len(freq_levels) > 1
 l4_or_sig = measures.above_chance(s4["orientation_coherent_share"], n4) < 0.01
 note = (f"{100 * s4['orientation_coherent_share']:.0f} % of the units pool third-layer units coherent in "
         f"orientation (5 % by chance). Pooling one orientation across frequencies (extended probe): "
-        f"{measured['layer4_orientation_across_frequency_extended'].verdict}. Corner-like units: "
-        f"{measured['layer4_corners'].verdict}.")
+        f"{settings['layer4_orientation_across_frequency'].verdict}. Corner-like units: "
+        f"{settings['layer4_corners'].verdict}.")
 glue_text("l4_verdict_note", note)
 glue_text("l4_freq_testable", "can" if freq_testable else "cannot")
 
@@ -764,9 +779,9 @@ glue_text("l4_freq_testable", "can" if freq_testable else "cannot")
 # ({glue:text}`l4_position_coherent` %). The paper's units pool one orientation *across
 # frequencies*. With our probe every third-layer unit prefers the same frequency, so the
 # frequency spread above is zero for learned and random sets alike and says nothing; with the
-# authors' probe, {glue:text}`m_layer4_orientation_across_frequency`; with its extended range,
-# {glue:text}`m_layer4_orientation_across_frequency_extended`. Corner-like units:
-# {glue:text}`m_layer4_corners`.
+# authors' probe and with its extended range (three photo-pack seeds),
+# {glue:text}`st_layer4_orientation_across_frequency`. Corner-like units:
+# {glue:text}`st_layer4_corners`.
 #
 # (image-settings)=
 # ## Every verdict under two measure settings, against null distributions
