@@ -112,7 +112,10 @@ def test_chapter_rows_from_the_committed_runs():
     assert [r.claim.split(",")[1].split(":")[0].split(" (")[0].strip() for r in rows][:5] == [
         "layer 1", "layer 2", "layer 3", "layer 4", "layer 4"]
     assert all("(photo pack)" in r.claim for r in rows[1:5])
-    assert [r.beyond for r in rows].count(True) == 2 and rows[-1].verdict == "beyond the paper"
+    assert [r.beyond for r in rows].count(True) == 2 and rows[8].verdict == "beyond the paper"
+    # from the settings file: layer-2 sparsity and the PCA variance follow the others
+    assert [r.claim.split(", ", 1)[1] for r in rows[9:]] == ["layer 2 sparsity (photo pack)", "PCA to D = 600 (Sec. 4.1)"]
+    assert "null 95th percentiles" in rows[2].measured and rows[5].verdict == "not reproduced"
     assert "3 seeds" in rows[0].measured
     assert all(r.verdict in C.VERDICTS for r in rows)
     a, b = (runs.load_state(runs.weights_dir() / r)["config"] for r in ("paper", "paper-seed2"))

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
 from cnce.images import layer_claims as LC
 from cnce.images import verdicts as V
@@ -148,20 +149,28 @@ def test_contour_claim_supported_only_with_contours():
         fns.append(energy_detector(32, pts, ang, 0.25))
     rng = np.random.default_rng(0)
     import torch
-    Ws = [torch.as_tensor(rng.standard_normal((1024, 4)), dtype=torch.float32) for _ in range(8)]
+    Ws = [torch.as_tensor(rng.standard_normal((1024, 4)), dtype=torch.float32) for _ in range(24)]
     fn = lambda X: np.concatenate([f(X) for f in fns], 1)  # noqa: E731
     fr = lambda X: np.concatenate([((X - X.mean(1, keepdim=True)) @ W).pow(2).sum(1, keepdim=True).numpy() for W in Ws], 1)  # noqa: E731
-    resp, resp_r = probes.probe_function(fn, p), probes.probe_function(fr, p)
-    r = LC.contour_claim(resp, resp_r, p)
+    resp, bank = probes.probe_function(fn, p), probes.probe_function(fr, p)
+    # the null distribution: 40 draws of 8 random units each, from a bank of 24 random detectors
+    draws = [[b[idx] for b in bank] for idx in (rng.choice(24, 8, replace=False) for _ in range(40))]
+    resp_r = draws[0]
+    r = LC.contour_claim(resp, draws, p, n_perm=40)
     assert r.value == 1.0 and r.baselines["random layer-3 weights"] == 0 and r.verdict.startswith("supported"), str(r)
-    assert r.extra["bent share"][0] == pytest.approx(2 / 8)
-    r0 = LC.contour_claim(resp_r, resp_r, p)
+    assert r.extra["bent share"][0] == pytest.approx(2 / 8) and r.extra["n_perm"] == 40
+    assert r.extra["null quantiles"]["random layer-3 weights"][0]["q95"] == 0.0
+    assert r.extra["p_per_seed"][0] == pytest.approx(1 / 41)
+    # one draw of the null cannot make a verdict: its p-value is at least 1/2
+    r1 = LC.contour_claim(resp, resp_r, p, n_perm=40)
+    assert r1.verdict.startswith("not supported") and r1.extra["p_per_seed"][0] >= 0.5
+    r0 = LC.contour_claim(resp_r, draws, p, n_perm=40)
     assert r0.value == 0 and r0.verdict.startswith("not supported")
     # the positive control must pass first: controls that are no contours make the claim untestable
-    rc = LC.contour_claim(resp, resp_r, p, resp_control=resp_r)
+    rc = LC.contour_claim(resp, draws, p, resp_control=resp_r, n_perm=40)
     assert not rc.testable and "0 of 8" in rc.not_testable and "positive control fails" in rc.not_testable
     assert rc.extra["positive control"]["passed"] == 0.0
-    ok = LC.contour_claim(resp, resp_r, p, resp_control=resp)
+    ok = LC.contour_claim(resp, draws, p, resp_control=resp, n_perm=40)
     assert ok.testable and ok.extra["positive control"]["passed"] == 1.0
     with pytest.raises(ValueError, match="kind"):
         LC.contour_claim(resp, resp_r, p, kind="blob")
@@ -233,3 +242,75 @@ def test_corner_controls_pass_when_layer_3_has_arms():
     resp, r2 = LC.corner_controls(arms, wh, p)
     assert min(r2) > 0.6
     assert contour_properties(resp, p)["corner"].mean() >= 0.5
+
+
+def test_permutation_p_and_null_summary_known_answers():
+    null = np.arange(100) / 100  # 0.00 ... 0.99
+    assert LC.permutation_p(1.0, null) == pytest.approx(1 / 101)
+    assert LC.permutation_p(0.5, null) == pytest.approx(51 / 101)
+    assert LC.permutation_p(-1.0, null) == 1.0
+    s = LC.null_summary(null)
+    assert s["n"] == 100 and s["mean"] == pytest.approx(0.495) and s["q05"] < s["q50"] < s["q95"]
+    with pytest.raises(ValueError, match="null"):
+        LC.permutation_p(0.1, [])
+
+
+def test_pooling_nulls_are_distributions_with_about_five_percent_mean():
+    p = _layer1()
+    r = LC.pooling_claim(_pool_by(p, "orientation"), p, "orientation", n_random=100, n_perm=100)
+    q = r.extra["null quantiles"]["random pooling"][0]
+    assert r.extra["n_perm"] == 100 and q["n"] == 100
+    assert 0.0 < q["mean"] < 0.12 and q["q05"] <= q["mean"] <= q["q95"]  # about the 5 % a coherence test gives by chance
+    assert r.extra["p_per_seed"][0] == pytest.approx(1 / 101)  # no draw reaches the learned share
+    with pytest.raises(ValueError, match="n_perm"):
+        LC.pooling_claim(_pool_by(p, "orientation"), p, "orientation", n_perm=0)
+
+
+def _m(word, value=0.5):
+    from cnce.images.verdicts import Measured, not_testable
+
+    if word == "untestable":
+        return not_testable("c", "m", "too narrow")
+    return Measured(claim="c", measure="m", value=value, interval=(value - 0.1, value + 0.1), verdict=f"{word}: {value}")
+
+
+def test_over_settings_agrees_or_names_the_deciding_setting():
+    assert LC.over_settings({"a": _m("supported"), "b": _m("supported")}).verdict.startswith("reproduced")
+    assert LC.over_settings({"a": _m("not supported"), "b": _m("contradicted")}).verdict.startswith("not reproduced")
+    mixed = LC.over_settings({"a": _m("supported"), "b": _m("not supported")}, why="the range")
+    assert mixed.verdict.startswith("partly: depends on the setting, supported under a, not under b (the range)")
+    one = LC.over_settings({"a": _m("not supported"), "b": _m("untestable")})
+    assert one.verdict.startswith("not reproduced under every testable setting (b not testable)")
+    assert not LC.over_settings({"a": _m("untestable")}).testable
+    from cnce.images.claims import badge
+
+    assert badge(mixed) == "partly reproduced" and badge(one) == "not reproduced"
+
+
+def test_pooled_count_and_sparsity_known_answers():
+    q = np.array([[1.0, 0, 0, 0], [1, 1, 1, 1], [8, 1, 1, 0]])
+    assert LC.pooled_count(q, 0.9).tolist() == [1, 4, 2]
+    rng = np.random.default_rng(0)
+    sparse = [np.where(rng.random((50, 600)) < 0.02, 1.0, 1e-6) for _ in range(3)]
+    dense = [rng.random((50, 600)) for _ in range(3)]
+    r = LC.sparsity_claim(sparse, {"dense": dense})
+    assert r.verdict.startswith("supported") and r.value < 20 and r.extra["null quantiles"]["dense"]["q05"] > 400
+    assert LC.sparsity_claim(dense, {"dense": dense}).verdict.startswith("not supported")
+
+
+def test_grating_index_known_answers():
+    from cnce.images import data, measures
+
+    rng = np.random.default_rng(0)
+    X = torch.as_tensor(rng.standard_normal((4000, 256)), dtype=torch.float32)
+    wh = data.Whitener.fit(X, 200)
+    yy, xx = np.mgrid[0:16, 0:16]
+    env = np.exp(-((xx - 7.5) ** 2 + (yy - 7.5) ** 2) / (2 * 3.0**2))
+    gab = np.stack([measures.grating(16, th, 0.25) * env for th in (0.4, 1.3)])
+    t = measures.grating_tuning(measures.project_to_whitened(gab, wh), wh)
+    assert np.all(t["osi"] > 0.8) and np.allclose(t["frequency"], 0.25)
+    assert np.allclose(t["orientation"], [0.4, 1.3], atol=0.1)
+    blob = measures.difference_of_gaussians(16, 8)
+    assert np.median(measures.grating_tuning(measures.project_to_whitened(blob, wh), wh)["osi"]) < 0.3
+    with pytest.raises(ValueError, match="n_orient"):
+        measures.grating_tuning(torch.zeros(1, 200), wh, n_orient=2)

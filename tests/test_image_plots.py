@@ -122,3 +122,24 @@ def test_appendix_canvases():
     fig = plots.plot_comparison(snaps, [0, 2], ncol=3, names={"cnce": "CNCE", "nce": "NCE"})
     assert [ax.get_title() for ax in fig.axes] == ["initial", "meta-it. 2", "", ""]
     plt.close(fig)
+
+
+def test_icons_in_the_authors_convention_keep_the_best_frequency_and_the_sign():
+    import numpy as np
+
+    from cnce.images import plots
+
+    rng = np.random.default_rng(0)
+    resp = [rng.normal(size=(2, 5, 8)) * s for s in (0.5, 2.0, 1.0)]  # frequency 1 is the strongest for both units
+    resp[1][0, 2, 3] = 5.0
+    resp[1][0, 4, 1] = -10.0
+    icons = plots.icon_responses(resp)
+    assert [len(p) for p in icons[0]] == [0, 2, 0]  # curves at the best frequency only
+    (pos, cpos), (neg, cneg) = icons[0][1]
+    assert cpos == plots.POSITIVE and cneg == plots.NEGATIVE
+    assert neg.max() == 1.0 and neg[4, 1] == 1.0 and pos[2, 3] == 0.5  # divided by the largest |response|
+    assert np.all((pos == 0) | (neg == 0))
+    overlay = plots.icon_responses(resp, "overlay")
+    assert all(len(p) == 1 for p in overlay[0])
+    with pytest.raises(ValueError, match="convention"):
+        plots.icon_responses(resp, "median")

@@ -74,3 +74,19 @@ def test_l3_branches_rebuild_on_their_parents_and_name_their_commit():
     net, _, parent = runs.network_from_branch(b["bundled-sample/s0"])
     assert net.l3_centre == "sample" and parent["config"].get("l3_centre", "ensemble") == "ensemble"
     assert all(s["git_commit"] == r["sessions"][0]["git_commit"] for r in b.values() for s in r["sessions"])
+
+
+@pytest.mark.parametrize("rel", ["photos/paper.pt", "ica/paper.pt"])
+def test_first_call_runs_name_the_first_calls_commit_and_source_hash(rel):
+    """``photos/paper.pt`` and ``ica/paper.pt`` came from the first GPU call: they name its
+    commit and source hash, as ``ablation/results.json`` records them, and the hash is that of
+    ``cnce/`` at the commit."""
+    from cnce import provenance
+
+    d = runs.load_pt(rel)
+    first = json.loads((runs.weights_dir() / "ablation/results.json").read_text())["calls"][0]
+    assert d["commit"] == first["commit"] and d["source_hash"] == first["source_hash"]
+    assert "ablation/results.json" in d["provenance"]
+    if provenance.git("cat-file", "-e", d["commit"]) is None:
+        pytest.skip("the commit is not in this clone")
+    assert runs.commit_source_hash(d["commit"]) == d["source_hash"]

@@ -32,7 +32,7 @@ import numpy as np
 from cnce.images.verdicts import Measured, seed_interval
 
 __all__ = ["PAGE", "D2_HEDGE", "ClaimRow", "badge", "row_from_measured", "row_from_parts", "layer1_row", "recipe_row",
-           "pca_row", "layer1_inputs", "chapter_rows", "CLAIMS_FILE", "DECIDING_GROUP", "image_claims", "seed_table", "format_interval", "save_measured", "load_measured"]
+           "pca_row", "layer1_inputs", "chapter_rows", "CLAIMS_FILE", "SETTINGS_FILE", "row_from_settings", "settings_table", "pca_variance_claim", "DECIDING_GROUP", "image_claims", "seed_table", "format_interval", "save_measured", "load_measured"]
 
 #: the page that shows the evidence
 PAGE = "06_image_model"
@@ -46,7 +46,8 @@ VERDICTS = ("reproduced", "partly reproduced", "not reproduced", "not testable h
 
 #: the first words of a :class:`Measured` verdict sentence and the badge they give
 _BADGES = (("not testable here", "not testable here"), ("supported", "reproduced"), ("partly", "partly reproduced"),
-           ("not supported", "not reproduced"), ("contradicted", "not reproduced"))
+           ("not supported", "not reproduced"), ("contradicted", "not reproduced"),
+           ("reproduced", "reproduced"), ("not reproduced", "not reproduced"))  # the last two: over_settings
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,7 @@ def row_from_parts(parts: dict[str, Measured], *, claim: str, paper: str) -> Cla
         v = "partly reproduced"
     else:
         v = "not reproduced"
-    measured = "; ".join(f"{k}: {_measured_text(m, True)}" for k, m in parts.items())
+    measured = "; ".join(f"{k}: {m.verdict if 'settings' in m.extra else _measured_text(m, True)}" for k, m in parts.items())
     short = ", ".join(f"{k} {'not testable' if not m.testable else _pct(m.value)}" for k, m in parts.items())
     return ClaimRow(claim=claim, paper=paper, measured=measured, short=short, verdict=v)
 
@@ -275,6 +276,27 @@ def load_measured(path) -> tuple[dict[str, Measured], dict, dict]:
 
 #: the committed claim measures (``scripts/image_claims.py``), relative to ``data/``
 CLAIMS_FILE = "checks/image-claims.json"
+#: the deciding claims under two measure settings each, with null distributions
+#: (``scripts/image_settings.py``), relative to ``data/``
+SETTINGS_FILE = "checks/image-settings.json"
+
+
+def row_from_settings(m: Measured, *, claim: str, paper: str, percent: bool | str = True) -> ClaimRow:
+    """A row from a claim measured under several settings
+    (:func:`cnce.images.layer_claims.over_settings`): the badge from its first words
+    ("reproduced", "not reproduced", "partly: depends on the setting", "not testable here"), the
+    measured column its whole sentence (every setting's verdict, with the null distributions'
+    95th percentiles), the short column the first setting's number and the verdict per setting."""
+    v = badge(m)
+    per = m.extra.get("settings", {})
+    words = "; ".join(f"{k}: {t.split(':')[0]}" for k, t in per.items())
+    if m.testable:
+        first = next(iter(per), "")
+        num = _number(m, percent) if percent is not True else f"{_pct(m.value)} [{100 * m.interval[0]:.0f}, {100 * m.interval[1]:.0f}]"
+        short = f"{num} ({first}); {words}"
+    else:
+        short = words
+    return ClaimRow(claim=claim, paper=paper, measured=m.verdict, short=short, verdict=v)
 #: the group of runs whose measures decide the rows of layers 2-4: the photo pack, whose first
 #: layer spans the frequencies that the frequency claims need (the bundled photographs give a
 #: single-scale first layer, under one octave)
@@ -315,7 +337,7 @@ def layer1_inputs(run_names, *, seed: int = 0, root=None) -> dict:
 
 def chapter_rows(measured: dict[str, Measured] | None = None, *, layer1: dict | None = None, decides: str | None = None,
                  pca: Measured | None = None, data: str = "the seven photographs bundled with scikit-image, not the paper's",
-                 seed: int = 0) -> list[ClaimRow]:
+                 seed: int = 0, settings: dict[str, Measured] | None = None) -> list[ClaimRow]:
     """The image chapter's rows of the claims table, from the committed runs and measures alone;
     the image page and the claims page both call this, so they cannot disagree.
 
@@ -323,11 +345,18 @@ def chapter_rows(measured: dict[str, Measured] | None = None, *, layer1: dict | 
     arguments of :func:`layer1_row`, measured by :func:`layer1_inputs` when not given); layers 2-4
     on :data:`DECIDING_GROUP` (the photo pack); Supp. D.2 over its seeds; beyond the paper, the
     authors' recipe (``decides``: the page's sentence on the ablation; a summary of the
-    ablation's paper size when not given) and the PCA-sample test (``pca``)."""
+    ablation's paper size when not given) and the PCA-sample test (``pca``).
+
+    ``settings`` (default: :data:`SETTINGS_FILE` when committed): the deciding claims under two
+    measure settings each with null distributions (``scripts/image_settings.py``); when given,
+    the rows of layers 2-4 and of D.2 "faster" come from it, and two rows follow the others:
+    layer-2 sparsity and the variance PCA keeps at D = 600."""
     from cnce.images import attribution, d2, runs
 
     if measured is None:
         measured = load_measured(runs.weights_dir().parent / CLAIMS_FILE)[0]
+    if settings is None and (runs.weights_dir().parent / SETTINGS_FILE).is_file():
+        settings = load_measured(runs.weights_dir().parent / SETTINGS_FILE)[0]
     if layer1 is None:
         shown = json.loads((runs.weights_dir().parent / CLAIMS_FILE).read_text())["meta"]["groups"][""]["runs"]
         layer1 = layer1_inputs(shown, seed=seed)
@@ -341,6 +370,8 @@ def chapter_rows(measured: dict[str, Measured] | None = None, *, layer1: dict | 
         shares = [r["oriented"] for r in cells]
         decides = (f"every cell of the layer-1 ablation at the paper's sizes orients {_pct(min(shares))} to "
                    f"{_pct(max(shares))} of its units")
+    if settings:
+        return _settings_rows(settings, measured, layer1, similar, recipe, decides, pca, data, where)
     return [
         layer1_row(layer1["oriented_by_seed"], chance=layer1["chance"], control=layer1["control"],
                    negatives=layer1["negatives"], data=data),
@@ -362,3 +393,80 @@ def chapter_rows(measured: dict[str, Measured] | None = None, *, layer1: dict | 
         recipe_row(recipe, decides=decides),
         pca_row(pca if pca is not None else attribution.pca_test()),
     ]
+
+
+def _settings_rows(st: dict, measured: dict, layer1: dict, similar, recipe, decides, pca, data, where) -> list[ClaimRow]:
+    """:func:`chapter_rows` with the layers 2-4 and D.2 "faster" rows from ``st`` (the settings
+    file), in the same order, then layer-2 sparsity and the PCA variance."""
+    from cnce.images import attribution
+
+    return [
+        layer1_row(layer1["oriented_by_seed"], chance=layer1["chance"], control=layer1["control"],
+                   negatives=layer1["negatives"], data=data),
+        row_from_parts({k: st[f"layer2_{k}"] for k in ("position", "orientation", "frequency")},
+                       claim="Image model, layer 2" + where,
+                       paper="second-layer units pool first-layer units by position, orientation and frequency"),
+        row_from_settings(st["layer3_contours"], claim="Image model, layer 3" + where,
+                          paper="third-layer units detect longer straight or bent contours"),
+        row_from_settings(st["layer4_orientation_across_frequency"],
+                          claim="Image model, layer 4: one orientation across frequencies" + where,
+                          paper="fourth-layer units pool third-layer units of one orientation across frequencies"),
+        row_from_settings(st["layer4_corners"], claim="Image model, layer 4: corners" + where,
+                          paper="a fourth-layer unit is a low-frequency corner detector"),
+        row_from_settings(st["d2_faster"], claim="Image model, Supp. D.2 (faster)", percent="points",
+                          paper="CNCE appears to learn first-layer features slightly faster than NCE (" + D2_HEDGE + ")"),
+        row_from_measured(similar, claim="Image model, Supp. D.2 (similar features)", percent=False,
+                          paper="CNCE and NCE seem to learn similar first-layer features"),
+        recipe_row(recipe, decides=decides),
+        pca_row(pca if pca is not None else attribution.pca_test()),
+        row_from_settings(st["layer2_sparsity"], claim="Image model, layer 2 sparsity" + where, percent=False,
+                          paper="the learned second-layer weight vectors are sparse"),
+        ClaimRow(claim="Image model, PCA to D = 600 (Sec. 4.1)", measured=st["pca_variance"].verdict,
+                 paper="whitening to 600 dimensions retains 98 % of the variance (van Hateren images)",
+                 short=f"{_pct(st['pca_variance'].value)} of the variance kept on the photo pack",
+                 verdict=badge(st["pca_variance"])),
+    ]
+
+
+def settings_table(settings: dict[str, Measured], digits: int = 2):
+    """The claims of :data:`SETTINGS_FILE` one row per claim and setting: the value with its
+    interval, each null distribution's mean and 5-95 % range (over seeds: the smallest 5 % and the
+    largest 95 % quantile), the p-value per seed and the verdict's first words; the combined
+    rows (:func:`cnce.images.layer_claims.over_settings`) give the claim's verdict over its
+    settings. Returns a pandas DataFrame indexed by (claim, setting)."""
+    import pandas as pd
+
+    rows = []
+    for key, m in settings.items():
+        if " | " not in key:
+            continue
+        claim, setting = key.split(" | ", 1)
+        nulls = m.extra.get("null quantiles", {})
+        null_txt = "; ".join(
+            (f"{k} {np.mean([q['mean'] for q in v]):.{digits}f} ({min(q['q05'] for q in v):.{digits}f}-"
+             f"{max(q['q95'] for q in v):.{digits}f})") if isinstance(v, list) else
+            f"{k} {v['q50']:.0f} ({v['q05']:.0f}-{v['q95']:.0f})" for k, v in nulls.items()) or (
+            ", ".join(f"{k} {v:.{digits}f}" for k, v in m.baselines.items()))
+        rows.append({"claim": claim, "setting": setting,
+                     "value [interval]": (f"{m.value:.{digits}f} [{m.interval[0]:.{digits}f}, {m.interval[1]:.{digits}f}]"
+                                          if m.testable else "not testable"),
+                     "null: mean (5-95 %)": null_txt if m.testable else "",
+                     "p per seed": ", ".join(f"{p:.2g}" for p in m.extra.get("p_per_seed", [])),
+                     "verdict": m.verdict.split(":")[0],
+                     "claim's verdict": settings[claim].verdict.split(":")[0] if claim in settings else ""})
+    return pd.DataFrame(rows).set_index(["claim", "setting"])
+
+
+def pca_variance_claim(retained: dict) -> Measured:
+    """Sec. 4.1: PCA to D = 600 keeps 98 % of the variance (van Hateren images). ``retained``:
+    ``{data: [fraction per run]}``; the first entry decides. Reproduced when the interval over
+    runs reaches 98 % within one point, otherwise not reproduced, with the numbers."""
+    name, first = next(iter(retained.items()))
+    value, ci, rule = seed_interval(first, share=True)
+    ok = ci[1] >= 0.975
+    others = "; ".join(f"{k}: {100 * np.mean(v):.1f} %" for k, v in retained.items())
+    return Measured(claim="PCA to D = 600 keeps 98 % of the variance", measure="variance kept by the first 600 components",
+                    value=value, baselines={"paper": 0.98}, interval=ci, rule=rule,
+                    verdict=("supported" if ok else "not supported") + f": {100 * value:.1f} % [{100 * ci[0]:.1f}, "
+                            f"{100 * ci[1]:.1f}] on the {name} against the paper's 98 % on the van Hateren images ({others})",
+                    n_seeds=len(first), extra={"per_run": retained})

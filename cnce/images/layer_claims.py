@@ -38,10 +38,19 @@ Not testable here: a frequency claim needs the pooled units' preferred frequenci
 when their 10th-90th percentile spans less than ``min_octaves`` (one octave), the claim is
 reported as "not testable here" with that number (the same rule for layers 2 and 4).
 
+Baselines are null distributions, not single draws (:data:`N_PERM` draws per seed by
+default, at least 100): the random pooling, the property shuffle, the random layer-3 weights and
+the location shuffle are each redrawn ``n_perm`` times, and each draw gives the share of units
+the measure passes. The value of a baseline is the mean of its distribution; the row keeps the
+5 %, 50 % and 95 % quantiles per seed (``extra["null quantiles"]``).
+
 Verdict rule (every claim): *supported* when the interval's lower end lies above every
-baseline and, for each seed, a one-sided binomial test of the coherent (or contour-like) count
-against the largest baseline share of that seed (and at least 5 %) gives ``p < alpha / n_tests`` (Bonferroni over the
-``n_tests`` claims of that layer); otherwise *not supported*, with the numbers.
+baseline's mean and, for each seed, the permutation p-value of the learned share against every
+null distribution of that seed, ``(1 + #{draws >= learned}) / (1 + n_perm)``, is below
+``alpha / n_tests`` (Bonferroni over the ``n_tests`` claims of that layer); otherwise *not
+supported*, with the numbers. :func:`over_settings` combines one claim measured under several
+measure settings (probe range, picture, threshold) into "reproduced" / "not reproduced" when
+the settings agree, and otherwise names the setting that decides.
 """
 from __future__ import annotations
 
@@ -55,11 +64,36 @@ from cnce.images.verdicts import Measured, not_testable, unit_interval
 
 __all__ = ["pooling_claim", "contour_claim", "orientation_across_frequency_claim", "layer3_unit_properties",
            "permute_rows", "coherent_units", "claims_from_networks", "pooling_claims", "contour_controls", "corner_controls",
-           "CHANCE"]
+           "CHANCE", "N_PERM", "N_REFERENCE", "QUANTILES", "permutation_p", "null_summary", "over_settings", "random_layer3_draws",
+           "sparsity_claim", "pooled_count"]
 
 #: A unit counts as coherent when fewer than this share of random sets are as alike: the share
 #: of coherent units that random pooling gives.
 CHANCE = 0.05
+#: Draws of every null distribution per seed (the issue asks for at least 100).
+N_PERM = 200
+#: Random sets per set size in the reference of the coherence test: one reference per size,
+#: shared by every unit of that size and by every null draw, so it must be large enough that
+#: its 5 % quantile does not move a whole seed's units together.
+N_REFERENCE = 2000
+#: The quantiles of each null distribution a row keeps.
+QUANTILES = (0.05, 0.5, 0.95)
+
+
+def permutation_p(observed: float, null) -> float:
+    """One-sided permutation p-value of ``observed`` against the draws ``null``:
+    ``(1 + #{draws >= observed}) / (1 + n)`` (never 0; the smallest value is ``1 / (1 + n)``)."""
+    null = np.asarray(null, dtype=float)
+    if null.ndim != 1 or null.size == 0:
+        raise ValueError(f"null must be a non-empty 1-D array of draws; got shape {null.shape}")
+    return float((1 + np.sum(null >= observed - 1e-12)) / (1 + null.size))
+
+
+def null_summary(null) -> dict:
+    """Mean and :data:`QUANTILES` of one null distribution (a dict of floats)."""
+    null = np.asarray(null, dtype=float)
+    return {"mean": float(null.mean()), **{f"q{int(round(100 * q)):02d}": float(np.quantile(null, q)) for q in QUANTILES},
+            "n": int(null.size)}
 
 
 def permute_rows(q, seed: int = 0) -> np.ndarray:
@@ -103,21 +137,28 @@ def _binom_p(units: np.ndarray, p0: float) -> float:
     return float(binomtest(int(np.sum(units)), n, min(max(p0, 1e-9), 1 - 1e-9), alternative="greater").pvalue)
 
 
-def _verdict(claim, measure, per_seed_units, baselines_per_seed, *, alpha, n_tests, extra=None, what="units") -> Measured:
+def _verdict(claim, measure, per_seed_units, nulls_per_seed, *, alpha, n_tests, extra=None, what="units") -> Measured:
+    """The verdict of one claim: ``per_seed_units`` the learned pass/fail per unit (one array per
+    seed), ``nulls_per_seed`` ``{baseline: [draws of the share (one array per seed)]}``."""
     value, ci, rule, per_seed = unit_interval(per_seed_units, share=True)
-    base = {k: float(np.mean(v)) for k, v in baselines_per_seed.items()}
+    base = {k: float(np.mean([np.mean(d) for d in v])) for k, v in nulls_per_seed.items()}
     worst = max(base.values()) if base else 0.0
-    ps = [_binom_p(np.asarray(u), max([CHANCE] + [baselines_per_seed[k][s] for k in base]))
+    ps = [max([permutation_p(float(np.mean(u)), v[s]) for v in nulls_per_seed.values()] or [1.0]) if len(u) else 1.0
           for s, u in enumerate(per_seed_units)]
+    n_perm = min((len(d) for v in nulls_per_seed.values() for d in v), default=0)
     level = alpha / n_tests
     ok = ci[0] > worst and all(p < level for p in ps)
-    text = (f"supported: {value:.2f} of {what} [{ci[0]:.2f}, {ci[1]:.2f}] against at most {worst:.2f} for the baselines; "
-            f"binomial p per seed {', '.join(f'{p:.2g}' for p in ps)} (threshold {level:.3g})" if ok else
+    quant = {k: [null_summary(d) for d in v] for k, v in nulls_per_seed.items()}
+    q95 = ", ".join(f"{k} {np.mean([q['q95'] for q in v]):.2f}" for k, v in quant.items())
+    tail = (f"; permutation p per seed {', '.join(f'{p:.2g}' for p in ps)} ({n_perm} draws per null, threshold "
+            f"{level:.3g}); null 95th percentiles {q95}")
+    text = (f"supported: {value:.2f} of {what} [{ci[0]:.2f}, {ci[1]:.2f}] against at most {worst:.2f} for the baselines"
+            + tail if ok else
             f"not supported: {value:.2f} of {what} [{ci[0]:.2f}, {ci[1]:.2f}] against baselines "
-            + ", ".join(f"{k} {v:.2f}" for k, v in base.items())
-            + f"; binomial p per seed {', '.join(f'{p:.2g}' for p in ps)} (threshold {level:.3g})")
-    ex = {"per_seed": per_seed, "p_per_seed": ps, "alpha": alpha, "n_tests": n_tests,
-          "baselines_per_seed": {k: list(map(float, v)) for k, v in baselines_per_seed.items()}}
+            + ", ".join(f"{k} {v:.2f}" for k, v in base.items()) + tail)
+    ex = {"per_seed": per_seed, "p_per_seed": ps, "alpha": alpha, "n_tests": n_tests, "n_perm": n_perm,
+          "baselines_per_seed": {k: [float(np.mean(d)) for d in v] for k, v in nulls_per_seed.items()},
+          "null quantiles": quant}
     ex.update(extra or {})
     return Measured(claim=claim, measure=measure, value=value, baselines=base, interval=ci, rule=rule, verdict=text,
                     n_units=int(sum(len(u) for u in per_seed_units)), n_seeds=len(per_seed_units), extra=ex)
@@ -136,8 +177,9 @@ def _frequency_spread_check(props_per_seed, min_octaves, layer_below) -> str | N
     return None
 
 
-def pooling_claim(q, props, prop: str, *, layer: int = 2, n_random: int = 200, seed: int = 0, max_units: int = 10,
-                  mass: float = 0.9, min_octaves: float = 1.0, alpha: float = 0.05, n_tests: int = 3) -> Measured:
+def pooling_claim(q, props, prop: str, *, layer: int = 2, n_random: int = N_REFERENCE, n_perm: int = N_PERM, seed: int = 0,
+                  max_units: int = 10, mass: float = 0.9, min_octaves: float = 1.0, alpha: float = 0.05,
+                  n_tests: int = 3) -> Measured:
     """Layer ``layer`` (2 or 4) pools by ``prop`` (``"orientation"``, ``"frequency"``,
     ``"position"``): see the module's docstring.
 
@@ -148,29 +190,105 @@ def pooling_claim(q, props, prop: str, *, layer: int = 2, n_random: int = 200, s
     :func:`pooling_claims` measures several properties at the cost of one."""
     if prop not in SPREADS:
         raise ValueError(f"prop must be one of {SPREADS}; got {prop!r}")
-    return pooling_claims(q, props, (prop,), layer=layer, n_random=n_random, seed=seed, max_units=max_units, mass=mass,
-                          min_octaves=min_octaves, alpha=alpha, n_tests=n_tests)[prop]
+    return pooling_claims(q, props, (prop,), layer=layer, n_random=n_random, n_perm=n_perm, seed=seed, max_units=max_units,
+                          mass=mass, min_octaves=min_octaves, alpha=alpha, n_tests=n_tests)[prop]
 
 
-def pooling_claims(q, props, prop=SPREADS, *, layer: int = 2, n_random: int = 200, seed: int = 0, max_units: int = 10,
-                   mass: float = 0.9, min_octaves: float = 1.0, alpha: float = 0.05, n_tests: int = 3) -> dict[str, Measured]:
-    """:func:`pooling_claim` for each property in ``prop``, sharing the random sets:
-    ``{prop: Measured}``."""
+def _set_spreads(sets, P) -> np.ndarray:
+    """Per index set (rows of ``sets``, all of one size ``k >= 2``): the mean pairwise spread in
+    orientation (degrees), frequency (octaves), position (pixels), as
+    :func:`cnce.images.measures.pooling_coherence` computes them, and the frequency span
+    (octaves, largest over smallest); ``P = (orientation, log2 frequency, x, y)``."""
+    sets = np.asarray(sets, dtype=int)
+    orient, logf, x, y = (a[sets] for a in P)
+    i, j = np.triu_indices(sets.shape[1], 1)
+    d = np.abs(orient[:, i] - orient[:, j]) % np.pi
+    d = np.minimum(d, np.pi - d)
+    return np.stack([np.degrees(d).mean(1), np.abs(logf[:, i] - logf[:, j]).mean(1),
+                     np.hypot(x[:, i] - x[:, j], y[:, i] - y[:, j]).mean(1), logf.max(1) - logf.min(1)], 1)
+
+
+def _spreads(sets: list, P) -> np.ndarray:
+    """:func:`_set_spreads` of index sets of mixed sizes (``nan`` rows for sets of fewer than 2)."""
+    out = np.full((len(sets), 4), np.nan)
+    sizes = np.array([len(x) for x in sets])
+    for k in np.unique(sizes[sizes >= 2]):
+        rows = np.flatnonzero(sizes == k)
+        out[rows] = _set_spreads(np.stack([sets[r] for r in rows]), P)
+    return out
+
+
+def _random_sets(sizes, n_below: int, rng) -> list:
+    """One random subset (without replacement) of ``range(n_below)`` per size in ``sizes``:
+    what a pooling row gives after its weights are randomly permuted (:func:`permute_rows`)."""
+    order = np.argsort(rng.random((len(sizes), n_below)), axis=1)
+    return [order[r, :k] for r, k in enumerate(sizes)]
+
+
+def _coherence_draws(q, props: dict, *, n_random: int, n_perm: int, seed: int, max_units: int, mass: float) -> dict:
+    """Everything the pooling verdicts of one seed need: the pooled sets of ``q`` and, per unit
+    with at least two pooled units, the rank of its spreads among ``n_random`` random sets of
+    its size (one reference per size, shared by the learned sets and all null draws), for the
+    learned pooling and for ``n_perm`` draws of each null (random pooling; shuffled properties).
+    Ranks are ``(n_units, 3)`` (orientation, frequency, position), spans ``(n_units,)``."""
+    q = np.asarray(q, dtype=float)
+    rng = np.random.default_rng(seed)
+    P = (props["orientation"], np.log2(props["frequency"]), props["x"], props["y"])
+    if np.any(np.asarray(props["frequency"]) <= 0):
+        raise ValueError("frequency must be positive")
+    sets = pooled_sets(q, max_units, mass)
+    sizes = np.array([len(x) for x in sets])
+    keep = sizes >= 2
+    ref = {k: _set_spreads(np.stack(_random_sets([k] * n_random, q.shape[1], rng)), P)[:, :3] for k in np.unique(sizes[keep])}
+
+    srt = {k: np.sort(v, axis=0) for k, v in ref.items()}
+
+    def ranks(sp):  # the share of the size's reference sets with a spread at most the observed one
+        r = np.full((len(sp), 3), np.nan)
+        for k, v in srt.items():
+            rows = np.flatnonzero(sizes == k)
+            for c in range(3):
+                r[rows, c] = np.searchsorted(v[:, c], sp[rows, c], side="right") / len(v)
+        return r[keep], sp[keep, 3]
+
+    learned_sp = _spreads(sets, P)
+    out = {"sets": sets, "keep": keep, "learned": ranks(learned_sp),
+           "ratio": learned_sp[keep, :3] / np.stack([ref[k].mean(0) for k in sizes[keep]]),
+           "random pooling": [], "shuffled properties": []}
+    for _ in range(n_perm):
+        out["random pooling"].append(ranks(_spreads(_random_sets(sizes, q.shape[1], rng), P)))
+        perm = rng.permutation(q.shape[1])
+        out["shuffled properties"].append(ranks(_spreads(sets, tuple(a[perm] for a in P))))
+    return out
+
+
+_COLUMN = {"orientation": 0, "frequency": 1, "position": 2}
+
+
+def pooling_claims(q, props, prop=SPREADS, *, layer: int = 2, n_random: int = N_REFERENCE, n_perm: int = N_PERM, seed: int = 0,
+                   max_units: int = 10, mass: float = 0.9, min_octaves: float = 1.0, alpha: float = 0.05,
+                   n_tests: int = 3) -> dict[str, Measured]:
+    """:func:`pooling_claim` for each property in ``prop``, sharing the random sets and the null
+    draws: ``{prop: Measured}``. A unit is coherent in a property when fewer than 5 % of
+    ``n_random`` random sets of its size (one reference per size, shared) are as alike; the nulls are ``n_perm`` draws each of
+    random pooling (every unit's pooled set replaced by a random set of the same size, as
+    :func:`permute_rows` gives) and of the properties shuffled among the pooled layer's units."""
     props_to_test = tuple(prop)
     if not props_to_test or any(p not in SPREADS for p in props_to_test):
         raise ValueError(f"prop must be drawn from {SPREADS}; got {prop!r}")
     if layer not in (2, 4):
         raise ValueError(f"layer must be 2 or 4; got {layer!r}")
+    if isinstance(n_perm, bool) or not isinstance(n_perm, int) or n_perm < 1:
+        raise ValueError(f"n_perm must be a positive int; got {n_perm!r}")
     qs = [np.asarray(x, dtype=float) for x in _as_list(q)]
     ps = [_props_dict(p) for p in _as_list(props)]
     if len(qs) != len(ps):
         raise ValueError(f"q and props must hold one entry per seed; got {len(qs)} and {len(ps)}")
-    dfs = []
-    for s, (qq, pp) in enumerate(zip(qs, ps)):
-        kw = dict(n_random=n_random, seed=seed + s, max_units=max_units, mass=mass)
-        one = lambda q_, p_: (lambda d: d[d["n_pooled"] >= 2])(  # noqa: E731
-            pooling_coherence(q_, p_["orientation"], p_["frequency"], p_["x"], p_["y"], **kw))
-        dfs.append((one(qq, pp), one(permute_rows(qq, seed + 1000 + s), pp), one(qq, _shuffle_props(pp, seed + 2000 + s))))
+    for qq, pp in zip(qs, ps):
+        if qq.ndim != 2 or qq.shape[1] != len(pp["orientation"]):
+            raise ValueError(f"q must have one column per pooled unit ({len(pp['orientation'])}); got shape {qq.shape}")
+    draws = [_coherence_draws(qq, pp, n_random=n_random, n_perm=n_perm, seed=seed + s, max_units=max_units, mass=mass)
+             for s, (qq, pp) in enumerate(zip(qs, ps))]
     out = {}
     for pr in props_to_test:
         words = {"position": "locality", "orientation": "orientation", "frequency": "frequency"}[pr]
@@ -180,14 +298,13 @@ def pooling_claims(q, props, prop=SPREADS, *, layer: int = 2, n_random: int = 20
         if reason:
             out[pr] = not_testable(claim, measure, reason)
             continue
-        coh = lambda d: (d[f"{pr}_rank"] < CHANCE).to_numpy()  # noqa: E731
-        learned = [coh(d[0]) for d in dfs]
-        rnd = [float(np.mean(coh(d[1]))) for d in dfs]
-        shuf = [float(np.mean(coh(d[2]))) for d in dfs]
-        ratio = [float(np.median(d[0][pr] / d[0][f"{pr}_random"])) for d in dfs]
-        out[pr] = _verdict(claim, measure, learned,
-                           {"chance": [CHANCE] * len(qs), "random pooling": rnd, "shuffled properties": shuf},
-                           alpha=alpha, n_tests=n_tests, extra={"median spread / random spread per seed": ratio})
+        c = _COLUMN[pr]
+        coh = lambda d: d[0][:, c] < CHANCE  # noqa: E731
+        learned = [coh(d["learned"]) for d in draws]
+        nulls = {k: [np.array([coh(x).mean() for x in d[k]]) for d in draws] for k in ("random pooling", "shuffled properties")}
+        ratio = [float(np.median(d["ratio"][:, c])) for d in draws]
+        out[pr] = _verdict(claim, measure, learned, nulls, alpha=alpha, n_tests=n_tests,
+                           extra={"median spread / random spread per seed": ratio})
     return out
 
 
@@ -211,49 +328,44 @@ def layer3_unit_properties(resp3, probe) -> dict[str, np.ndarray]:
             "orientation_coherence": so["orientation_coherence"]}
 
 
-def orientation_across_frequency_claim(q4, props3, *, n_random: int = 200, seed: int = 0, max_units: int = 10,
-                                       mass: float = 0.9, min_octaves: float = 1.0, span_octaves: float = 0.5,
-                                       alpha: float = 0.05, n_tests: int = 2) -> Measured:
+def orientation_across_frequency_claim(q4, props3, *, n_random: int = N_REFERENCE, n_perm: int = N_PERM, seed: int = 0,
+                                       max_units: int = 10, mass: float = 0.9, min_octaves: float = 1.0,
+                                       span_octaves: float = 0.5, alpha: float = 0.05, n_tests: int = 2) -> Measured:
     """Layer 4 pools third-layer units of one orientation across frequencies: see the module's
     docstring. ``q4 = W4**2 (K4, K3)`` (or a list per seed); ``props3`` from
-    :func:`layer3_unit_properties` (or a list per seed)."""
+    :func:`layer3_unit_properties` (or a list per seed). The nulls are ``n_perm`` draws each of
+    random pooling and of the properties shuffled among the layer-3 units."""
     qs = [np.asarray(x, dtype=float) for x in _as_list(q4)]
     ps = [_props_dict(p) for p in _as_list(props3)]
     if len(qs) != len(ps):
         raise ValueError(f"q4 and props3 must hold one entry per seed; got {len(qs)} and {len(ps)}")
+    if isinstance(n_perm, bool) or not isinstance(n_perm, int) or n_perm < 1:
+        raise ValueError(f"n_perm must be a positive int; got {n_perm!r}")
     claim = "layer 4 pools layer-3 units of one orientation across frequencies"
     measure = (f"share of layer-4 units whose pooled layer-3 units are coherent in orientation and span at least "
                f"{span_octaves:g} octave in best frequency")
     reason = _frequency_spread_check(ps, min_octaves, 3)
     if reason:
         return not_testable(claim, measure, reason)
-
-    def units(q, p, s):
-        kw = dict(n_random=n_random, seed=s, max_units=max_units, mass=mass)
-        df = pooling_coherence(q, p["orientation"], p["frequency"], p["x"], p["y"], **kw)
-        sets = pooled_sets(q, max_units, mass)
-        keep = df["n_pooled"].to_numpy() >= 2
-        span = np.array([np.log2(p["frequency"][i].max() / p["frequency"][i].min()) for i in sets])
-        return ((df["orientation_rank"].to_numpy() < CHANCE) & (span >= span_octaves - 1e-9))[keep]
-
-    learned, rnd, shuf = [], [], []
-    for s, (q, p) in enumerate(zip(qs, ps)):
-        learned.append(units(q, p, seed + s))
-        rnd.append(float(np.mean(units(permute_rows(q, seed + 1000 + s), p, seed + s))))
-        shuf.append(float(np.mean(units(q, _shuffle_props(p, seed + 2000 + s), seed + s))))
-    return _verdict(claim, measure, learned, {"chance": [CHANCE] * len(qs), "random pooling": rnd, "shuffled properties": shuf},
-                    alpha=alpha, n_tests=n_tests)
+    draws = [_coherence_draws(q, p, n_random=n_random, n_perm=n_perm, seed=seed + s, max_units=max_units, mass=mass)
+             for s, (q, p) in enumerate(zip(qs, ps))]
+    passes = lambda d: (d[0][:, 0] < CHANCE) & (d[1] >= span_octaves - 1e-9)  # noqa: E731
+    learned = [passes(d["learned"]) for d in draws]
+    nulls = {k: [np.array([passes(x).mean() for x in d[k]]) for d in draws] for k in ("random pooling", "shuffled properties")}
+    return _verdict(claim, measure, learned, nulls, alpha=alpha, n_tests=n_tests, extra={"span_octaves": span_octaves})
 
 
 def contour_claim(resp, resp_random, probe, *, kind: str = "contour", layer: int | None = None, seed: int = 0,
                   alpha: float = 0.05, n_tests: int = 1, resp_control=None, control_min: float = 0.5,
-                  **contour_kw) -> Measured:
+                  n_perm: int = N_PERM, **contour_kw) -> Measured:
     """Layer-3 contour-like units (``kind="contour"``) or layer-4 corner-like units
     (``kind="corner"``): see the module's docstring.
 
     ``resp`` are the learned layer's responses to ``probe`` (one list per frequency, or a list
-    of those per seed), ``resp_random`` those of the network with that layer's weights random
-    (same shape). ``contour_kw`` go to :func:`cnce.images.contours.contour_properties`.
+    of those per seed), ``resp_random`` those of the network with that layer's weights random:
+    per seed, a list of draws (the null distribution, e.g. :func:`random_layer3_draws`), or one
+    response (a null of one draw, whose p-value can never pass). The location shuffle is drawn
+    ``n_perm`` times. ``contour_kw`` go to :func:`cnce.images.contours.contour_properties`.
 
     ``resp_control`` (optional, same shape): responses of hand-built units *of the same
     network* that are contour (or corner) detectors by construction (:func:`contour_controls`).
@@ -284,26 +396,30 @@ def contour_claim(resp, resp_random, probe, *, kind: str = "contour", layer: int
                      else f"layer {layer} has corner detectors")
             return not_testable(claim, f"share of layer-{layer} units with a {words}-like field", reason,
                                 **{"positive control": control})
-    seeds = resp if isinstance(resp[0], (list, tuple)) else [resp]
-    seeds_r = resp_random if isinstance(resp_random[0], (list, tuple)) else [resp_random]
+    one_seed = not isinstance(resp[0], (list, tuple))
+    seeds = [resp] if one_seed else resp
+    seeds_r = [resp_random] if one_seed else resp_random
     if len(seeds) != len(seeds_r):
         raise ValueError(f"resp and resp_random must hold one entry per seed; got {len(seeds)} and {len(seeds_r)}")
+    seeds_r = [r if isinstance(r[0], (list, tuple)) else [r] for r in seeds_r]  # per seed: a list of draws
     learned, rnd, shuf = [], [], []
     extra = {"straight share": [], "bent share": [], "median curve share": [], "median curve share, random": [],
              "median curve share, shuffled": [], "median length (wavelengths)": [], "median length, random": [],
              "curve share above random, rank-sum p": []}
-    for s, (r, rr) in enumerate(zip(seeds, seeds_r)):
+    for s, (r, draws) in enumerate(zip(seeds, seeds_r)):
         p = contours.contour_properties(r, probe, **contour_kw)
-        pr = contours.contour_properties(rr, probe, **contour_kw)
-        ps = contours.contour_properties(contours.shuffle_locations(r, seed + s), probe, **contour_kw)
+        prs = [contours.contour_properties(rr, probe, **contour_kw) for rr in draws]
+        pss = [contours.contour_properties(contours.shuffle_locations(r, seed + 7919 * s + k), probe, **contour_kw)
+               for k in range(n_perm)]
+        pr = prs[0]
         learned.append(p[kind])
-        rnd.append(float(np.mean(pr[kind])))
-        shuf.append(float(np.mean(ps[kind])))
+        rnd.append(np.array([float(np.mean(x[kind])) for x in prs]))
+        shuf.append(np.array([float(np.mean(x[kind])) for x in pss]))
         extra["straight share"].append(float(np.mean(p["straight"])))
         extra["bent share"].append(float(np.mean(p["bent"])))
         extra["median curve share"].append(float(np.median(p["share"])))
-        extra["median curve share, random"].append(float(np.median(pr["share"])))
-        extra["median curve share, shuffled"].append(float(np.median(ps["share"])))
+        extra["median curve share, random"].append(float(np.median(np.concatenate([x["share"] for x in prs]))))
+        extra["median curve share, shuffled"].append(float(np.median(np.concatenate([x["share"] for x in pss]))))
         extra["median length (wavelengths)"].append(float(np.median(p["length_wavelengths"])))
         extra["median length, random"].append(float(np.median(pr["length_wavelengths"])))
         extra["curve share above random, rank-sum p"].append(float(mannwhitneyu(p["share"], pr["share"], alternative="greater").pvalue))
@@ -435,27 +551,26 @@ def _default_probe(size: int):
     return AuthorsProbe(size=size)
 
 
-def claims_from_networks(networks, probe=None, *, picture: str = "receptive fields", n_random: int = 200, seed: int = 0,
-                         chunk: int = 4096, controls: bool = True) -> dict:
+def claims_from_networks(networks, probe=None, *, picture: str = "receptive fields", n_random: int = N_REFERENCE, seed: int = 0,
+                         chunk: int = 4096, controls: bool = True, n_perm: int = N_PERM) -> dict:
     """Every layer claim for trained networks, one per seed: ``networks`` is a list of
     ``(ImageNetwork, Whitener)`` (e.g. from :func:`cnce.images.runs.network_from_state` of
-    ``data/weights/paper`` and ``paper-seed1``).
+    ``data/weights/photos/paper-seed0`` ... ``paper-seed2``).
 
-    Probes each network, its copy with random layer-3 weights and its copy with permuted
-    layer-4 weights (:func:`cnce.images.measures.random_layer`, seeded by ``seed``) with
-    ``probe`` (default :class:`cnce.images.probes.AuthorsProbe`; pass
-    ``AuthorsProbe.extended()`` for 0.05-0.45 cycles/pixel), and describes the first-layer units
-    by :func:`cnce.images.measures.filter_properties` of their ``picture``. With ``controls``,
+    Probes each network with ``probe`` (default :class:`cnce.images.probes.AuthorsProbe`; pass
+    ``AuthorsProbe.extended()`` for 0.05-0.45 cycles/pixel), draws ``n_perm`` copies with random
+    layer-3 weights and with permuted layer-4 weights (:func:`random_layer3_draws`, seeded from
+    ``seed``: the null distributions), and describes the first-layer units by
+    :func:`cnce.images.measures.filter_properties` of their ``picture``. With ``controls``,
     the layer-3 and layer-4 contour and corner claims first check their positive controls
     inside each network (:func:`contour_controls`, :func:`corner_controls`).
 
-    Returns ``{"results": {name: Measured}, "responses": {"layer 3": [...], "layer 3 random":
-    [...], "layer 4": [...], "layer 4 random": [...], "layer 3 control": [...], "layer 4 control":
-    [...]} (one entry per seed), "probe": probe}``;
+    Returns ``{"results": {name: Measured}, "responses": {"layer 3": [...], "layer 4": [...],
+    "layer 3 control": [...], "layer 4 control": [...]} (one entry per seed), "probe": probe}``;
     names: ``"layer 2 position"``, ``"layer 2 orientation"``, ``"layer 2 frequency"``,
     ``"layer 3 contours"``, ``"layer 4 orientation across frequencies"``, ``"layer 4 corners"``.
     """
-    from cnce.images.measures import filter_properties, random_layer, unit_images
+    from cnce.images.measures import filter_properties, unit_images
     from cnce.images.probes import AuthorsProbe, probe_layers
 
     if not networks:
@@ -475,13 +590,134 @@ def claims_from_networks(networks, probe=None, *, picture: str = "receptive fiel
             resp["layer 4 control"].append(corner_controls(net, wh, probe, chunk=chunk)[0])
         resp["layer 3"].append(r[3])
         resp["layer 4"].append(r[4])
-        resp["layer 3 random"].append(probe_layers(random_layer(net, 3, seed=seed), wh, probe, layers=(3,), chunk=chunk)[3])
-        resp["layer 4 random"].append(probe_layers(random_layer(net, 4, seed=seed), wh, probe, layers=(4,), chunk=chunk)[4])
+        resp["layer 3 random"].append(random_layer3_draws(net, wh, probe, n_draws=n_perm, seed=seed, chunk=chunk))
         p3.append(layer3_unit_properties(r[3], probe))
-    results = {f"layer 2 {k}": v for k, v in pooling_claims(q2, p1, n_random=n_random, seed=seed).items()}
-    results["layer 3 contours"] = contour_claim(resp["layer 3"], resp["layer 3 random"], probe, seed=seed,
+    results = {f"layer 2 {k}": v for k, v in pooling_claims(q2, p1, n_random=n_random, n_perm=n_perm, seed=seed).items()}
+    results["layer 3 contours"] = contour_claim(resp["layer 3"], resp["layer 3 random"], probe, seed=seed, n_perm=n_perm,
                                                 resp_control=resp["layer 3 control"] if controls else None)
-    results["layer 4 orientation across frequencies"] = orientation_across_frequency_claim(q4, p3, n_random=n_random, seed=seed)
-    results["layer 4 corners"] = contour_claim(resp["layer 4"], resp["layer 4 random"], probe, kind="corner", seed=seed, n_tests=2,
-                                               resp_control=resp["layer 4 control"] if controls else None)
+    results["layer 4 orientation across frequencies"] = orientation_across_frequency_claim(q4, p3, n_random=n_random,
+                                                                                           n_perm=n_perm, seed=seed)
+    corners = contour_claim(resp["layer 4"], resp["layer 4"], probe, kind="corner", seed=seed, n_tests=2, n_perm=1,
+                            resp_control=resp["layer 4 control"] if controls else None) if controls else None
+    if corners is None or corners.testable:  # the control passed: measure against the null distributions
+        resp["layer 4 random"] = [random_layer3_draws(net, wh, probe, n_draws=n_perm, seed=seed, chunk=chunk, layer=4)
+                                  for net, wh in networks]
+        corners = contour_claim(resp["layer 4"], resp["layer 4 random"], probe, kind="corner", seed=seed, n_tests=2,
+                                n_perm=n_perm, resp_control=resp["layer 4 control"] if controls else None)
+    results["layer 4 corners"] = corners
     return {"results": results, "responses": resp, "probe": probe}
+
+
+# -- null draws of whole layers, settings, sparsity ----------------------------------------------
+
+
+def random_layer3_draws(net, whitener, probe, *, n_draws: int = N_PERM, seed: int = 0, chunk: int = 4096,
+                        layer: int = 3) -> list:
+    """``n_draws`` responses to ``probe`` of the network with random weights in ``layer`` (3 or
+    4), as :func:`cnce.images.measures.random_layer` draws them (layer 3: Gaussian rows with the
+    learned rows' norms; layer 4: each row's learned weights permuted), each seeded by
+    ``seed + k``. The layer-3 input is computed once, so a draw costs one matrix product.
+    Returns a list of responses (one array ``(K, n_pos, n_orient)`` per probe frequency each)."""
+    import torch
+
+    if layer not in (3, 4):
+        raise ValueError(f"layer must be 3 or 4; got {layer!r}")
+    if isinstance(n_draws, bool) or not isinstance(n_draws, int) or n_draws < 1:
+        raise ValueError(f"n_draws must be a positive int; got {n_draws!r}")
+    U = _flat(_layer3_inputs(net, whitener, probe, chunk))
+    W3 = net.W3.detach().double().cpu()
+    out = []
+    for k in range(n_draws):
+        g = torch.Generator().manual_seed(int(seed) + k)
+        if layer == 3:
+            R = torch.randn(W3.shape, generator=g, dtype=W3.dtype)
+            W = (R / R.norm(dim=1, keepdim=True) * W3.norm(dim=1, keepdim=True)).numpy()
+            Z = U @ W.T
+            out.append(_unflat(np.maximum(Z, 0) if net.l3_nonlinearity == "max" else Z, probe))
+        else:
+            W4 = net.W4.detach().double().cpu()
+            Wp = torch.gather(W4, 1, torch.argsort(torch.rand(W4.shape, generator=g), dim=1)).numpy()
+            out.append(_unflat((U @ W3.numpy().T) @ (Wp**2).T, probe))
+    return out
+
+
+def over_settings(by_setting: dict[str, Measured], *, why: str = "") -> Measured:
+    """One claim measured under several reasonable measure settings (``{setting: Measured}``,
+    e.g. the authors' probe range and the extended one): the verdict is "reproduced" when every
+    setting supports it, "not reproduced" when every testable setting does not (and at least one
+    is testable), "not testable here" when none is; otherwise the settings disagree and the
+    sentence starts "partly: depends on the setting", names the settings that support it and
+    those that do not, and gives ``why``. The value, interval and baselines are those of the
+    first setting; ``extra["settings"]`` keeps every setting's verdict."""
+    if not by_setting:
+        raise ValueError("by_setting must hold at least one setting")
+    words = {k: ("not testable here" if not m.testable else "not supported" if m.verdict.startswith("not supported")
+                 or m.verdict.startswith("contradicted") else "supported" if m.verdict.startswith("supported") else "partly")
+             for k, m in by_setting.items()}
+    first = next(iter(by_setting.values()))
+    each = "; ".join(f"{k}: {m.verdict if m.testable else 'not testable here, ' + m.not_testable}"
+                     for k, m in by_setting.items())
+    tested = {k: w for k, w in words.items() if w != "not testable here"}
+    if not tested:
+        return Measured(claim=first.claim, measure=first.measure, value=math.nan,
+                        verdict=f"not testable here under every setting ({each})", not_testable=each,
+                        extra={"settings": {k: m.verdict for k, m in by_setting.items()}})
+    if all(w == "supported" for w in words.values()):
+        head = "reproduced under every setting"
+    elif all(w == "not supported" for w in tested.values()):
+        untested = [k for k, w in words.items() if w == "not testable here"]
+        head = "not reproduced under every testable setting" + (f" ({', '.join(untested)} not testable)" if untested else "")
+    else:
+        yes = [k for k, w in words.items() if w == "supported"]
+        no = [k for k, w in words.items() if w != "supported"]
+        head = (f"partly: depends on the setting, supported under {', '.join(yes) or 'none'}, not under "
+                f"{', '.join(no)}" + (f" ({why})" if why else ""))
+    base = dict(first.extra)
+    base["settings"] = {k: m.verdict for k, m in by_setting.items()}
+    m0 = next(m for m in by_setting.values() if m.testable)
+    return Measured(claim=m0.claim, measure=m0.measure, value=m0.value, baselines=m0.baselines, interval=m0.interval,
+                    rule=m0.rule, verdict=f"{head}: {each}", n_units=m0.n_units, n_seeds=m0.n_seeds, extra=base)
+
+
+def pooled_count(q, mass: float = 0.9) -> np.ndarray:
+    """Per row of non-negative pooling weights ``q (K, K_below)``: how many of the largest
+    weights hold ``mass`` of the row's total (no cap; :func:`cnce.images.measures.pooled_sets`
+    caps it at ten for the figures)."""
+    q = np.asarray(q, dtype=float)
+    if q.ndim != 2 or np.any(q < 0):
+        raise ValueError(f"q must be a 2-D array of non-negative weights; got shape {q.shape}")
+    if not (0 < mass <= 1):
+        raise ValueError(f"mass must be in (0, 1]; got {mass!r}")
+    srt = -np.sort(-q, axis=1)
+    cum = np.cumsum(srt, axis=1) / np.maximum(srt.sum(1, keepdims=True), 1e-300)
+    return (cum < mass - 1e-12).sum(1) + 1
+
+
+def sparsity_claim(q_learned, baselines: dict, *, mass: float = 0.9, layer: int = 2) -> Measured:
+    """"The learned 2nd layer weight vectors are sparse" (Sec. 4.2): per unit the number of
+    pooled units holding ``mass`` of its weight (:func:`pooled_count`), the median over units per
+    seed, with the interval over seeds (:func:`cnce.images.verdicts.seed_interval`).
+    ``baselines`` are ``{name: q (or a list per seed)}``, e.g. the initialisation's pooling
+    weights and random Gaussian ones; each gives a distribution of per-unit counts.
+
+    Supported when the interval's upper end lies below the 5th percentile of every baseline's
+    per-unit counts (the learned median unit is sparser than 95 % of the baseline's units);
+    the baselines' 5 %, 50 % and 95 % quantiles are kept in ``extra["null quantiles"]``."""
+    from cnce.images.verdicts import seed_interval
+
+    qs = [np.asarray(x, dtype=float) for x in _as_list(q_learned)]
+    med = [float(np.median(pooled_count(q, mass))) for q in qs]
+    value, ci, rule = seed_interval(med)
+    counts = {k: np.concatenate([pooled_count(x, mass) for x in _as_list(v)]).astype(float) for k, v in baselines.items()}
+    quant = {k: null_summary(v) for k, v in counts.items()}
+    ok = all(ci[1] < quant[k]["q05"] for k in quant)
+    K_below = qs[0].shape[1]
+    base_txt = "; ".join(f"{k}: median {q['q50']:.0f} (5-95 %: {q['q05']:.0f}-{q['q95']:.0f})" for k, q in quant.items())
+    text = (("supported" if ok else "not supported")
+            + f": {100 * mass:.0f} % of a layer-{layer} unit's weight lies on a median {value:.0f} of {K_below} units "
+              f"[{ci[0]:.0f}, {ci[1]:.0f}] ({rule}); per-unit counts of the baselines, {base_txt}")
+    return Measured(claim=f"the learned layer-{layer} weight vectors are sparse",
+                    measure=f"median number of units holding {100 * mass:.0f} % of a unit's pooling weight",
+                    value=value, baselines={k: q["mean"] for k, q in quant.items()}, interval=ci, rule=rule,
+                    verdict=text, n_units=int(sum(len(q) for q in qs)), n_seeds=len(qs),
+                    extra={"per_seed": med, "null quantiles": quant, "mass": mass})

@@ -48,6 +48,10 @@ from cnce.images.data import Whitener
 from cnce.images.network import ImageNetwork
 
 __all__ = [
+    "grating_tuning",
+    "grating_threshold",
+    "ORIENTATION_MEASURES",
+    "GRATING_FREQS",
     "ANALYSIS_SIZES",
     "pooling_table",
     "above_chance",
@@ -319,6 +323,55 @@ def osi_threshold(whitener: Whitener, *, K: int = 600, quantile: float = 0.95, s
 def oriented_share(W, whitener: Whitener, threshold: float, picture: str = "receptive fields") -> float:
     """The share of the units ``W (K, D)`` whose OSI exceeds ``threshold`` (:func:`osi_threshold`)."""
     return float(np.mean(filter_properties(unit_images(W, whitener)[picture]).osi > threshold))
+
+
+#: The two orientation measures of first-layer units: the Fourier index over all frequencies
+#: (:func:`filter_properties` of the receptive fields) and the grating index at each unit's best
+#: frequency (:func:`grating_tuning`).
+ORIENTATION_MEASURES = ("fourier", "grating")
+#: Grating frequencies (cycles/pixel) of :func:`grating_tuning`.
+GRATING_FREQS = tuple(np.round(np.arange(0.05, 0.5001, 0.025), 3))
+
+
+def grating_tuning(W, whitener: Whitener, *, freqs=GRATING_FREQS, n_orient: int = 36) -> dict[str, np.ndarray]:
+    """Orientation tuning of whitened-space units ``W (K, D)`` measured as the network sees
+    gratings: full-patch gratings of each frequency in ``freqs`` and ``n_orient`` orientations,
+    in two phases (cosine and sine), preprocessed as data patches (mean removed, whitened, gain
+    control, Eq. 21); the response energy ``E(f, theta) = (w . u_cos)^2 + (w . u_sin)^2``.
+
+    The unit's *best frequency* is where ``max_theta E`` peaks; at that frequency only,
+    ``osi = |sum_theta E exp(2i theta)| / sum_theta E`` (1 for a unit that answers one
+    orientation only, 0 for an isotropic one) and ``orientation`` (the wave vector's angle,
+    radians in ``[0, pi)``). Unlike :func:`filter_properties`, power at other frequencies does
+    not dilute the index. Returns ``{"osi", "orientation", "frequency"}`` (arrays of length K)."""
+    from cnce.images.network import gain_control
+
+    if isinstance(n_orient, bool) or not isinstance(n_orient, int) or n_orient < 4:
+        raise ValueError(f"n_orient must be an int >= 4; got {n_orient!r}")
+    freqs = np.asarray(freqs, dtype=float)
+    if freqs.ndim != 1 or freqs.size == 0 or np.any(freqs <= 0) or np.any(freqs > 0.5):
+        raise ValueError(f"freqs must be frequencies in (0, 0.5] cycles/pixel; got {freqs!r}")
+    W = torch.as_tensor(W).detach().float().cpu()
+    n = int(round(math.sqrt(whitener.V.shape[0])))
+    th = np.arange(n_orient) * np.pi / n_orient
+    X = np.stack([grating(n, t, f, ph) for f in freqs for t in th for ph in (0.0, np.pi / 2)]).reshape(-1, n * n)
+    Xt = torch.as_tensor(X, dtype=torch.float32)
+    u = gain_control(whitener.to("cpu").transform(Xt - Xt.mean(1, keepdim=True)))
+    r = (u @ W.T).double().numpy().reshape(len(freqs), n_orient, 2, -1)
+    E = (r**2).sum(2)  # (n_freq, n_orient, K)
+    best = E.max(1).argmax(0)
+    Eb = E[best, :, np.arange(E.shape[2])]  # (K, n_orient)
+    vec = (Eb * np.exp(2j * th)[None]).sum(1) / np.maximum(Eb.sum(1), 1e-300)
+    return {"osi": np.abs(vec), "orientation": np.mod(np.angle(vec) / 2, np.pi), "frequency": freqs[best]}
+
+
+def grating_threshold(whitener: Whitener, *, K: int = 600, quantile: float = 0.95, seed: int = 0) -> float:
+    """The grating OSI (:func:`grating_tuning`) above which a unit counts as oriented: the
+    ``quantile`` of ``K`` localised-noise patterns passed through ``whitener``, as
+    :func:`osi_threshold` does for the Fourier index."""
+    n = int(round(math.sqrt(whitener.V.shape[0])))
+    return float(np.quantile(grating_tuning(project_to_whitened(localised_noise(n, K, seed=seed), whitener), whitener)["osi"],
+                             quantile))
 
 
 class Layer1Monitor:

@@ -31,6 +31,8 @@ __all__ = [
     "degenerate_spreads",
     "plot_d2_snapshots",
     "plot_layer3_units",
+    "icon_responses",
+    "ICON_CONVENTIONS",
     "plot_layer4_units",
     "glue_figure",
     "plot_d2_measures",
@@ -241,6 +243,50 @@ def normalise_responses(resp: list[np.ndarray]) -> list[np.ndarray]:
     med = np.median(allr, 1)
     top = np.maximum(allr.max(1) - med, 1e-12)
     return [np.clip((r - med[:, None, None]) / top[:, None, None], 0, 1) for r in resp]
+
+
+#: How a space-orientation icon is drawn: ``"authors"`` (their ``plot_rFields_response.m``: the
+#: unit's best probe frequency only, its linear response with its sign, positive in blue and
+#: negative in red, divided by the largest |response|) or ``"overlay"`` (every probe frequency
+#: overlaid, the response above its median divided by the largest excess, clipped at zero).
+ICON_CONVENTIONS = ("authors", "overlay")
+POSITIVE, NEGATIVE = (0.1, 0.2, 0.6), (0.75, 0.1, 0.1)
+
+
+def icon_responses(resp: list[np.ndarray], convention: str = "authors") -> list[list[tuple[np.ndarray, tuple]]]:
+    """Per unit of ``resp[f] (K, n_pos, n_orient)``, what its icon draws: one list per probe
+    frequency of ``(r (n_pos, n_orient) in [0, 1], colour)`` pairs (see
+    :data:`ICON_CONVENTIONS`). With ``"authors"`` only the unit's best frequency (largest
+    response, as :func:`cnce.images.contours.best_frequency`) holds curves: ``r = max(z, 0) /
+    max |z|`` in blue and ``max(-z, 0) / max |z|`` in red; the other frequencies are empty."""
+    from cnce.images.contours import best_frequency
+
+    if convention not in ICON_CONVENTIONS:
+        raise ValueError(f"convention must be one of {ICON_CONVENTIONS}; got {convention!r}")
+    K = resp[0].shape[0]
+    if convention == "overlay":
+        norm = normalise_responses(resp)
+        return [[[(r[j], POSITIVE)] for r in norm] for j in range(K)]
+    best = best_frequency(resp)
+    out = []
+    for j in range(K):
+        z = np.asarray(resp[best[j]][j], dtype=float)
+        top = max(float(np.abs(z).max()), 1e-12)
+        out.append([[(np.maximum(z, 0) / top, POSITIVE), (np.maximum(-z, 0) / top, NEGATIVE)] if f == best[j] else []
+                    for f in range(len(resp))])
+    return out
+
+
+def _icon_segments(parts, probe, radius: float = 0.5):
+    """Segments, colours and alphas of one unit's icon from :func:`icon_responses`."""
+    segs, cols = [], []
+    for f, (fr, pp) in enumerate(zip(probe.freqs, parts)):
+        rad = probe.sigma(fr) * fr if hasattr(probe, "sigma") else radius
+        for r, col in pp:
+            s, a = _polar_segments([r], [probe.positions(fr)], [fr], probe.orientations, radius=rad)
+            segs += s
+            cols += [(*col, al) for al in a]
+    return segs, cols
 
 
 def _draw_so(ax, resp_unit, probe, size):
@@ -661,14 +707,15 @@ class _Canvas:
         self.seg_cols.append(colour)
         self.seg_lw.append(0.5)
 
-    def so_icon(self, x: float, y: float, resp_unit: list[np.ndarray], probe, radius: float = 0.5, scale: float = 1.0):
-        """A space-orientation field (:func:`_so_segments`) of ``probe.size`` pixels drawn
-        ``scale`` times larger, its top left at ``(x, y)``, in a light frame."""
-        segs, alphas = _so_segments(resp_unit, probe, radius)
-        for sg, a in zip(segs, alphas):
+    def so_icon(self, x: float, y: float, parts, probe, radius: float = 0.5, scale: float = 1.0):
+        """A space-orientation field of ``probe.size`` pixels drawn ``scale`` times larger, its
+        top left at ``(x, y)``, in a light frame; ``parts`` one unit's entry of
+        :func:`icon_responses`."""
+        segs, cols = _icon_segments(parts, probe, radius)
+        for sg, c in zip(segs, cols):
             self.segs.append((sg + 0.5) * scale - 0.5 + np.array([x, y]))
-            self.seg_cols.append((0.1, 0.2, 0.6, a))
-            self.seg_lw.append(0.8)
+            self.seg_cols.append(c)
+            self.seg_lw.append(1.0)
         self.frame(x, y, probe.size * scale, probe.size * scale)
 
     def bar(self, x: float, y: float, w: float, h: float, frac: float):
@@ -704,15 +751,17 @@ class _Canvas:
 
 
 def plot_layer3_units(resp3: list[np.ndarray], probe, units, patches: np.ndarray, top_idx: np.ndarray,
-                      n_patches: int = 10, per_row: int = 5, icon: float = 2.4, radius: float = 0.5,
-                      width: float = PAGE_WIDTH):
+                      n_patches: int = 10, per_row: int = 5, icon: float = 3.2, radius: float = 0.5,
+                      width: float = PAGE_WIDTH, convention: str = "authors"):
     """Supp. D.3 (Figs 14-17): one row per third-layer unit in ``units``: its index, its
     space-orientation field (``resp3`` from :func:`cnce.images.probes.probe_layers` or
     :func:`~cnce.images.probes.probe_layer`; any probe with ``freqs``, ``orientations``,
     ``positions(freq)`` and ``size``) drawn ``icon`` times a patch's size, and the ``n_patches``
     patches of ``patches (N, size**2)`` that drive it most (``top_idx (K, k)``, strongest
-    first), ``per_row`` to a row, each with its mean removed and scaled to its own range."""
-    norm = normalise_responses(resp3)
+    first), ``per_row`` to a row, each with its mean removed and scaled to its own range. Icons
+    follow ``convention`` (:data:`ICON_CONVENTIONS`; pass the linear layer-3 response for the
+    authors' signed icons)."""
+    norm = icon_responses(resp3, convention)
     units = list(units)
     n = probe.size
     gap, label = max(2, n // 8), int(1.4 * n)
@@ -723,7 +772,7 @@ def plot_layer3_units(resp3: list[np.ndarray], probe, units, patches: np.ndarray
     for r, j in enumerate(units):
         y = gap + r * unit_h
         cv.text(0, y + icon * n / 2, f"unit {j}", ha="left")
-        cv.so_icon(label, y, [x[j] for x in norm], probe, radius=radius, scale=icon)
+        cv.so_icon(label, y, norm[j], probe, radius=radius, scale=icon)
         for c, pi in enumerate(np.asarray(top_idx)[j][:n_patches]):
             rr, cc = divmod(c, per_row)
             cv.tile(first + cc * (n + gap), int(y + rr * (n + gap)), patches[pi].reshape(n, n), centre=True)
@@ -731,15 +780,17 @@ def plot_layer3_units(resp3: list[np.ndarray], probe, units, patches: np.ndarray
 
 
 def plot_layer4_units(units, q4: np.ndarray, resp3: list[np.ndarray], probe, patches: np.ndarray, top_idx: np.ndarray,
-                      top_val: np.ndarray, *, max_units: int = 10, mass: float = 0.9, per_row: int = 10,
-                      icons_per_row: int = 5, icon: float = 2.0, radius: float = 0.5, width: float = PAGE_WIDTH):
+                      top_val: np.ndarray, *, max_units: int = 6, mass: float = 0.9, per_row: int = 10,
+                      icons_per_row: int = 3, icon: float = 3.2, radius: float = 0.5, width: float = PAGE_WIDTH,
+                      convention: str = "authors"):
     """Supp. D.4 (Figs 18-47): a block per fourth-layer unit in ``units``: the space-orientation
     fields of the third-layer units it pools (at most ``max_units``, or as many as hold ``mass``
     of its pooling weight ``q4 (K4, K3)``; ``icons_per_row`` to a row, ``icon`` times a patch's
     size), each with a bar for ``q / max q``; below them the patches that drive it most
     (``top_idx``, ``top_val (K4, k)`` from :func:`cnce.images.probes.top_patches`), ``per_row``
-    to a row, each with a bar for its response relative to the largest."""
-    norm = normalise_responses(resp3)
+    to a row, each with a bar for its response relative to the largest. Icons follow
+    ``convention`` (:data:`ICON_CONVENTIONS`; the authors draw at most six pooled units)."""
+    norm = icon_responses(resp3, convention)
     units = list(units)
     sel = pooled_units(q4[units], max_units, mass)
     n = probe.size
@@ -759,7 +810,7 @@ def plot_layer4_units(units, q4: np.ndarray, resp3: list[np.ndarray], probe, pat
         for c, (kk, wk) in enumerate(zip(idx, w)):
             rr, cc = divmod(c, icons_per_row)
             x, yy = label + cc * (icon * n + 2 * gap), y + rr * icon_h
-            cv.so_icon(x, yy, [r[kk] for r in norm], probe, radius=radius, scale=icon)
+            cv.so_icon(x, yy, norm[kk], probe, radius=radius, scale=icon)
             cv.bar(x, yy + icon * n + gap, icon * n, bar_h, wk)
         y += int(np.ceil(len(idx) / icons_per_row)) * icon_h + gap
         v = np.asarray(top_val)[j]

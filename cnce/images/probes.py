@@ -444,14 +444,15 @@ def _assemble(parts, n_pos: int, n_orient: int) -> np.ndarray:
 
 @torch.no_grad()
 def probe_layers(net: ImageNetwork, whitener: Whitener, probe: AuthorsProbe | None = None, *,
-                 layers=(2, 3, 4), chunk: int = 4096) -> dict[int, list[np.ndarray]]:
+                 layers=(2, 3, 4), chunk: int = 4096, linear3: bool = False) -> dict[int, list[np.ndarray]]:
     """Responses of layers 2-4 (pre-threshold outputs, :meth:`ImageNetwork.layer_output`) to
     every stimulus of ``probe`` (default: :class:`AuthorsProbe` at the whitener's patch size),
     in one pass through the network per chunk of stimuli (on the CPU, float32).
 
     Returns ``{layer: [array (K_layer, n_pos, n_orient) per probe frequency]}``. The stimuli
     are preprocessed as data patches are (per-patch mean removed, then whitened); layer 3 is
-    ``max(z3, 0)`` with the authors' "Max" unit, as their ``response.m`` computes it."""
+    ``max(z3, 0)`` with the authors' "Max" unit, as their ``response.m`` computes it, or the
+    linear ``z3`` with its sign when ``linear3`` (what their icons draw)."""
     if not layers or any(L not in (2, 3, 4) for L in layers):
         raise ValueError(f"layers must be drawn from (2, 3, 4); got {layers!r}")
     size = int(round(math.sqrt(whitener.V.shape[0])))
@@ -470,7 +471,7 @@ def probe_layers(net: ImageNetwork, whitener: Whitener, probe: AuthorsProbe | No
         if 3 in layers or 4 in layers:
             z3 = net.z3(net.u3(z2))
             if 3 in layers:
-                out[3] = (torch.relu(z3) if net.l3_nonlinearity == "max" else z3).numpy()
+                out[3] = (torch.relu(z3) if net.l3_nonlinearity == "max" and not linear3 else z3).numpy()
             if 4 in layers:
                 out[4] = net.z4(z3).numpy()
         return out

@@ -34,7 +34,8 @@ CODE = ("companion/claims", "cnce/experiments/claims.py", "cnce/experiments/eps_
         "cnce/theory.py", "cnce/images/claims.py", "cnce/images/layer_claims.py", "cnce/images/verdicts.py",
         "cnce/images/d2.py", "cnce/images/attribution.py", "cnce/images/measures.py", "companion/coverage.py")
 #: the inputs the records read (folders: every file in them)
-INPUTS = ("data/results/paper", "data/results/asymptotics", "data/checks/image-claims.json", "data/weights")
+INPUTS = ("data/results/paper", "data/results/asymptotics", "data/checks/image-claims.json",
+          "data/checks/image-settings.json", "data/weights")
 
 
 class Context:
