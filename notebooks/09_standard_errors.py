@@ -190,7 +190,7 @@ plotting.theory.levels_figure(theory, {"gaussian": "Gaussian (Fig. 2a)", "ica": 
 #   (page 04), so the model is misspecified: the estimate converges to another value than the
 #   truth, and no standard error can cover it. The coverage study uses the exact generator.
 #
-# ## Predicted and simulated ratio of CNCE to MLE as $\kappa$ grows
+# ## Predicted and simulated ratio of CNCE to MLE as κ grows
 
 # %% tags=["hide-input"]
 from companion.claims.theory import ratios

@@ -89,4 +89,4 @@ def test_first_call_runs_name_the_first_calls_commit_and_source_hash(rel):
     assert "ablation/results.json" in d["provenance"]
     if provenance.git("cat-file", "-e", d["commit"]) is None:
         pytest.skip("the commit is not in this clone")
-    assert runs.commit_source_hash(d["commit"]) == d["source_hash"]
+    assert adopt.commit_source_hash(d["commit"]) == d["source_hash"]
