@@ -44,18 +44,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from cnce.locations import set_data_dir
+    from cnce.locations import data_dir_context
 
     from .paths import DATA
 
-    set_data_dir(DATA)  # the repository's results and weights, wherever the command runs from
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
     try:
-        rc = args.func(args)
+        # the repository's results and weights, wherever the command runs from (restored after,
+        # so that a caller in the same process keeps its own choice)
+        with data_dir_context(DATA):
+            rc = args.func(args)
     except (CnceError, ValueError, RuntimeError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         code = exit_code(exc)

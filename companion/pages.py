@@ -32,6 +32,7 @@ PAGES: tuple[Page, ...] = (
     Page("06_image_model", None),
     Page("07_choosing_eps", "eps"),
     Page("08_energy_networks", None),
+    Page("09_standard_errors", None),
 )
 
 

@@ -135,6 +135,10 @@ def _settings() -> tuple[Setting, ...]:
                 ("book/differences.md",)),
         *(Setting(_value(b), "the band in which a nominal 95 % interval's coverage counts as as claimed",
                   "companion.claims.theory.BAND (issue 47: 0.93-0.97)", ("notebooks/09_*",)) for b in _band()),
+        Setting("50", "the sparsity measure's second setting: the share of a unit's weight that counts (50 %)",
+                "scripts/image_settings.py (mass 0.9 and 0.5)", ("notebooks/06_*",)),
+        Setting("25", "patches shown per unit, as the authors' Supp. D.3-D.4 figures show", "paper Supp. D.3-D.4",
+                ("notebooks/06a_*",)),
         # -- citations, versions, hardware names
         Setting("2012", "year of a cited paper (Gutmann and Hyvärinen 2012)", "book/references.bib",
                 ("notebooks/03_*",)),

@@ -33,9 +33,10 @@
 
 # %% tags=["parameters"]
 # Values you may change; then rerun all cells (Run > Run All Cells).
-# sims, N: the size of the worked example (the committed coverage study is larger)
-sims = 40
-N = 2000
+# scale: the size of the worked example: "quick" (40 simulations of 2000 points, seconds) or
+#   "paper" (the coverage study's 200 simulations of 5000 points, a minute or two); the
+#   committed study and predicted levels below are shown in either case
+scale = "quick"
 seed = 0
 
 # %% tags=["hide-input"]
@@ -95,6 +96,7 @@ from cnce.models import Gaussian
 from companion.paths import REPO_ROOT
 from cnce.report import glue
 
+sims, N = {"quick": (40, 2000), "paper": (200, 5000)}[scale]
 model = Gaussian(5)
 g = torch.Generator().manual_seed(seed)
 theta_true = model.random_params(sims, generator=g)

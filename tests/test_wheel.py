@@ -67,7 +67,11 @@ def _run(code: str, target: Path, cwd: Path) -> subprocess.CompletedProcess:
     paths = [str(target), *(str(Path(sysconfig.get_paths()[k]).resolve()) for k in ("purelib", "platlib"))]
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-    guard = (f"import sys\nassert not any(p and p.startswith({str(ROOT)!r}) for p in sys.path), sys.path\n"
+    # nothing of the repository on the path but the environment's site-packages, which supply torch
+    # and the rest (in CI the venv lies inside the repository; -S keeps its .pth files, the
+    # editable install's among them, unread)
+    guard = (f"import sys\nallowed = {paths!r}\n"
+             f"assert not any(p and p.startswith({str(ROOT)!r}) and p not in allowed for p in sys.path), sys.path\n"
              "import cnce\n"
              f"assert cnce.__file__.startswith({str(target)!r}), cnce.__file__\n"
              "try:\n    import companion\nexcept ImportError:\n    pass\n"
