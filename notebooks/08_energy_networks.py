@@ -545,7 +545,7 @@ glue("nd_ceiling", f"{ceiling:.2f}")
 # %% tags=["hide-input"]
 import json  # noqa: E402
 
-from cnce.provenance import REPO_ROOT  # noqa: E402
+from companion.paths import REPO_ROOT  # noqa: E402
 
 bench = json.loads((REPO_ROOT / "benchmarks" / "results" / "nn-torchebm.json").read_text())
 bs = bench["settings"]
