@@ -80,6 +80,7 @@ provenance_table(df)
 titles = {"gaussian": "(a) Gaussian model", "ica": "(b) ICA model"}
 # the level asymptotic theory predicts for the committed paper-scale curves (page 09)
 from cnce.locations import data_dir
+from cnce.report import glue
 
 predicted = (pd.read_csv(data_dir() / "results" / "asymptotics" / "theory-levels.csv")
              if shown == "paper" and seed == 0 else None)

@@ -80,6 +80,7 @@ titles = {"lognormal": "(a) log-normal model",
           "bernoulli-eps0.2": "(c) Bernoulli, fixed ε = 0.2"}
 # the level asymptotic theory predicts for the committed paper-scale curves (page 09)
 from cnce.locations import data_dir
+from cnce.report import glue
 
 predicted = (pd.read_csv(data_dir() / "results" / "asymptotics" / "theory-levels.csv")
              if shown == "paper" and seed == 0 else None)
