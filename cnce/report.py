@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["glue", "glue_verdict", "verdict_html", "badge_html", "BADGES", "t_interval", "seed_interval"]
+__all__ = ["glue", "badge_html", "BADGES", "t_interval", "seed_interval"]
 
 
 def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
@@ -92,58 +92,3 @@ def badge_html(verdict: str) -> str:
     if verdict not in BADGES:
         raise ValueError(f"verdict must be one of {list(BADGES)}; got {verdict!r}")
     return f'<span class="cnce-badge cnce-badge-{BADGES[verdict]}">{html.escape(verdict)}</span>'
-
-
-def verdict_html(question: str, items, note: str | None = None, title: str = "Verdict") -> str:
-    """The verdict block of a results page as HTML: the question, then one line per claim with
-    its badge and the deciding number. ``items``: ``(verdict, statement)`` pairs, or
-    ``(verdict, statement, label)`` triples (``label`` is printed in bold before the
-    statement). ``note``: an optional last line. Text is escaped; ``question`` and ``note``
-    may carry simple inline HTML (``<em>``, ``<a href>``) and are not escaped."""
-    import html
-
-    lines = []
-    for it in items:
-        verdict, statement, *label = it
-        lead = f"<strong>{html.escape(label[0])}</strong>: " if label and label[0] else ""
-        lines.append(f"<li>{badge_html(verdict)} {lead}{html.escape(statement)}</li>")
-    out = [f'<div class="admonition cnce-verdict"><p class="admonition-title">{html.escape(title)}</p>',
-           f'<p class="cnce-question">{question}</p>', f'<ul class="cnce-verdict-items">{"".join(lines)}</ul>']
-    if note:
-        out.append(f'<p class="cnce-verdict-note">{note}</p>')
-    out.append("</div>")
-    return "".join(out)
-
-
-class _Markdown(_Text):
-    """Displays as ``text`` in a text/markdown output (myst-nb's ``glue:md`` renders it)."""
-
-    def _repr_markdown_(self) -> str:
-        return self.text
-
-
-def glue_verdict(name: str, question: str, items, note: str | None = None, title: str = "Verdict") -> None:
-    """Glue a verdict block (:func:`verdict_html`) of free ``items`` under ``name`` as Markdown.
-    Returns nothing, so that a call at the end of a cell prints nothing.
-
-    A claim's verdict is the claims ledger's, not a page's: a results page renders its block
-    from the ledger with ``companion.claims.render.glue_verdict_block(page, question)`` (pages
-    01-05 and 07 do). This function remains for the pages whose claims are not yet declared in
-    the ledger (06, 08); it defines no claim.
-
-    The page shows it where its markdown says (usually right under the title, so that the
-    computation can stay further down)::
-
-        ```{glue:md} verdict
-        :format: myst
-        ```
-
-    The block is an ``admonition cnce-verdict`` (styled by ``_static/cnce.css``; the browser
-    test ``tests/test_browser.py`` checks it is on screen within the first 900 px)."""
-    text = verdict_html(question, items, note, title)
-    try:
-        from myst_nb import glue as _glue
-    except ImportError:  # pragma: no cover
-        return None
-    _glue(name, _Markdown(text), display=False)
-    return None

@@ -246,7 +246,7 @@ def test_every_notebook_has_a_page(book):
 
 # --- every results page argues: the verdict first ---------------------------------------------
 
-#: The results pages: each shows a verdict block (``cnce.report.glue_verdict``) in its first screen.
+#: The results pages: each shows a verdict block (``companion.claims.render.glue_verdict_block``) in its first screen.
 RESULTS_PAGES = [p for p in PAGES if re.match(r"notebooks/0[1-8]_", p)]
 #: Pages that do not carry their verdict block yet, with the reason (the test expects them to fail).
 VERDICT_PENDING: dict[str, str] = {}
