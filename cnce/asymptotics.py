@@ -321,7 +321,7 @@ def _chunk(S: int, N: int, kappa: int | None, P: int, budget_bytes: float = 5e8)
 
 def attach(res, problem) -> None:
     """Set ``res.cov``, ``res.stderr`` and ``res.cov_reason`` of a fit (``cnce.fit(..., cov=True)``),
-    in chunks of simulations, from the fit's own :class:`~cnce.backends.FitProblem`."""
+    in chunks of simulations, from the fit's own ``cnce.backends.FitProblem``."""
     model, x = problem.model, problem.x
     S, N, _ = x.shape
     step = _chunk(S, N, problem.kappa, model.n_params)

@@ -23,8 +23,8 @@ class Bernoulli(UnnormalisedModel):
     linear = True
     discrete = True
     closed_form_mle = True
-    #: CNCE sees only theta_2 / theta_1 (and maximum likelihood only the normalised pair): the
-    #: loss is flat along a common factor, so no standard error is given for theta itself
+    #: CNCE sees only the ratio theta_2 / theta_1, and maximum likelihood only the normalised
+    #: pair, so the loss is flat along a common factor and theta itself gets no standard error
     identified_up_to = "a common positive factor of (theta_1, theta_2)"
 
     def __init__(self):
