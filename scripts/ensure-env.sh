@@ -50,5 +50,9 @@ fi
 echo "[ensure-env] installing pinned requirements (requirements-lock.txt)"
 .venv/bin/python -m pip install -q -r requirements-lock.txt
 .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e .
+# the companion (companion/: the book's workshop, not in the wheel) importable by every process of
+# this venv, wherever it runs: notebook kernels start in notebooks/ and tests/golden/
+PURELIB=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+echo "$PWD" > "$PURELIB/cnce-companion.pth"
 .venv/bin/python -m ipykernel install --prefix .venv --name python3 --display-name "Python 3" >/dev/null
 echo "$WANT" > "$STAMP"

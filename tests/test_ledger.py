@@ -289,7 +289,7 @@ def test_a_verdict_block_names_only_ledger_claims():
     with pytest.raises(ValueError, match="claim id must be one of"):
         render.verdict_block_html("02_consistency", "q?", ids=["not-a-claim"])
     with pytest.raises(ValueError, match="no claim shown on page"):
-        render.verdict_block_html("08_energy_networks", "q?")
+        render.verdict_block_html("00_quickstart", "q?")
 
 
 def test_claims_table_links_each_row_to_its_page_section_and_code():
@@ -306,7 +306,7 @@ def test_claims_table_links_each_row_to_its_page_section_and_code():
 
 
 def test_the_command_checks_and_lists_the_ledger(capsys, tmp_path):
-    from companion.__main__ import main
+    from companion.cli import main
 
     assert main(["claims", "--check"]) == 0
     assert main(["claims", "--list"]) == 0
