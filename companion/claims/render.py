@@ -151,23 +151,29 @@ def claims_table_html(rows=None, *, page_prefix: str = "../", path=None) -> str:
     code that computes it. The paper's claims and our questions in two tables."""
     rows = rows if rows is not None else _ledger.records(path=path)
     head = ("<table class=\"claims\"><thead><tr><th>#</th><th>claim</th><th>we measure (click: the paper's claim, the "
-            "rule, all numbers)</th><th>verdict</th><th>why, where not reproduced</th><th>shown on</th><th>code</th>"
+            "rule, all numbers)</th><th>verdict</th><th>why, where not reproduced</th><th>shown on, code</th>"
             "</tr></thead><tbody>")
 
     def tr(i, r):
+        # one line a row (the table scans in two screens): long texts end in an ellipsis, in full in
+        # the cell's tooltip and, for the measured column, in its details
         rec = r["record"]
         href = _page_href(r["page"], page_prefix) + (f"#{anchor_id(r['anchor'])}" if r["anchor"] else "")
-        code = (f'<a href="{page_prefix}{DOWNLOADS}/{_module_path(r["code"])}"><code>{html.escape(r["code"])}</code></a> '
-                f'(rule: <a href="{page_prefix}{DOWNLOADS}/{_module_path(r["declared_in"])}">'
-                f'<code>{html.escape(r["declared_in"])}</code></a>)')
-        why = html.escape(rec["why"]) if rec["verdict"] != "reproduced" and r["kind"] == PAPER else ""
-        return (f'<tr id="claim-{html.escape(r["id"])}"><td>{i}</td><td><b>{html.escape(r["title"])}</b><br>'
-                f'<small>{html.escape(r["section"])}</small></td>'
-                f"<td><details><summary>{html.escape(rec['short'])}</summary><div><b>The paper</b> (in our words): "
-                f"{html.escape(r['paper'])}.<br><b>Rule</b>: {html.escape(r['rule'])}.<br><b>Measured</b>: "
-                f"{html.escape(rec['measured'])}<br><b>Data</b>: {html.escape(r['data'])}</div></details></td>"
-                f"<td>{badge_html(rec['verdict'])}</td><td>{why}</td>"
-                f'<td><a href="{html.escape(href)}">{html.escape(PAGES[r["page"]])}</a></td><td>{code}</td></tr>')
+        code = (f'<a href="{page_prefix}{DOWNLOADS}/{_module_path(r["code"])}" title="{html.escape(r["code"])}">code</a>')
+        rule = (f'<a href="{page_prefix}{DOWNLOADS}/{_module_path(r["declared_in"])}">'
+                f'<code>{html.escape(r["declared_in"])}</code></a>')
+        why = rec["why"] if rec["verdict"] != "reproduced" and r["kind"] == PAPER else ""
+        title = f'{r["title"]} ({r["section"]})'
+        return (f'<tr id="claim-{html.escape(r["id"])}"><td>{i}</td>'
+                f'<td><span class="one-line" title="{html.escape(title)}"><b>{html.escape(r["title"])}</b></span></td>'
+                f"<td><details><summary title=\"{html.escape(rec['short'])}\">{html.escape(rec['short'])}</summary><div>"
+                f"<b>Where</b>: {html.escape(r['section'])}.<br><b>The paper</b> (in our words): "
+                f"{html.escape(r['paper'])}.<br><b>Rule</b> ({rule}): {html.escape(r['rule'])}.<br><b>Measured</b>: "
+                f"{html.escape(rec['measured'])}<br><b>Data</b>: {html.escape(r['data'])}"
+                + (f"<br><b>Why</b>: {html.escape(why)}" if why else "") + "</div></details></td>"
+                f"<td>{badge_html(rec['verdict'])}</td>"
+                f'<td><span class="one-line" title="{html.escape(why)}">{html.escape(why)}</span></td>'
+                f'<td><a href="{html.escape(href)}">{html.escape(PAGES[r["page"]])}</a> · {code}</td></tr>')
 
     numbered = list(enumerate(rows, start=1))
     paper = [(i, r) for i, r in numbered if r["kind"] == PAPER]
