@@ -7,6 +7,7 @@ import tarfile
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,6 +25,9 @@ def _photo_folder(path: Path) -> Path:
     return path
 
 
+# the whole queue at smoke size takes about a minute of one core: the test command's budget cannot
+# hold it (the script runs only when a GPU is lent); `scripts/test.sh -m slow` runs it
+@pytest.mark.slow
 def test_gpu_script_runs_its_queue_packs_at_most_eight_files_and_resumes(tmp_path):
     out, work = tmp_path / "out", tmp_path / "work"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
