@@ -47,13 +47,10 @@ def solve(problem) -> FitResult:
     S, N, D = x.shape
     chunk = problem.chunk
     starts = list(range(0, S, chunk))
-    iterator = starts
-    if problem.progress:
-        from tqdm.auto import tqdm
-
-        iterator = tqdm(starts, desc=f"fit {model.name} {method}", unit="chunk", leave=False)
+    bar = problem.progress
     parts = []
-    for s0 in iterator:
+    done = converged = 0
+    for s0 in starts:
         sl = slice(s0, min(S, s0 + chunk))
         sub, xs, th0 = model.take(sl, S), x[sl], problem.theta0[sl]
         if method == "cnce":
@@ -65,6 +62,9 @@ def solve(problem) -> FitResult:
             parts.append(_fit_mle(sub, xs, th0, problem))
         else:
             parts.append(_fit_sm(sub, xs, th0, problem))
+        done += parts[-1].theta.shape[0]
+        converged += int(parts[-1].converged.sum())
+        bar.update(done=done, converged=converged, chunk=f"{len(parts)}/{len(starts)}", iteration=None, active=None)
     res = FitResult.concat(parts)
     res.seconds = time.perf_counter() - t0
     res.info.update(chunks=len(starts), sim_batch=chunk, device=str(problem.device), backend=NAME,
@@ -77,8 +77,20 @@ def _solve(objective, psi0, problem):
     models that declare ``contrastive_optimizer = "lbfgs"``: margins whose Gauss-Newton matrix
     misses most of the curvature)."""
     if problem.optimizer == "newton":
-        return newton(objective, psi0, problem.newton)
+        return newton(objective, psi0, problem.newton, callback=_reporter(problem))
+    problem.progress.update(phase="lbfgs")
     return lbfgs(AutogradObjective(lambda psi: objective.loss(psi), hessian=False), psi0, problem.lbfgs)
+
+
+def _reporter(problem):
+    """The Newton callback that reports the iteration and the simulations still iterating."""
+    bar = problem.progress
+    bar.update(phase="newton")
+
+    def report(it, loss, active):
+        bar.update(iteration=it + 1, active=active)  # the count is taken when the line is drawn
+
+    return report
 
 
 def _binary_pair_types(D, like):
@@ -127,6 +139,7 @@ def _fit_cnce_counts(model, x, psi0, kappa, eps, noise, base, problem):
         def J_of_eps(e):
             return scale * (counts(e) * sp0).sum(-1)
 
+        problem.progress.update(phase="eps")
         eps = eps.on_all_points().run(J_of_eps, x)  # the counts cost the same for any prefix
     objective = LinearLogistic(None, b, scale, Ft=Ft, dtype=x.dtype, weights=counts(eps), hess_points=problem.newton.hess_points)
     return FitResult.from_optim(model, _solve(objective, psi0, problem), method="cnce", kappa=kappa, eps=eps)
@@ -147,6 +160,7 @@ def _fit_cnce(model, x, theta0, kappa, eps, noise, base, problem):
             lp_y = model._log_phi_free(y.reshape(S, n * kappa, D), psi0).reshape(S, n, kappa)
             return cnce_loss(lp_x0[:, :n], lp_y, noise.log_ratio(xn, y, e))
 
+        problem.progress.update(phase="eps")
         eps = eps.run(J_of_eps, x)
     y = noise.apply(x, base, eps)
     log_ratio = noise.log_ratio(x, y, eps)
@@ -290,7 +304,7 @@ def _fit_mle(model, x, theta0, problem):
     if problem.optimizer == "lbfgs":
         res = lbfgs(AutogradObjective(f, hessian=False), psi0, problem.lbfgs)
     else:
-        res = newton(AutogradObjective(f), psi0, problem.newton)
+        res = newton(AutogradObjective(f), psi0, problem.newton, callback=_reporter(problem))
     return FitResult.from_optim(model, res, method="mle", kappa=None)
 
 
@@ -298,5 +312,5 @@ def _fit_sm(model, x, theta0, problem):
     def f(psi):
         return score_matching_loss(model._log_phi_free, x, psi)
 
-    res = newton(AutogradObjective(f), model.to_free(theta0), problem.newton)
+    res = newton(AutogradObjective(f), model.to_free(theta0), problem.newton, callback=_reporter(problem))
     return FitResult.from_optim(model, res, method="sm", kappa=None)
