@@ -102,7 +102,11 @@ def fit(
         device: ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda"``.
         dtype: float64 by default.
         sim_batch: simulations per chunk; ``"auto"`` keeps each chunk's features under
-            ``options.memory_budget_gb`` (default 1 GB). Results do not depend on it.
+            ``options.memory_budget_gb`` (default 1 GB). Results do not depend on it. Where one
+            simulation's features alone exceed the budget, the torch path streams that
+            simulation's rows in chunks within it (CNCE of a model linear in its parameters:
+            :mod:`cnce.backends.streaming`; estimates equal to round-off, slower: the features
+            are formed anew at each pass) and refuses the other fits, naming the estimate.
         progress: a progress line on stderr (:mod:`cnce.backends.progress`) for fits that run long:
             ``True`` (default) shows it once the fit has run 5 seconds (nothing for shorter fits),
             a number of seconds >= 0 after that long, ``False`` never. It shows the phase, the
@@ -201,16 +205,19 @@ def fit(
         eps = None
     form = plan.formulation(model, method, noise, x, options)
     mod = backends.choose(model, method, noise, dev, dtype, form, backend)
+    rows = None
     if mod.NAME == "torch":  # checked before the noise is drawn: a refusal costs nothing
         need = plan.simulation_bytes(model, method, N, kappa if uses_noise else None, dtype)
-        if need > options.memory_budget_bytes:
+        rows = plan.row_chunk(model, method, N, kappa if uses_noise else None, dtype, options, form)
+        if need > options.memory_budget_bytes and rows is None:
             fused_fits = backends.compiled.supports(model, method, noise, torch.device("cpu"), torch.float64, form) is None
             noise_gb = N * (kappa or 0) * D * 8 / 2**30
             alt = (f"backend='fused' on the CPU (it forms no features: it holds the data and the drawn noise, about "
                    f"{noise_gb:.1f} GB)" if fused_fits else "fewer rows or a smaller kappa")
             raise InputError(
                 f"this fit needs about {need / 2**30:.1f} GB for one simulation on the torch backend ({N} rows x "
-                f"kappa={kappa}), above options.memory_budget_gb = {options.memory_budget_gb:g}; use {alt}, or raise "
+                f"kappa={kappa}), above options.memory_budget_gb = {options.memory_budget_gb:g} (the torch backend streams "
+                f"rows within the budget only for CNCE of a model linear in its parameters); use {alt}, or raise "
                 f"the budget (cnce.option_context(memory_budget_gb=...)) if the memory is there")
     bar = NO_PROGRESS if delay is None else FitProgress(f"fit {model.name} {method} ({mod.NAME})", S, delay)
     with bar:
@@ -233,7 +240,7 @@ def fit(
             chunk=S if mod.NAME == "fused" else plan.chunk_size(model, method, S, N, kappa if uses_noise else None,
                                                                  dtype, options, sim_batch),
             formulation=form, feature_dtype=plan.feature_dtype(model, method, dtype, dev, options),
-            projection_block_pairs=options.projection_block_pairs, progress=bar)
+            projection_block_pairs=options.projection_block_pairs, row_chunk=rows, progress=bar)
         res = mod.solve(problem)
         _diagnose(res, model, x, theta0, problem, noise)
         if cov:

@@ -50,6 +50,8 @@ class FitProblem:
     formulation: Formulation
     feature_dtype: torch.dtype
     projection_block_pairs: int
+    #: data rows per chunk where the torch path streams rows (cnce.backends.streaming), else None
+    row_chunk: int | None = None
     progress: object = NO_PROGRESS  # a FitProgress (cnce.backends.progress) the backend reports into
 
     @property

@@ -29,6 +29,7 @@ from ..optim import AutogradObjective, LinearLogistic, NonlinearLogistic, lbfgs,
 from ..result import FitResult
 from .plan import PAIR_COUNTS, PROJECTIONS
 from .projection import AbsProjectionLogistic, BlockedAbsProjectionCNCE
+from .streaming import RowStreamLinearCNCE, streamed_J_of_eps
 
 __all__ = ["NAME", "supports", "solve"]
 
@@ -67,7 +68,8 @@ def solve(problem) -> FitResult:
         bar.update(done=done, converged=converged, chunk=f"{len(parts)}/{len(starts)}", iteration=None, active=None)
     res = FitResult.concat(parts)
     res.seconds = time.perf_counter() - t0
-    res.info.update(chunks=len(starts), sim_batch=chunk, device=str(problem.device), backend=NAME,
+    res.info.update(chunks=len(starts), sim_batch=chunk, row_chunk=problem.row_chunk, device=str(problem.device),
+                    backend=NAME,
                     formulation=problem.formulation, optimizer=problem.optimizer, newton=problem.newton)
     return res
 
@@ -145,11 +147,25 @@ def _fit_cnce_counts(model, x, psi0, kappa, eps, noise, base, problem):
     return FitResult.from_optim(model, _solve(objective, psi0, problem), method="cnce", kappa=kappa, eps=eps)
 
 
+def _fit_cnce_streamed(model, x, psi0, kappa, eps, noise, base, problem):
+    """CNCE of a linear model with the rows streamed in chunks of ``problem.row_chunk``
+    (:mod:`cnce.backends.streaming`): one simulation's features exceed the memory budget."""
+    rows = problem.row_chunk
+    if isinstance(eps, EpsSearch):
+        problem.progress.update(phase="eps")
+        eps = eps.run(streamed_J_of_eps(model, x, base, noise, psi0, kappa, rows), x)
+    objective = RowStreamLinearCNCE(model, x, base, eps, noise, kappa, rows=rows, feature_dtype=problem.feature_dtype,
+                                    hess_points=problem.newton.hess_points, progress=problem.progress)
+    return FitResult.from_optim(model, _solve(objective, psi0, problem), method="cnce", kappa=kappa, eps=eps)
+
+
 def _fit_cnce(model, x, theta0, kappa, eps, noise, base, problem):
     S, N, D = x.shape
     psi0 = model.to_free(theta0)
     if problem.formulation == PAIR_COUNTS:
         return _fit_cnce_counts(model, x, psi0, kappa, eps, noise, base, problem)
+    if problem.row_chunk is not None:
+        return _fit_cnce_streamed(model, x, psi0, kappa, eps, noise, base, problem)
     if isinstance(eps, EpsSearch):
         lp_x0 = model._log_phi_free(x, psi0)
 
