@@ -63,8 +63,10 @@ def run(case: str, repeats: int, threads: int) -> dict:
                 line = err.getvalue().replace("\r", "\n").strip().splitlines()
                 results["line"] = line[-1] if line else ""
     med = {k: statistics.median(v) for k, v in times.items()}
-    return {"case": case, "backend": backend, "S": S, "N": N, "repeats": repeats, "median_s": med,
+    low = {k: min(v) for k, v in times.items()}
+    return {"case": case, "backend": backend, "S": S, "N": N, "repeats": repeats, "median_s": med, "min_s": low,
             "ratio_to_off": {k: med[k] / med["off"] for k in SETTINGS},
+            "min_ratio_to_off": {k: low[k] / low["off"] for k in SETTINGS},
             "bitwise_equal": {k: _equal(results["off"], results[k]) for k in ("default", "drawn")},
             "last_line": results.get("line", "")}
 
