@@ -72,3 +72,13 @@ def test_unreadable_checkpoint_message_does_not_say_delete(tmp_path):
         _read_checkpoint(p, "cpu")
     assert "another checkpoint path" in str(e.value) and "delete" not in str(e.value).lower()
     assert p.read_text() == "my own notes"
+
+
+def test_other_architecture_message_does_not_say_delete(tmp_path):
+    import torch
+
+    from cnce.nn.train import _same_architecture
+
+    with pytest.raises(ValueError) as e:
+        _same_architecture({"w": torch.zeros(2)}, {"w": torch.zeros(3)}, tmp_path / "c.pt")
+    assert "another checkpoint path" in str(e.value) and "delete" not in str(e.value).lower()
