@@ -71,8 +71,8 @@ def test_watch_sees_the_kernels_counters_while_they_run():
         def _draw(self):
             seen.append(self._state())
 
-    X = _data(S=1, N=20000).numpy()
-    XI = np.random.default_rng(0).standard_normal((1, 20000, 10, 2))
+    X = _data(S=1, N=100_000).numpy()  # about 0.1 s of kernels: many readings at 1 ms
+    XI = np.random.default_rng(0).standard_normal((1, 100_000, 10, 2))
     model = cnce.models.Gaussian(dim=2)
     th0 = model.to_free(model.init_params(1)).numpy()
     st = NewtonSettings(roundoff_accept=True)
