@@ -30,6 +30,7 @@ from . import noise as noise_mod
 from ._torch import make_generator, resolve_device
 from ._validation import check_applies, check_kappa, check_positive_int, check_rows, check_theta
 from .backends import plan
+from .backends.progress import NO_PROGRESS, FitProgress, settle
 from .errors import InputError
 from .eps import EpsRule, resolve_eps
 from .models.base import UnnormalisedModel
@@ -61,7 +62,7 @@ def fit(
     device="auto",
     dtype: torch.dtype = torch.float64,
     sim_batch: int | str = "auto",
-    progress: bool = False,
+    progress: bool | float = True,
     backend: str = "auto",
     threads: int | None = None,
     options: FitOptions | None = None,
@@ -101,8 +102,16 @@ def fit(
         device: ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda"``.
         dtype: float64 by default.
         sim_batch: simulations per chunk; ``"auto"`` keeps each chunk's features under
-            ``options.memory_budget_gb`` (default 1 GB). Results do not depend on it.
-        progress: show a tqdm bar over chunks.
+            ``options.memory_budget_gb`` (default 1 GB). Results do not depend on it. Where one
+            simulation's features alone exceed the budget, the torch path streams that
+            simulation's rows in chunks within it (CNCE of a model linear in its parameters:
+            :mod:`cnce.backends.streaming`; estimates equal to round-off, slower: the features
+            are formed anew at each pass) and refuses the other fits, naming the estimate.
+        progress: a progress line on stderr (:mod:`cnce.backends.progress`) for fits that run long:
+            ``True`` (default) shows it once the fit has run 5 seconds (nothing for shorter fits),
+            a number of seconds >= 0 after that long, ``False`` never. It shows the phase, the
+            simulations done and converged, the torch path's Newton iteration or the compiled
+            kernels' passes over the data, and the elapsed time; it changes no result.
         backend: ``"auto"`` (default) uses the compiled CPU kernels (:mod:`cnce.backends.compiled`)
             where the model declares one for the method (``model.compiled_kernels``; float64 on
             the CPU, numba installed, and for CNCE the noise of Eq. 13) and the batched torch
@@ -164,6 +173,7 @@ def fit(
         raise InputError(f"tol must be a number >= 0; got {tol!r}")
     if not isinstance(cov, bool):
         raise InputError(f"cov must be True or False; got {cov!r}")
+    delay = settle(progress)
     dev = resolve_device(device)
     if dtype not in (torch.float64, torch.float32):
         raise InputError(f"dtype must be torch.float64 or torch.float32; got {dtype!r}")
@@ -195,40 +205,47 @@ def fit(
         eps = None
     form = plan.formulation(model, method, noise, x, options)
     mod = backends.choose(model, method, noise, dev, dtype, form, backend)
+    rows = None
     if mod.NAME == "torch":  # checked before the noise is drawn: a refusal costs nothing
         need = plan.simulation_bytes(model, method, N, kappa if uses_noise else None, dtype)
-        if need > options.memory_budget_bytes:
+        rows = plan.row_chunk(model, method, N, kappa if uses_noise else None, dtype, options, form)
+        if need > options.memory_budget_bytes and rows is None:
             fused_fits = backends.compiled.supports(model, method, noise, torch.device("cpu"), torch.float64, form) is None
             noise_gb = N * (kappa or 0) * D * 8 / 2**30
             alt = (f"backend='fused' on the CPU (it forms no features: it holds the data and the drawn noise, about "
                    f"{noise_gb:.1f} GB)" if fused_fits else "fewer rows or a smaller kappa")
             raise InputError(
                 f"this fit needs about {need / 2**30:.1f} GB for one simulation on the torch backend ({N} rows x "
-                f"kappa={kappa}), above options.memory_budget_gb = {options.memory_budget_gb:g}; use {alt}, or raise "
+                f"kappa={kappa}), above options.memory_budget_gb = {options.memory_budget_gb:g} (the torch backend streams "
+                f"rows within the budget only for CNCE of a model linear in its parameters); use {alt}, or raise "
                 f"the budget (cnce.option_context(memory_budget_gb=...)) if the memory is there")
-    gen = make_generator(seed)
-    if theta0 is None:
-        theta0 = model.init_params(S, generator=gen)
-    theta0 = check_theta(theta0, model.n_params, S, name="theta0", dtype=dtype, device=dev)
-    if uses_noise:
-        if noise_base is None:
-            noise_base = noise_mod.default_base(noise, S, N, kappa, D, gen, threads=threads)
-        noise_base = _check_base(noise_base, S, N, kappa, D).to(device=dev, dtype=dtype)
-    kernel = model.compiled_kernels.get(method) if mod.NAME == "fused" else None
-    problem = backends.FitProblem(
-        model=model, x=x, method=method, kappa=kappa if uses_noise else None, eps=eps, noise=noise,
-        noise_base=noise_base if uses_noise else None, theta0=theta0, device=dev, dtype=dtype,
-        optimizer=plan.optimizer(model, method),
-        newton=plan.newton_settings(model, method, N, options, mod.NAME, kernel, max_iter=max_iter, tol=tol, form=form),
-        lbfgs=plan.lbfgs_settings(max_iter), threads=threads,
-        chunk=S if mod.NAME == "fused" else plan.chunk_size(model, method, S, N, kappa if uses_noise else None,
-                                                             dtype, options, sim_batch),
-        formulation=form, feature_dtype=plan.feature_dtype(model, method, dtype, dev, options),
-        projection_block_pairs=options.projection_block_pairs, progress=progress)
-    res = mod.solve(problem)
-    _diagnose(res, model, x, theta0, problem, noise)
-    if cov:
-        asymptotics.attach(res, problem)
+    bar = NO_PROGRESS if delay is None else FitProgress(f"fit {model.name} {method} ({mod.NAME})", S, delay)
+    with bar:
+        gen = make_generator(seed)
+        if theta0 is None:
+            theta0 = model.init_params(S, generator=gen)
+        theta0 = check_theta(theta0, model.n_params, S, name="theta0", dtype=dtype, device=dev)
+        if uses_noise:
+            if noise_base is None:
+                bar.update(phase="noise")
+                noise_base = noise_mod.default_base(noise, S, N, kappa, D, gen, threads=threads)
+            noise_base = _check_base(noise_base, S, N, kappa, D).to(device=dev, dtype=dtype)
+        kernel = model.compiled_kernels.get(method) if mod.NAME == "fused" else None
+        problem = backends.FitProblem(
+            model=model, x=x, method=method, kappa=kappa if uses_noise else None, eps=eps, noise=noise,
+            noise_base=noise_base if uses_noise else None, theta0=theta0, device=dev, dtype=dtype,
+            optimizer=plan.optimizer(model, method),
+            newton=plan.newton_settings(model, method, N, options, mod.NAME, kernel, max_iter=max_iter, tol=tol, form=form),
+            lbfgs=plan.lbfgs_settings(max_iter), threads=threads,
+            chunk=S if mod.NAME == "fused" else plan.chunk_size(model, method, S, N, kappa if uses_noise else None,
+                                                                 dtype, options, sim_batch),
+            formulation=form, feature_dtype=plan.feature_dtype(model, method, dtype, dev, options),
+            projection_block_pairs=options.projection_block_pairs, row_chunk=rows, progress=bar)
+        res = mod.solve(problem)
+        _diagnose(res, model, x, theta0, problem, noise)
+        if cov:
+            bar.update(phase="covariance")
+            asymptotics.attach(res, problem)
     res.seconds = time.perf_counter() - t0
     return res if batched else res.unbatch()
 

@@ -64,10 +64,13 @@ def test_gpu_script_runs_its_queue_packs_at_most_eight_files_and_resumes(tmp_pat
     import hashlib
 
     def states():
-        return {p.relative_to(work).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        """Each saved file's content hash and modification time: a job retrained deterministically
+        would write the same bytes, but not at the same time."""
+        return {p.relative_to(work).as_posix(): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
                 for p in sorted((work / "runs").rglob("*")) if p.is_file()}
 
     before, saved = json.loads((out / "results.json").read_text()), states()
+    assert saved and before["runs"] and before["jobs"]  # something to compare
     subprocess.run(cmd, check=True, env=env, cwd=ROOT, timeout=600)
     after = json.loads((out / "results.json").read_text())
     assert after["runs"] == before["runs"] and after["jobs"] == before["jobs"]

@@ -14,6 +14,7 @@ This module knows kernels, not models: what it needs from a model are its declar
 """
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
@@ -25,6 +26,7 @@ from ..eps import EpsSearch
 from ..result import FitResult, OptimResult
 from . import plan
 from ..precompile import announce_compile
+from .progress import NO_PROGRESS as _NO_PROGRESS
 
 __all__ = ["NAME", "supports", "solve"]
 
@@ -63,6 +65,7 @@ def solve(problem) -> FitResult:
     consts = model.sim_constants(S, x)
     consts = None if consts is None else consts.reshape(S, -1).numpy()
     if problem.method == "mle":  # ICA by the same L-BFGS as the torch path, per simulation
+        problem.progress.update(phase="lbfgs")
         out = _fused.ica_mle_all(X, psi0.numpy(), problem.lbfgs, a=a, threads=problem.threads)
         res = _result(model, out, "mle", None)
     else:
@@ -99,8 +102,10 @@ def _cnce(problem, kind, X, XI, psi0, consts, a):
                                                     block_pairs=problem.newton.sim_block_pairs, sims=sims.numpy(),
                                                     n_data=n_data))
 
+        problem.progress.update(phase="eps")
         eps = eps.run(J_of_eps, problem.x, active_only=True)
-    out = _fused.newton_all(kind, X, XI, _with(eps.numpy(), consts), psi0.numpy(), problem.newton, a=a, threads=threads)
+    out = newton_all(kind, X, XI, _with(eps.numpy(), consts), psi0.numpy(), problem.newton, a=a, threads=threads,
+                     progress=problem.progress)
     return _result(problem.model, out, "cnce", problem.kappa, eps=eps)
 
 
@@ -112,8 +117,76 @@ def _nce(problem, kind, X, XI, psi0, consts, a):
     c0 = _fused.nce_c0(kind, X, XI, prm, psi0.numpy(), a=a, n_points=noise_mod.NCE_C0_POINTS, threads=problem.threads,
                        block_pairs=problem.newton.sim_block_pairs)
     psi0 = torch.cat([psi0, torch.from_numpy(c0).unsqueeze(-1)], -1)
-    out = _fused.newton_all(kind, X, XI, prm, psi0.numpy(), problem.newton, a=a, threads=problem.threads)
+    out = newton_all(kind, X, XI, prm, psi0.numpy(), problem.newton, a=a, threads=problem.threads,
+                     progress=problem.progress)
     return _result(problem.model, out, "nce", problem.kappa, log_normaliser=True)
+
+
+def newton_all(kind, X, XI, prm, theta0, settings, *, threads: int, a=0.0, progress=None):
+    """:func:`cnce._fused.newton_all`, with the kernels' output arrays visible to ``progress`` (a
+    :class:`~cnce.backends.progress.FitProgress`) while they run: the kernels run in a worker
+    thread (they release the GIL) and the progress line reads, once a second, the simulations
+    finished (``n_iter`` is written at each simulation's end), how many converged, and the
+    passes over the data (``passes``, which the kernels accumulate in place as they go).
+    Reading changes nothing the kernels compute: the call into the kernels is the one
+    ``_fused.newton_all`` makes, argument for argument (the results are bitwise equal,
+    ``tests/test_fit_progress.py``). Without ``progress`` it is ``_fused.newton_all`` itself.
+
+    (This copies the few lines of ``_fused.newton_all`` that set up the arrays rather than
+    giving that function an ``out=`` argument: any edit of ``_fused.py`` invalidates numba's
+    cache of every kernel, minutes of compiling per CPU kind. Fold it in at the next kernel change.)
+    """
+    if progress is None or progress is _NO_PROGRESS:
+        return _fused.newton_all(kind, X, XI, prm, theta0, settings, threads=threads, a=a)
+    st = settings
+    _fused.check_compiled_rules(st)
+    S, N, _ = X.shape
+    K = XI.shape[2]
+    theta = np.array(theta0, dtype=np.float64, order="C", copy=True)
+    out = dict(init_loss=np.empty(S), loss=np.empty(S), grad_norm=np.empty(S), n_iter=np.full(S, -1, np.int64),
+               converged=np.zeros(S, np.bool_), passes=np.zeros((S, 3)))
+    stages = _fused.default_stages(N, K, st.progressive)
+    hess_last = st.hess_points if st.hess_last is None else st.hess_last
+    args = (_fused._newton_all, S, threads, kind, X, XI, _fused._prm(prm), theta, stages, float(a), int(st.hess_points),
+            int(st.block_pairs), int(st.max_iter), float(st.tol), float(st.stage_tol), float(st.ftol),
+            int(st.patience), float(st.c1), int(st.max_halvings), bool(st.reuse_h), out["init_loss"], out["loss"],
+            out["grad_norm"], out["n_iter"], out["converged"], out["passes"], int(hess_last), bool(st.carry_h),
+            bool(st.noise_t), float(st.h_cost), float(st.alpha_grow))
+
+    def poll():
+        done = out["n_iter"] >= 0
+        return dict(done=int(done.sum()), converged=int(out["converged"][done].sum()),
+                    passes=float(out["passes"].sum()))
+
+    _in_thread(_fused._over_sims, args, progress, poll)
+    out["psi"] = theta
+    return out
+
+
+def _in_thread(fn, args, progress, poll):
+    """``fn(*args)`` in a worker thread while ``progress`` reads ``poll()``; the worker's
+    exception is raised here. A KeyboardInterrupt reaches the caller at once (the kernels
+    cannot be stopped: the daemon thread finishes the call in the background)."""
+    failure = []
+
+    def work():
+        try:
+            fn(*args)
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            failure.append(e)
+
+    progress.update(phase="newton")
+    progress.watch(poll)
+    worker = threading.Thread(target=work, name="cnce-kernels-driver", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.5)
+    finally:
+        progress.watch(None)
+    if failure:
+        raise failure[0]
+    progress.update(**poll())
 
 
 def _result(model, out, method, kappa, eps=None, log_normaliser=False):

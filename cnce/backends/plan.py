@@ -14,7 +14,7 @@ from .. import _fused
 from ..options import FitOptions, LBFGSSettings, NewtonSettings
 
 __all__ = ["Formulation", "formulation", "feature_dtype", "optimizer", "newton_settings", "lbfgs_settings", "chunk_size",
-           "COUNTS_MAX_DIM", "PROJECTIONS", "PAIR_COUNTS"]
+           "row_chunk", "streams", "COUNTS_MAX_DIM", "PROJECTIONS", "PAIR_COUNTS"]
 
 #: the first trial step of a line search, as a multiple of the last accepted step (at most 1):
 #: the compiled kernels' value (1.0-1.5 measured and not adopted: ``benchmarks/notes.md``) and
@@ -156,6 +156,25 @@ def chunk_size(model, method: str, S: int, N: int, kappa: int | None, dtype: tor
         return sim_batch
     per_sim = simulation_bytes(model, method, N, kappa, dtype)
     return max(1, min(S, options.memory_budget_bytes // max(per_sim, 1)))
+
+
+def row_chunk(model, method: str, N: int, kappa: int | None, dtype: torch.dtype, options: FitOptions,
+              form: str) -> int | None:
+    """Data rows per chunk where the torch path streams rows (:mod:`cnce.backends.streaming`):
+    ``None`` where one simulation's working memory (:func:`simulation_bytes`) fits
+    ``options.memory_budget_gb`` (no streaming), else the most rows whose pairs' features fit it
+    (at least 1). Only CNCE of a model linear in its parameters streams (formulation
+    ``"linear"``); :func:`cnce.fit` refuses the other fits that do not fit the budget."""
+    if simulation_bytes(model, method, N, kappa, dtype) <= options.memory_budget_bytes:
+        return None
+    if not streams(method, form):
+        return None
+    return max(1, min(N, options.memory_budget_bytes // simulation_bytes(model, method, 1, kappa, dtype)))
+
+
+def streams(method: str, form: str) -> bool:
+    """Whether the torch path can stream this fit's rows: CNCE in the linear formulation."""
+    return method == "cnce" and form == Formulation.LINEAR
 
 
 def simulation_bytes(model, method: str, N: int, kappa: int | None, dtype: torch.dtype) -> int:

@@ -8,6 +8,7 @@ import torch
 
 from ..eps import EpsSearch
 from ..options import LBFGSSettings, NewtonSettings
+from .progress import NO_PROGRESS
 
 if TYPE_CHECKING:
     from .plan import Formulation
@@ -49,7 +50,9 @@ class FitProblem:
     formulation: Formulation
     feature_dtype: torch.dtype
     projection_block_pairs: int
-    progress: bool = False
+    #: data rows per chunk where the torch path streams rows (cnce.backends.streaming), else None
+    row_chunk: int | None = None
+    progress: object = NO_PROGRESS  # a FitProgress (cnce.backends.progress) the backend reports into
 
     @property
     def shape(self):

@@ -29,6 +29,7 @@ from ..optim import AutogradObjective, LinearLogistic, NonlinearLogistic, lbfgs,
 from ..result import FitResult
 from .plan import PAIR_COUNTS, PROJECTIONS
 from .projection import AbsProjectionLogistic, BlockedAbsProjectionCNCE
+from .streaming import RowStreamLinearCNCE, streamed_J_of_eps
 
 __all__ = ["NAME", "supports", "solve"]
 
@@ -47,13 +48,10 @@ def solve(problem) -> FitResult:
     S, N, D = x.shape
     chunk = problem.chunk
     starts = list(range(0, S, chunk))
-    iterator = starts
-    if problem.progress:
-        from tqdm.auto import tqdm
-
-        iterator = tqdm(starts, desc=f"fit {model.name} {method}", unit="chunk", leave=False)
+    bar = problem.progress
     parts = []
-    for s0 in iterator:
+    done = converged = 0
+    for s0 in starts:
         sl = slice(s0, min(S, s0 + chunk))
         sub, xs, th0 = model.take(sl, S), x[sl], problem.theta0[sl]
         if method == "cnce":
@@ -65,9 +63,13 @@ def solve(problem) -> FitResult:
             parts.append(_fit_mle(sub, xs, th0, problem))
         else:
             parts.append(_fit_sm(sub, xs, th0, problem))
+        done += parts[-1].theta.shape[0]
+        converged += int(parts[-1].converged.sum())
+        bar.update(done=done, converged=converged, chunk=f"{len(parts)}/{len(starts)}", iteration=None, active=None)
     res = FitResult.concat(parts)
     res.seconds = time.perf_counter() - t0
-    res.info.update(chunks=len(starts), sim_batch=chunk, device=str(problem.device), backend=NAME,
+    res.info.update(chunks=len(starts), sim_batch=chunk, row_chunk=problem.row_chunk, device=str(problem.device),
+                    backend=NAME,
                     formulation=problem.formulation, optimizer=problem.optimizer, newton=problem.newton)
     return res
 
@@ -77,8 +79,20 @@ def _solve(objective, psi0, problem):
     models that declare ``contrastive_optimizer = "lbfgs"``: margins whose Gauss-Newton matrix
     misses most of the curvature)."""
     if problem.optimizer == "newton":
-        return newton(objective, psi0, problem.newton)
+        return newton(objective, psi0, problem.newton, callback=_reporter(problem))
+    problem.progress.update(phase="lbfgs")
     return lbfgs(AutogradObjective(lambda psi: objective.loss(psi), hessian=False), psi0, problem.lbfgs)
+
+
+def _reporter(problem):
+    """The Newton callback that reports the iteration and the simulations still iterating."""
+    bar = problem.progress
+    bar.update(phase="newton")
+
+    def report(it, loss, active):
+        bar.update(iteration=it + 1, active=active)  # the count is taken when the line is drawn
+
+    return report
 
 
 def _binary_pair_types(D, like):
@@ -127,8 +141,21 @@ def _fit_cnce_counts(model, x, psi0, kappa, eps, noise, base, problem):
         def J_of_eps(e):
             return scale * (counts(e) * sp0).sum(-1)
 
+        problem.progress.update(phase="eps")
         eps = eps.on_all_points().run(J_of_eps, x)  # the counts cost the same for any prefix
     objective = LinearLogistic(None, b, scale, Ft=Ft, dtype=x.dtype, weights=counts(eps), hess_points=problem.newton.hess_points)
+    return FitResult.from_optim(model, _solve(objective, psi0, problem), method="cnce", kappa=kappa, eps=eps)
+
+
+def _fit_cnce_streamed(model, x, psi0, kappa, eps, noise, base, problem):
+    """CNCE of a linear model with the rows streamed in chunks of ``problem.row_chunk``
+    (:mod:`cnce.backends.streaming`): one simulation's features exceed the memory budget."""
+    rows = problem.row_chunk
+    if isinstance(eps, EpsSearch):
+        problem.progress.update(phase="eps")
+        eps = eps.run(streamed_J_of_eps(model, x, base, noise, psi0, kappa, rows), x)
+    objective = RowStreamLinearCNCE(model, x, base, eps, noise, kappa, rows=rows, feature_dtype=problem.feature_dtype,
+                                    hess_points=problem.newton.hess_points, progress=problem.progress)
     return FitResult.from_optim(model, _solve(objective, psi0, problem), method="cnce", kappa=kappa, eps=eps)
 
 
@@ -137,6 +164,8 @@ def _fit_cnce(model, x, theta0, kappa, eps, noise, base, problem):
     psi0 = model.to_free(theta0)
     if problem.formulation == PAIR_COUNTS:
         return _fit_cnce_counts(model, x, psi0, kappa, eps, noise, base, problem)
+    if problem.row_chunk is not None:
+        return _fit_cnce_streamed(model, x, psi0, kappa, eps, noise, base, problem)
     if isinstance(eps, EpsSearch):
         lp_x0 = model._log_phi_free(x, psi0)
 
@@ -147,6 +176,7 @@ def _fit_cnce(model, x, theta0, kappa, eps, noise, base, problem):
             lp_y = model._log_phi_free(y.reshape(S, n * kappa, D), psi0).reshape(S, n, kappa)
             return cnce_loss(lp_x0[:, :n], lp_y, noise.log_ratio(xn, y, e))
 
+        problem.progress.update(phase="eps")
         eps = eps.run(J_of_eps, x)
     y = noise.apply(x, base, eps)
     log_ratio = noise.log_ratio(x, y, eps)
@@ -290,7 +320,7 @@ def _fit_mle(model, x, theta0, problem):
     if problem.optimizer == "lbfgs":
         res = lbfgs(AutogradObjective(f, hessian=False), psi0, problem.lbfgs)
     else:
-        res = newton(AutogradObjective(f), psi0, problem.newton)
+        res = newton(AutogradObjective(f), psi0, problem.newton, callback=_reporter(problem))
     return FitResult.from_optim(model, res, method="mle", kappa=None)
 
 
@@ -298,5 +328,5 @@ def _fit_sm(model, x, theta0, problem):
     def f(psi):
         return score_matching_loss(model._log_phi_free, x, psi)
 
-    res = newton(AutogradObjective(f), model.to_free(theta0), problem.newton)
+    res = newton(AutogradObjective(f), model.to_free(theta0), problem.newton, callback=_reporter(problem))
     return FitResult.from_optim(model, res, method="sm", kappa=None)

@@ -12,7 +12,7 @@ def _run(args: argparse.Namespace) -> int:
     from cnce.nn.study import write_study
 
     torch.set_num_threads(1)  # the study's numbers are stated for one CPU thread
-    write_study(args.settings, args.name, limit_seconds=args.limit_seconds, allow_dirty=args.allow_dirty,
+    write_study(args.settings, args.name, out=args.out, limit_seconds=args.limit_seconds, allow_dirty=args.allow_dirty,
                 log=lambda line: print(line, flush=True))
     return 0
 
@@ -24,9 +24,12 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "nn-study", help="run the eps-rule and tuned-baseline study of the energy networks (notebook 08; resumable)",
         description="Train every run of the energy-network study (one CPU thread) into "
-                    "data/results/paper/<name>.csv with its provenance <name>.json; rerunning resumes.")
+                    "<out>/<name>.csv with its provenance <name>.json; rerunning resumes.")
     p.add_argument("--settings", choices=sorted(SETTINGS), default="paper")
-    p.add_argument("--name", default="nn-study", help="table name under data/results/paper/ (default nn-study)")
+    p.add_argument("--name", default="nn-study", help="table name in the --out folder (default nn-study)")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="folder to write into (default data/results/paper for --settings paper, where the committed "
+                        "study lives; data/results/quick, ignored by git, for other settings)")
     p.add_argument("--limit-seconds", type=float, default=None, help="stop (resumably) after this long")
     p.add_argument("--allow-dirty", action="store_true", help="for trying the code out only")
     p.set_defaults(func=_run)

@@ -21,7 +21,8 @@ budget of three trained candidates and the same validation data.
 
 ``python -m cnce nn-study`` (:func:`write_study`) writes ``data/results/paper/nn-study.csv`` row
 by row (atomically; rerunning resumes where it stopped, and refuses to mix code versions) and its
-provenance ``nn-study.json``.
+provenance ``nn-study.json``; ``--out DIR`` writes into another folder (settings other than
+``paper`` go to ``data/results/quick/`` by default, which git ignores).
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from ..errors import TrainingError
+from ..errors import DirtyTreeError, InputError, ResultsError, TrainingError, WrongScaleError
 from ..locations import data_dir
 from ..provenance import atomic_write_text, derive_seed, environment_record
 from .objectives import CNCELoss, DSMLoss, NCELoss, SSMLoss
@@ -91,9 +92,21 @@ SETTINGS = {"paper": StudySettings(), "tiny": StudySettings(seeds=1, steps=20, n
                                                              grid=40, every=10)}
 
 
-def results_path(name: str = "nn-study"):
-    """``results/paper/<name>.csv`` under the data folder (:func:`cnce.locations.data_dir`)."""
-    return data_dir() / "results" / "paper" / f"{name}.csv"
+def default_out(settings: str = "paper"):
+    """Where a study of the named ``settings`` is written by default: ``results/paper`` under the
+    data folder (:func:`cnce.locations.data_dir`; the committed study) for ``"paper"``,
+    ``results/quick`` (ignored by git) for the others."""
+    return data_dir() / "results" / ("paper" if settings == "paper" else "quick")
+
+
+def results_path(name: str = "nn-study", out=None):
+    """``<out>/<name>.csv``; ``out`` defaults to ``results/paper`` under the data folder
+    (:func:`cnce.locations.data_dir`), where the committed study lives."""
+    from pathlib import Path
+
+    if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
+        raise InputError(f"name must be a file name without folders (e.g. 'nn-study'); got {name!r}")
+    return (default_out() if out is None else Path(out)) / f"{name}.csv"
 
 
 def cells(settings: StudySettings):
@@ -186,39 +199,50 @@ def run_study(settings: str | StudySettings = "paper", *, stored=None, save=None
     return pd.DataFrame(rows)
 
 
-def load(name: str = "nn-study"):
-    """``(rows, provenance)`` of the committed study, or ``None``."""
+def load(name: str = "nn-study", out=None):
+    """``(rows, provenance)`` of the study ``name`` in ``out`` (default: the committed one), or ``None``."""
     import pandas as pd
 
-    p = results_path(name)
+    p = results_path(name, out)
     if not p.exists():
         return None
     prov = json.loads(p.with_suffix(".json").read_text()) if p.with_suffix(".json").exists() else {}
     return pd.read_csv(p, keep_default_na=True, dtype={"error": "string"}).fillna({"error": ""}), prov
 
 
-def write_study(settings: str = "paper", name: str = "nn-study", *, limit_seconds: float | None = None,
+def write_study(settings: str = "paper", name: str = "nn-study", *, out=None, limit_seconds: float | None = None,
                 allow_dirty: bool = False, log=print):
-    """Run the study with the named ``settings`` into ``data/results/paper/<name>.csv`` and its
-    provenance ``<name>.json`` (what ``python -m cnce nn-study`` runs, :mod:`cnce.nn.cli`).
+    """Run the study with the named ``settings`` into ``<out>/<name>.csv`` and its provenance
+    ``<name>.json`` (what ``python -m cnce nn-study`` runs, :mod:`cnce.nn.cli`). ``out``: a folder,
+    default :func:`default_out` (``data/results/paper`` for the paper settings, where the
+    committed study lives; ``data/results/quick``, ignored by git, for the others).
 
     Rows are written atomically as they finish; a second call resumes where the first stopped.
-    Raises ``RuntimeError`` when ``cnce/`` has uncommitted changes (unless ``allow_dirty``, for
-    trying the code out) or when the stored table holds other settings or was computed by other
-    code (one table, one version of the code). Returns the rows and the table's path."""
+    Raises :class:`~cnce.errors.DirtyTreeError` when ``cnce/`` has uncommitted changes (unless
+    ``allow_dirty``, for trying the code out), :class:`~cnce.errors.WrongScaleError` when the
+    stored table holds other settings and :class:`~cnce.errors.ResultsError` when it was computed
+    by other code (one table, one version of the code): the stored table is valid and kept, and
+    the message says to write into another folder (``out``) or under another ``name``. Returns the
+    rows and the table's path."""
     if settings not in SETTINGS:
-        raise ValueError(f"settings must be one of {sorted(SETTINGS)}; got {settings!r}")
+        raise InputError(f"settings must be one of {sorted(SETTINGS)}; got {settings!r}")
     env = environment_record("cpu")
     if env["git_dirty_package"] and not allow_dirty:
-        raise RuntimeError("cnce/ has uncommitted changes: commit first (results must come from a clean commit)")
-    p = results_path(name)
-    old = load(name)
+        raise DirtyTreeError("cnce/ has uncommitted changes: commit first (results must come from a clean commit), "
+                             "or pass --allow-dirty to try the code out")
+    out = default_out(settings) if out is None else out
+    p = results_path(name, out)
+    old = load(name, out)
     prov = old[1] if old else {}
+    elsewhere = ("it is kept: write this run into another folder (--out DIR) or under another name (--name NAME); "
+                 "rerunning with the table's own settings and code resumes it")
     if old and prov.get("settings") != asdict(SETTINGS[settings]):
-        raise RuntimeError(f"{p} holds a study with other settings; move it away first")
+        was = prov.get("settings_name", "other")
+        raise WrongScaleError(f"{p} holds a study of other settings ({was!r}, not {settings!r}), a valid table; "
+                              + elsewhere)
     if old and prov["runs"][0]["environment"]["package_source_sha256"] != env["package_source_sha256"]:
-        raise RuntimeError(f"{p} was computed by other code (package source hash differs): one table, one version "
-                           "of the code; move it away first")
+        raise ResultsError(f"{p} was computed by other code (its package source hash differs; one table, one version "
+                           "of the code), a valid table; " + elsewhere)
     runs = prov.get("runs", []) + [dict(started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), environment=env)]
     t0 = time.time()
 

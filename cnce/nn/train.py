@@ -188,11 +188,11 @@ def _read_checkpoint(ckpt: Path, dev):
         state = torch.load(ckpt, map_location=dev, weights_only=True)
     except Exception as exc:
         raise ValueError(f"checkpoint {str(ckpt)!r} is not a checkpoint of cnce.nn.train (it cannot be read: "
-                         f"{type(exc).__name__}); delete it or pass another path") from exc
+                         f"{type(exc).__name__}); pass another checkpoint path (this file is left as it is)") from exc
     if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
         raise ValueError(f"checkpoint {str(ckpt)!r} is not a checkpoint of cnce.nn.train (format "
                          f"{state.get('format') if isinstance(state, dict) else type(state).__name__!r}, expected "
-                         f"{CHECKPOINT_FORMAT!r}); delete it or pass another path")
+                         f"{CHECKPOINT_FORMAT!r}); pass another checkpoint path (this file is left as it is)")
     return state
 
 
@@ -201,8 +201,8 @@ def _same_architecture(saved: dict, now: dict, ckpt):
         diff = sorted(k for k in set(saved) | set(now)
                       if k not in saved or k not in now or tuple(saved[k].shape) != tuple(now[k].shape))
         raise ValueError(f"log_phi has another architecture than the network in checkpoint {str(ckpt)!r} "
-                         f"(parameters that differ in name or shape: {', '.join(diff[:5])}); pass the same network "
-                         "or delete the checkpoint")
+                         f"(parameters that differ in name or shape: {', '.join(diff[:5])}); pass the same network to "
+                         "resume it, or another checkpoint path to train this one (the checkpoint is kept)")
 
 
 def train(log_phi, x, method="cnce", *, kappa: int = 10, eps=None, sigma=None, steps: int = 1000,
@@ -331,10 +331,12 @@ def train(log_phi, x, method="cnce", *, kappa: int = 10, eps=None, sigma=None, s
         if state["settings"] != settings:
             diff = sorted(k for k in settings if state["settings"].get(k) != settings[k])
             raise ValueError(f"checkpoint {str(ckpt)!r} was written with other settings ({', '.join(diff)}); "
-                             "delete it or pass the same settings")
+                             "pass the same settings to resume it, or another checkpoint path to train these (the checkpoint is "
+                             "kept)")
         if state["data"] != data_fp:
             raise ValueError(f"x is not the data checkpoint {str(ckpt)!r} was trained on (same shape {N} x {D}, "
-                             "other values: the fingerprints differ); pass the same x or delete the checkpoint")
+                             "other values: the fingerprints differ); pass the same x to resume it, or another checkpoint path "
+                             "to train on this x (the checkpoint is kept)")
         if isinstance(log_phi, torch.nn.Module):
             _same_architecture(state["module"], log_phi.state_dict(), ckpt)
             log_phi.load_state_dict(state["module"])
