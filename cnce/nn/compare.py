@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..eps import Schedule, eps_label, format_eps, parse_eps_label
 from ..report import seed_interval, t_interval
 
 __all__ = ["complete", "tuned", "at_defaults", "interval", "paired", "rule_study", "choose_default", "verdict_items",
@@ -57,7 +58,7 @@ def tuned(df):
 
 def at_defaults(df, schedule: str):
     """One row per arch, dataset, seed and method at the method's default (CNCE: ``eps=schedule``)."""
-    want = {"cnce": f"eps={schedule}", **DEFAULTS}
+    want = {"cnce": eps_label(Schedule(schedule)), **DEFAULTS}
     keep = np.zeros(len(df), dtype=bool)
     for m, v in want.items():
         keep |= ((df.method == m) & (df.variant == v)).to_numpy()
@@ -116,7 +117,7 @@ def rule_study(df, rules=("once", "rechoose", "carry", "upward"), fixed=("eps=0.
 
     d = df[df.method == "cnce"]
     groups = list(d.groupby(KEYS, sort=False))
-    cands = [(r, f"eps={r}") for r in rules] + [(f"fixed {v.split('=')[1]}", v) for v in fixed]
+    cands = [(r, eps_label(Schedule(r))) for r in rules] + [(f"fixed {format_eps(parse_eps_label(v))}", v) for v in fixed]
     level = 1 - (1 - family) / (len(groups) * len(cands))
     out = []
     for key, g in groups:
