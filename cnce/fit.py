@@ -41,7 +41,7 @@ __all__ = ["fit", "FitResult", "METHODS"]
 METHODS = ("cnce", "nce", "mle", "sm")
 #: the methods that draw noise (``kappa``, ``noise``, ``noise_base`` apply to them only)
 NOISE_METHODS = ("cnce", "nce")
-BACKENDS = ("auto", "torch", "fused")
+BACKENDS = ("auto", "torch", "compiled")
 
 
 def fit(
@@ -107,7 +107,7 @@ def fit(
             where the model declares one for the method (``model.compiled_kernels``; float64 on
             the CPU, numba installed, and for CNCE the noise of Eq. 13) and the batched torch
             path (:mod:`cnce.backends.torch`) otherwise; ``"torch"`` forces the torch path (also
-            what runs on a GPU); ``"fused"`` requires the kernels and raises ValueError saying
+            what runs on a GPU); ``"compiled"`` (earlier ``"fused"``, deprecated) requires the kernels and raises ValueError saying
             why where they do not apply. Both solve the same problem with the same Newton
             method, run as one :class:`~cnce.options.NewtonSettings` whose fields hold every
             threshold of both solvers (the compiled one has those of
@@ -146,6 +146,7 @@ def fit(
         raise InputError(f"method must be one of {METHODS}; got {method!r}")
     if method not in model.methods:
         raise InputError(f"method {method!r} does not apply to {model!r}; its methods are {model.methods}")
+    backend = backends.backend_name(backend)  # "fused", the earlier name, with a DeprecationWarning
     if not isinstance(backend, str) or backend not in BACKENDS:
         raise InputError(f"backend must be one of {BACKENDS}; got {backend!r}")
     if options is None:
@@ -200,7 +201,7 @@ def fit(
         if need > options.memory_budget_bytes:
             fused_fits = backends.compiled.supports(model, method, noise, torch.device("cpu"), torch.float64, form) is None
             noise_gb = N * (kappa or 0) * D * 8 / 2**30
-            alt = (f"backend='fused' on the CPU (it forms no features: it holds the data and the drawn noise, about "
+            alt = (f"backend='compiled' on the CPU (it forms no features: it holds the data and the drawn noise, about "
                    f"{noise_gb:.1f} GB)" if fused_fits else "fewer rows or a smaller kappa")
             raise InputError(
                 f"this fit needs about {need / 2**30:.1f} GB for one simulation on the torch backend ({N} rows x "
@@ -214,14 +215,14 @@ def fit(
         if noise_base is None:
             noise_base = noise_mod.default_base(noise, S, N, kappa, D, gen, threads=threads)
         noise_base = _check_base(noise_base, S, N, kappa, D).to(device=dev, dtype=dtype)
-    kernel = model.compiled_kernels.get(method) if mod.NAME == "fused" else None
+    kernel = model.compiled_kernels.get(method) if mod.NAME == "compiled" else None
     problem = backends.FitProblem(
         model=model, x=x, method=method, kappa=kappa if uses_noise else None, eps=eps, noise=noise,
         noise_base=noise_base if uses_noise else None, theta0=theta0, device=dev, dtype=dtype,
         optimizer=plan.optimizer(model, method),
         newton=plan.newton_settings(model, method, N, options, mod.NAME, kernel, max_iter=max_iter, tol=tol, form=form),
         lbfgs=plan.lbfgs_settings(max_iter), threads=threads,
-        chunk=S if mod.NAME == "fused" else plan.chunk_size(model, method, S, N, kappa if uses_noise else None,
+        chunk=S if mod.NAME == "compiled" else plan.chunk_size(model, method, S, N, kappa if uses_noise else None,
                                                              dtype, options, sim_batch),
         formulation=form, feature_dtype=plan.feature_dtype(model, method, dtype, dev, options),
         projection_block_pairs=options.projection_block_pairs, progress=progress)

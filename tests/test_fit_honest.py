@@ -100,9 +100,9 @@ def test_torch_path_keeps_to_the_memory_budget(x):
     with the estimate and the ways out (it used to take 9.2 GB at a budget of 1 GB)."""
     with cnce.option_context(memory_budget_gb=0.001):  # 1000 rows x kappa 10 need about 2 MB
         with pytest.raises(InputError, match=r"needs about .* GB for one simulation on the torch backend .*"
-                                             r"memory_budget_gb = 0.001; use backend='fused'"):
+                                             r"memory_budget_gb = 0.001; use backend='compiled'"):
             _fit(x, backend="torch")
-        assert bool(_fit(x, backend="fused").converged)  # the compiled path streams rows: not bound by it
+        assert bool(_fit(x, backend="compiled").converged)  # the compiled path streams rows: not bound by it
     assert bool(_fit(x, backend="torch").converged)
 
 

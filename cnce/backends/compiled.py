@@ -28,7 +28,7 @@ from ..precompile import announce_compile
 
 __all__ = ["NAME", "supports", "solve"]
 
-NAME = "fused"
+NAME = "compiled"  #: ``backend="fused"``, its earlier name, still works (a DeprecationWarning)
 
 
 def supports(model, method, noise, device, dtype, form: str) -> str | None:
