@@ -29,6 +29,7 @@ from . import asymptotics, backends
 from . import noise as noise_mod
 from ._torch import make_generator, resolve_device
 from ._validation import check_applies, check_kappa, check_positive_int, check_rows, check_theta
+from .constraints import Real, validate
 from .backends import plan
 from .errors import InputError
 from .eps import EpsRule, resolve_eps
@@ -161,8 +162,7 @@ def fit(
         sim_batch = check_positive_int(sim_batch, "sim_batch")
     if max_iter is not None:
         max_iter = check_positive_int(max_iter, "max_iter", 0)
-    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol >= 0:
-        raise InputError(f"tol must be a number >= 0; got {tol!r}")
+    validate(tol, Real(lo=0), "tol")
     if not isinstance(cov, bool):
         raise InputError(f"cov must be True or False; got {cov!r}")
     dev = resolve_device(device)
