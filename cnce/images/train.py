@@ -59,6 +59,7 @@ import torch
 
 from cnce import __version__, provenance
 from cnce._torch import resolve_device
+from cnce.jobs import Job
 from cnce.constraints import Integer, validate
 from cnce.images.configs import ImageConfig, get_config
 from cnce.images.data import PatchSource, Whitener, load_images, load_skimage_images, prepare_image
@@ -207,28 +208,36 @@ class Trainer:
         if dirty and not allow_dirty:
             raise DirtyTreeError(f"out={str(self.out)!r} is under data/weights/ but cnce/ has uncommitted changes ({dirty}); "
                                  "commit first, or pass allow_dirty=True (recorded in the provenance)")
-        self.out.mkdir(parents=True, exist_ok=True)
-        self.path = self.out / STATE_FILE
-        self.state = self._open_state()
-        self._add_session(dirty=bool(allow_dirty and dirty), on_session=on_session)
-        self.source = self._open_source(images, source, data)
-        self.net = ImageNetwork(**cfg.network_kwargs(), seed=seed)
-        if self.state["network"] is not None:
-            self.net.load_state_dict(self.state["network"])
-        self.net.to(dev).requires_grad_(False)
+        # the run's folder, lock and checkpoint (cnce.jobs): held until run() ends or this fails
+        self.job = Job(self.out, STATE_FILE, loader=load_checkpoint).acquire()
+        try:
+            self.state = self._open_state()
+            self._add_session(dirty=bool(allow_dirty and dirty), on_session=on_session)
+            self.source = self._open_source(images, source, data)
+            self.net = ImageNetwork(**cfg.network_kwargs(), seed=seed)
+            if self.state["network"] is not None:
+                self.net.load_state_dict(self.state["network"])
+            self.net.to(dev).requires_grad_(False)
+        except BaseException:
+            self.job.release()
+            raise
         self.main_cache: dict = {}  # the main set in use (meta_batch)
 
     def _open_state(self) -> dict:
         cfg = self.cfg
-        if self.path.is_file():
-            state = load_checkpoint(self.path)
+
+        def new():
+            return dict(config=cfg.to_dict(), sizes=cfg.sizes(), method=self.method, seed=self.seed, history={}, seconds={},
+                        snapshots={}, opt={}, data=None, whitener=None, network=None, nce_c={}, wh2_retained=None,
+                        device=str(self.dev), torch=str(torch.__version__), package=__version__, git_commit=None)
+
+        resumed = self.job.exists()
+        state = self.job.load(new)
+        if resumed:
             for key, want in (("config", cfg.to_dict()), ("method", self.method), ("seed", self.seed)):
                 if state[key] != want:
                     raise ValueError(f"out={str(self.out)!r} holds a run with a different {key}: {state[key]!r}; use another out")
-            return state
-        return dict(config=cfg.to_dict(), sizes=cfg.sizes(), method=self.method, seed=self.seed, history={}, seconds={},
-                    snapshots={}, opt={}, data=None, whitener=None, network=None, nce_c={}, wh2_retained=None,
-                    device=str(self.dev), torch=str(torch.__version__), package=__version__, git_commit=None)
+        return state
 
     def _add_session(self, *, dirty: bool, on_session) -> None:
         """Every invocation (the first and each resume) records the code it ran with."""
@@ -261,16 +270,18 @@ class Trainer:
         return source
 
     def run(self, layers) -> dict:
-        """Train ``layers`` (ascending) in turn, write the provenance, return the state."""
-        for layer in layers:
-            self.train_layer(layer, layers)
-        write_provenance(self.state, self.out)
+        """Train ``layers`` (ascending) in turn, write the provenance, return the state; the
+        folder's lock is released at the end (also when training fails)."""
+        try:
+            for layer in layers:
+                self.train_layer(layer, layers)
+            write_provenance(self.state, self.out)
+        finally:
+            self.job.release()
         return self.state
 
     def train_layer(self, layer: int, layers=()) -> None:
         """The meta-iterations of ``layer`` not done yet (none when it is finished)."""
-        from tqdm.auto import tqdm
-
         cfg, state, net, dev = self.cfg, self.state, self.net, self.dev
         lk = str(layer)
         if layer > 1 and len(state["history"].get(str(layer - 1), [])) < cfg.meta_iters[layer - 2]:
@@ -287,8 +298,7 @@ class Trainer:
         run = LayerRun(layer=layer, hist=hist, n_meta=n_meta, N=N, params=params, extra=extra, eps=eps)
         if self.snapshots and layer == 1 and 0 not in state["snapshots"]:
             state["snapshots"][0] = net.W1.detach().cpu().half()
-        bar = tqdm(range(len(hist), n_meta), desc=f"{cfg.name} {self.method} layer {layer}", disable=not self.progress,
-                   initial=len(hist), total=n_meta)
+        bar = Job.progress(len(hist), n_meta, desc=f"{cfg.name} {self.method} layer {layer}", enabled=self.progress)
         for m in bar:
             rec = self.meta_iteration(run, m)
             post = {"loss": f"{rec['loss']:.4f}"}
@@ -323,7 +333,7 @@ class Trainer:
         if self.snapshots and run.layer == 1:
             state["snapshots"][m + 1] = net.W1.detach().cpu().half()
         state["device"] = str(dev)
-        provenance.atomic_torch_save(state, self.path)
+        self.job.save(state)
         return rec
 
 
