@@ -29,7 +29,7 @@ from . import asymptotics, backends
 from . import noise as noise_mod
 from ._torch import make_generator, resolve_device
 from ._validation import check_applies, check_kappa, check_positive_int, check_rows, check_theta
-from .constraints import Real, validate
+from .constraints import Boolean, Real, validate
 from .backends import plan
 from .errors import InputError
 from .eps import EpsRule, resolve_eps
@@ -163,8 +163,7 @@ def fit(
     if max_iter is not None:
         max_iter = check_positive_int(max_iter, "max_iter", 0)
     validate(tol, Real(lo=0), "tol")
-    if not isinstance(cov, bool):
-        raise InputError(f"cov must be True or False; got {cov!r}")
+    validate(cov, Boolean(), "cov")
     dev = resolve_device(device)
     if dtype not in (torch.float64, torch.float32):
         raise InputError(f"dtype must be torch.float64 or torch.float32; got {dtype!r}")
