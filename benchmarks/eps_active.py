@@ -48,7 +48,7 @@ for model, kind, S, N, K in ((Gaussian(), _fused.GAUSSIAN, 100, 5000, 10), (ICA(
     fit_t = []
     for _ in range(max(2, REP // 2)):
         t0 = time.perf_counter()
-        cnce.fit(model, x, method="cnce", kappa=K, eps=e1, noise_base=base, theta0=model.from_free(torch.from_numpy(P0)), backend="fused", threads=1)
+        cnce.fit(model, x, method="cnce", kappa=K, eps=e1, noise_base=base, theta0=model.from_free(torch.from_numpy(P0)), backend="compiled", threads=1)
         fit_t.append(time.perf_counter() - t0)
     mf, ms, mfit = statistics.median(t_full), statistics.median(t_sub), statistics.median(fit_t)
     row = dict(model=type(model).__name__, S=S, N=N, kappa=K, same_eps=same, evaluations_full=n_full, evaluations_active_only=n_sub,

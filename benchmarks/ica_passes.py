@@ -68,7 +68,7 @@ for method in ("cnce", "nce"):
         th, th0 = model.random_params(S, g), model.init_params(S, g)
         x = model.sample(th, N, g)
         base = draw_base(model, S, N, K, g)
-        kw = dict(theta0=th0, noise_base=base, threads=1, backend="fused")
+        kw = dict(theta0=th0, noise_base=base, threads=1, backend="compiled")
         if method == "cnce":
             kw["eps"] = cnce.fit(model, x, "cnce", K, max_iter=1, **kw).eps
         kernel = model.compiled_kernels[method]

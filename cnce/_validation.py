@@ -5,13 +5,12 @@ and are :mod:`cnce.errors` input errors (subclasses of ``ValueError`` / ``TypeEr
 :func:`cnce.eps.resolve_eps`."""
 from __future__ import annotations
 
-import math
-import numbers
 
 import numpy as np
 import torch
 
 from .errors import InputDtypeError, InputError
+from .constraints import Integer, InvalidArgument, Real, validate
 
 __all__ = ["DATA_ACCEPTED", "check_rows", "check_theta", "check_kappa", "check_positive_int", "check_positive",
            "check_seed", "check_applies", "per_simulation"]
@@ -32,22 +31,16 @@ def per_simulation(value, S: int, like: torch.Tensor) -> torch.Tensor:
 
 
 def check_positive_int(value, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        if isinstance(value, float) and value.is_integer():
-            raise InputError(f"{name} must be an integer >= {minimum}; got the float {value!r}")
-        raise InputError(f"{name} must be an integer >= {minimum}; got {value!r}")
-    if value < minimum:
-        raise InputError(f"{name} must be an integer >= {minimum}; got {value!r}")
-    return int(value)
+    if isinstance(value, float) and value.is_integer():  # say why 2.0 is refused
+        raise InvalidArgument(f"{name} must be an integer >= {minimum}; got the float {value!r}")
+    return int(validate(value, Integer(lo=minimum), name))
 
 
 def check_positive(value, name: str) -> float:
     """A finite real number > 0 (a Python or numpy number, or a 0-d tensor) as a float."""
     if isinstance(value, torch.Tensor) and value.ndim == 0 and not value.dtype == torch.bool:
         value = value.item()
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
-        raise InputError(f"{name} must be a positive number; got {value!r}")
-    return float(value)
+    return float(validate(value, Real(lo=0, lo_open=True), name))
 
 
 def check_seed(seed, name: str = "seed") -> int:

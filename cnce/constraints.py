@@ -110,18 +110,21 @@ class Real(Constraint):
     hi: float | None = None
     lo_open: bool = False
     hi_open: bool = False
+    finite: bool = True  #: ``False``: ``nan`` and ``inf`` accepted (without bounds)
 
     @property
     def want(self) -> str:
         if self.lo is not None and self.hi is not None:
             return f"a number in {'(' if self.lo_open else '['}{self.lo:g}, {self.hi:g}{')' if self.hi_open else ']'}"
         b = _bound(self.lo, self.hi, self.lo_open, self.hi_open)
-        return "a finite number" + (f" {b}" if b else "")
+        return ("a finite number" if self.finite else "a real number") + (f" {b}" if b else "")
 
     def type_ok(self, v) -> bool:
         return is_real(v)
 
     def value_ok(self, v) -> bool:
+        if not self.finite and self.lo is None and self.hi is None:
+            return True
         if not math.isfinite(v):
             return False
         if self.lo is not None and (v <= self.lo if self.lo_open else v < self.lo):

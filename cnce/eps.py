@@ -33,7 +33,13 @@ by the noise's ``eps_max``) or an :class:`EpsSearch` (the noise's declared rule,
 one, bounded the same way, with the prefix settings of :class:`~cnce.options.FitOptions`):
 :func:`cnce.fit` calls it once; it is meant for the trainers of ``cnce.nn`` and ``cnce.images`` too
 (their rules are :data:`NETWORK_RULE` and :func:`image_rule`, with the caps as data).
-:class:`EpsSetting` is the experiments' eps setting grammar, parsed in one place.
+
+Every eps input (``fit``'s ``eps``, ``cnce.nn.CNCELoss``'s ``eps``, the experiments' eps
+settings, the network study's labels) is read once by :func:`parse_eps` into an
+:data:`EpsSpec`, a tagged union: :class:`Fixed` (given), :class:`Heuristic` (chosen by a rule),
+:class:`Multiple` (a multiple of the heuristic's eps) or :class:`Schedule` (re-chosen while
+training); code matches on these types. :func:`format_eps` writes a spec as text;
+:class:`EpsSetting` is the experiments' view of a :class:`Heuristic` or :class:`Multiple`.
 """
 from __future__ import annotations
 
@@ -44,11 +50,12 @@ from dataclasses import dataclass, field
 import torch
 
 from ._validation import _describe
-from .constraints import Integer, Real, validate, validate_fields
+from .constraints import Integer, Real, _is_bool, validate, validate_fields
+from .errors import InputError, InputTypeError
 from .losses import LOG4
-from .errors import InputError
 
-__all__ = ["EpsRule", "EpsSearch", "EpsSetting", "eps_schedule", "AUTHORS_RULE", "BERNOULLI_RULE", "SCALE_RULE", "NETWORK_RULE",
+__all__ = ["EpsSpec", "Fixed", "Heuristic", "Multiple", "Schedule", "parse_eps", "format_eps", "eps_label",
+           "parse_eps_label", "EpsRule", "EpsSearch", "EpsSetting", "eps_schedule", "AUTHORS_RULE", "BERNOULLI_RULE", "SCALE_RULE", "NETWORK_RULE",
            "IMAGE_AUTHORS_RULE", "IMAGE_CARRY_RULE", "IMAGE_LAYER_CAPS", "RULES", "PILOT", "image_rule",
            "resolve_eps", "data_scale", "choose_eps"]
 
@@ -149,6 +156,152 @@ def image_rule(layer: int, rule: EpsRule = IMAGE_AUTHORS_RULE, caps=IMAGE_LAYER_
     return rule.replace(cap=float(caps[layer - 1]))
 
 
+# ------------------------------------------------------------------ the eps specification
+@dataclass(frozen=True)
+class Fixed:
+    """eps given: a number >= 0 (a Python or numpy scalar, a 0-d tensor) or an ``(S,)``
+    tensor/array, one per simulation. Its range is checked where it is used
+    (:func:`resolve_eps`: finite, ``>= 0`` or ``> 0``, at most the noise's ``eps_max``)."""
+
+    value: object
+
+
+@dataclass(frozen=True)
+class Heuristic:
+    """eps chosen by the heuristic: ``rule`` is a name of :data:`RULES` or :data:`PILOT`,
+    or ``None`` (the noise's own rule, or the study's eps in the experiments)."""
+
+    rule: str | None = None
+
+    def __post_init__(self):
+        if self.rule is not None and self.rule not in RULES and self.rule != PILOT:
+            raise InputError(f"rule must be a name in {sorted([*RULES, PILOT])}; got {self.rule!r}")
+
+
+@dataclass(frozen=True)
+class Multiple:
+    """eps a multiple ``factor`` (> 0) of the heuristic's eps of each simulation."""
+
+    factor: float
+
+    def __post_init__(self):
+        validate(self.factor, Real(lo=0, lo_open=True), "factor")
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """eps re-chosen during training by a trainer's schedule ``name`` (``cnce.nn.CNCELoss``'s
+    :data:`~cnce.nn.objectives.SCHEDULES`); ``auto`` says it stands for ``eps="auto"`` (the
+    trainer's default schedule)."""
+
+    name: str
+    auto: bool = False
+
+
+#: The eps specification: every eps input is parsed into one of these by :func:`parse_eps`,
+#: once, and code matches on the type.
+EpsSpec = Fixed | Heuristic | Multiple | Schedule
+KINDS = (Fixed, Heuristic, Multiple, Schedule)
+def _forms(kinds, auto: str, rules: bool, schedules, low: str) -> str:
+    forms = []
+    if Heuristic in kinds or (Schedule in kinds and auto == "auto"):
+        forms.append(f"'{auto}'")
+    if Schedule in kinds and schedules:
+        forms.append(f"one of {tuple(schedules)}")
+    if Multiple in kinds:
+        forms.append("'x<factor>' with factor > 0")
+    if Heuristic in kinds and rules:
+        forms.append(f"'rule:<name>' with a name in {sorted([*RULES, PILOT])}")
+    if Fixed in kinds:
+        forms.append(f"a number {low}")
+    return ", ".join(forms[:-1]) + (" or " if len(forms) > 1 else "") + forms[-1]
+
+
+def parse_eps(value, *, name: str = "eps", kinds=KINDS, auto: str = "auto", rules: bool = False,
+              schedules: tuple[str, ...] = (), default: str | None = None, low: str = ">= 0") -> EpsSpec:
+    """The one reader of eps inputs: ``value`` as an :class:`EpsSpec` (Sec. 2's eps: given,
+    chosen by the heuristic, a multiple of the heuristic's, or re-chosen while training).
+
+    The one grammar (texts as users type them and as tables store them):
+
+    * an :class:`EpsSpec` -> itself;
+    * ``auto`` (the word ``"auto"``; the experiments' tables say ``"default"``) ->
+      ``Heuristic()``, or with ``default`` (a trainer's default schedule)
+      ``Schedule(default, auto=True)``;
+    * ``"rule:<name>"`` (with ``rules``) -> ``Heuristic(name)``, a name of :data:`RULES` or
+      :data:`PILOT`;
+    * ``"x<f>"`` -> ``Multiple(f)``;
+    * a name in ``schedules`` -> :class:`Schedule`;
+    * a number (not a ``bool``), a tensor or an array -> :class:`Fixed` (its range is checked
+      where it is used).
+
+    ``kinds`` are the types the caller accepts; anything else raises
+    :class:`~cnce.errors.InputError` naming ``name``, the value and the accepted forms (``low``
+    words the bound of a number). :func:`format_eps` writes a spec back as its text.
+    """
+    spec = _read(value, auto, schedules, default)
+    if (spec is None or not isinstance(spec, tuple(kinds))
+            or (isinstance(spec, Heuristic) and spec.rule is not None and not rules)):
+        raise InputError(f"{name} must be {_forms(kinds, auto, rules, schedules, low)}; got {value!r}")
+    return spec
+
+
+def _read(value, auto, schedules, default):
+    """``value`` as a spec, or ``None`` where it is none of the grammar's forms."""
+    if isinstance(value, KINDS):
+        return value
+    if value is None or _is_bool(value):
+        return None
+    if not isinstance(value, str):
+        return Fixed(value)
+    if value == auto:
+        return Schedule(default, auto=True) if default is not None else Heuristic()
+    if value in schedules:
+        return Schedule(value)
+    try:
+        if value.startswith("rule:"):
+            return Heuristic(value[5:])
+        if value.startswith("x"):
+            return Multiple(float(value[1:]))
+    except (ValueError, InputError):
+        pass
+    return None
+
+
+def format_eps(spec: EpsSpec) -> str:
+    """``spec`` as the text :func:`parse_eps` reads back: ``"default"``, ``"rule:<name>"``,
+    ``"x<f:g>"``, the schedule's name, or ``f"{value:g}"`` (a scalar :class:`Fixed`)."""
+    if isinstance(spec, Heuristic):
+        return "default" if spec.rule is None else f"rule:{spec.rule}"
+    if isinstance(spec, Multiple):
+        return f"x{spec.factor:g}"
+    if isinstance(spec, Schedule):
+        return spec.name
+    if isinstance(spec, Fixed):
+        return f"{float(spec.value):g}"
+    raise InputTypeError(f"spec must be a cnce.eps.EpsSpec; got {type(spec).__name__}")
+
+
+def eps_label(spec) -> str:
+    """The variant label of a CNCE run in ``cnce.nn.study``'s rows: ``"eps="`` and the schedule's
+    name or the fixed number (``"eps=once"``, ``"eps=0.3"``)."""
+    if not isinstance(spec, (Fixed, Schedule)):
+        raise InputTypeError(f"spec must be a cnce.eps.Fixed or cnce.eps.Schedule; got {spec!r}")
+    return "eps=" + format_eps(spec)
+
+
+def parse_eps_label(label) -> EpsSpec:
+    """A label of :func:`eps_label` back as its spec: ``"eps=0.3"`` -> ``Fixed(0.3)``,
+    ``"eps=once"`` -> ``Schedule("once")``."""
+    text = label[4:] if isinstance(label, str) and label.startswith("eps=") else ""
+    if not text or text in ("auto", "default"):
+        raise InputError(f"label must be 'eps=<schedule name or number>'; got {label!r}")
+    try:
+        return Fixed(float(text))
+    except ValueError:
+        return Schedule(text)
+
+
 @dataclass(frozen=True)
 class EpsSetting:
     """An eps setting of the experiments, the one grammar of their ``eps_setting`` column:
@@ -173,21 +326,26 @@ class EpsSetting:
     @staticmethod
     @functools.lru_cache(maxsize=None)
     def parse(text) -> "EpsSetting":
-        """``"default"``, ``"x<f>"`` or ``"rule:<name>"`` as an :class:`EpsSetting`; ``ValueError``
-        naming the text otherwise."""
+        """``"default"``, ``"x<f>"`` or ``"rule:<name>"`` as an :class:`EpsSetting` (read by
+        :func:`parse_eps`); :class:`~cnce.errors.InputError` naming the text otherwise."""
         if isinstance(text, EpsSetting):
             return text
-        try:
-            if text == "default":
-                return EpsSetting()
-            if text.startswith("rule:"):
-                return EpsSetting(rule=text[5:])
-            if text.startswith("x"):
-                return EpsSetting(factor=float(text[1:]))
-        except (ValueError, AttributeError, TypeError):
-            pass
-        raise InputError(f"eps setting must be 'default', 'x<factor>' with factor > 0 or 'rule:<name>' with a name "
-                         f"in {sorted([*RULES, PILOT])}; got {text!r}")
+        return EpsSetting.of(parse_eps(text, name="eps setting", kinds=(Heuristic, Multiple), auto="default", rules=True))
+
+    @staticmethod
+    def of(spec: "Heuristic | Multiple") -> "EpsSetting":
+        """The setting of a :class:`Heuristic` or :class:`Multiple` spec."""
+        if isinstance(spec, Multiple):
+            return EpsSetting(factor=spec.factor)
+        if isinstance(spec, Heuristic):
+            return EpsSetting(rule=spec.rule)
+        raise InputTypeError(f"spec must be a cnce.eps.Heuristic or cnce.eps.Multiple; got {spec!r}")
+
+    @property
+    def spec(self) -> "Heuristic | Multiple":
+        """This setting as an :class:`EpsSpec`."""
+        return Heuristic() if self.factor is None and self.rule is None else (
+            Multiple(self.factor) if self.factor is not None else Heuristic(self.rule))
 
     @property
     def is_default(self) -> bool:
@@ -206,9 +364,7 @@ class EpsSetting:
                 self.rule or "")
 
     def __str__(self) -> str:
-        if self.rule is not None:
-            return f"rule:{self.rule}"
-        return "default" if self.factor is None else f"x{self.factor:g}"
+        return format_eps(self.spec)
 
 
 def resolve_eps(eps, noise=None, *, S: int = 1, rule: EpsRule | None = None, positive: bool = False,
@@ -235,18 +391,17 @@ def resolve_eps(eps, noise=None, *, S: int = 1, rule: EpsRule | None = None, pos
     if rule is not None and not isinstance(rule, EpsRule):
         raise InputError(f"eps_rule must be a cnce.eps.EpsRule; got {rule!r}")
     upper = getattr(noise, "eps_max", None)
-    if isinstance(eps, str) and eps == "auto":
+    low = "> 0" if positive else ">= 0"
+    spec = parse_eps(eps, kinds=(Fixed, Heuristic), low=low)
+    if isinstance(spec, Heuristic):
         if rule is None:
             rule = getattr(noise, "eps_rule", AUTHORS_RULE)
         return EpsSearch(rule.bounded(upper), prefix, margin)
-    low = "> 0" if positive else ">= 0"
-    if isinstance(eps, (bool, str)):
-        raise InputError(f"eps must be 'auto' or a number {low}; got {eps!r}")
     if rule is not None:
         raise InputError(f"eps_rule applies to eps='auto' only (the heuristic's search); got eps={eps!r} "
                          f"and eps_rule={rule!r}")
     try:
-        e = torch.as_tensor(eps, dtype=dtype, device=device)
+        e = torch.as_tensor(spec.value, dtype=dtype, device=device)
     except (TypeError, ValueError, RuntimeError) as exc:
         raise InputError(f"eps must be 'auto' or a number {low}; got {eps!r}") from exc
     scalar = e.ndim == 0
@@ -264,16 +419,11 @@ def resolve_eps(eps, noise=None, *, S: int = 1, rule: EpsRule | None = None, pos
 
 def eps_schedule(eps, schedules: tuple[str, ...], default: str) -> str | None:
     """How a trainer that re-runs the heuristic (``cnce.nn.CNCELoss``) reads its ``eps``
-    argument: a string names a schedule (``"auto"`` is ``default``; others must be in
-    ``schedules``), anything else is a fixed eps (``None`` returned; the trainer checks the
-    number). ``ValueError`` naming the value for an unknown name."""
-    if not isinstance(eps, str):
-        return None
-    if eps == "auto":
-        return default
-    if eps not in schedules:
-        raise InputError(f"eps must be 'auto', one of {schedules} or a positive number; got {eps!r}")
-    return eps
+    argument, by :func:`parse_eps`: a :class:`Schedule`'s name (``"auto"`` is ``default``;
+    others must be in ``schedules``), or ``None`` for a :class:`Fixed` eps (the trainer checks
+    the number). :class:`~cnce.errors.InputError` naming the value otherwise."""
+    spec = parse_eps(eps, kinds=(Fixed, Schedule), schedules=schedules, default=default, low="> 0")
+    return spec.name if isinstance(spec, Schedule) else None
 
 
 @dataclass(frozen=True)

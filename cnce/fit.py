@@ -29,6 +29,7 @@ from . import asymptotics, backends
 from . import noise as noise_mod
 from ._torch import make_generator, resolve_device
 from ._validation import check_applies, check_kappa, check_positive_int, check_rows, check_theta
+from .constraints import Boolean, Real, validate
 from .backends import plan
 from .backends.progress import NO_PROGRESS, FitProgress, settle
 from .errors import InputError
@@ -42,7 +43,7 @@ __all__ = ["fit", "FitResult", "METHODS"]
 METHODS = ("cnce", "nce", "mle", "sm")
 #: the methods that draw noise (``kappa``, ``noise``, ``noise_base`` apply to them only)
 NOISE_METHODS = ("cnce", "nce")
-BACKENDS = ("auto", "torch", "fused")
+BACKENDS = ("auto", "torch", "compiled")
 
 
 def fit(
@@ -116,7 +117,7 @@ def fit(
             where the model declares one for the method (``model.compiled_kernels``; float64 on
             the CPU, numba installed, and for CNCE the noise of Eq. 13) and the batched torch
             path (:mod:`cnce.backends.torch`) otherwise; ``"torch"`` forces the torch path (also
-            what runs on a GPU); ``"fused"`` requires the kernels and raises ValueError saying
+            what runs on a GPU); ``"compiled"`` (earlier ``"fused"``, deprecated) requires the kernels and raises ValueError saying
             why where they do not apply. Both solve the same problem with the same Newton
             method, run as one :class:`~cnce.options.NewtonSettings` whose fields hold every
             threshold of both solvers (the compiled one has those of
@@ -155,6 +156,7 @@ def fit(
         raise InputError(f"method must be one of {METHODS}; got {method!r}")
     if method not in model.methods:
         raise InputError(f"method {method!r} does not apply to {model!r}; its methods are {model.methods}")
+    backend = backends.backend_name(backend)  # "fused", the earlier name, with a DeprecationWarning
     if not isinstance(backend, str) or backend not in BACKENDS:
         raise InputError(f"backend must be one of {BACKENDS}; got {backend!r}")
     if options is None:
@@ -169,10 +171,8 @@ def fit(
         sim_batch = check_positive_int(sim_batch, "sim_batch")
     if max_iter is not None:
         max_iter = check_positive_int(max_iter, "max_iter", 0)
-    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol >= 0:
-        raise InputError(f"tol must be a number >= 0; got {tol!r}")
-    if not isinstance(cov, bool):
-        raise InputError(f"cov must be True or False; got {cov!r}")
+    validate(tol, Real(lo=0), "tol")
+    validate(cov, Boolean(), "cov")
     delay = settle(progress)
     dev = resolve_device(device)
     if dtype not in (torch.float64, torch.float32):
@@ -212,7 +212,7 @@ def fit(
         if need > options.memory_budget_bytes and rows is None:
             fused_fits = backends.compiled.supports(model, method, noise, torch.device("cpu"), torch.float64, form) is None
             noise_gb = N * (kappa or 0) * D * 8 / 2**30
-            alt = (f"backend='fused' on the CPU (it forms no features: it holds the data and the drawn noise, about "
+            alt = (f"backend='compiled' on the CPU (it forms no features: it holds the data and the drawn noise, about "
                    f"{noise_gb:.1f} GB)" if fused_fits else "fewer rows or a smaller kappa")
             raise InputError(
                 f"this fit needs about {need / 2**30:.1f} GB for one simulation on the torch backend ({N} rows x "
@@ -230,14 +230,14 @@ def fit(
                 bar.update(phase="noise")
                 noise_base = noise_mod.default_base(noise, S, N, kappa, D, gen, threads=threads)
             noise_base = _check_base(noise_base, S, N, kappa, D).to(device=dev, dtype=dtype)
-        kernel = model.compiled_kernels.get(method) if mod.NAME == "fused" else None
+        kernel = model.compiled_kernels.get(method) if mod.NAME == "compiled" else None
         problem = backends.FitProblem(
             model=model, x=x, method=method, kappa=kappa if uses_noise else None, eps=eps, noise=noise,
             noise_base=noise_base if uses_noise else None, theta0=theta0, device=dev, dtype=dtype,
             optimizer=plan.optimizer(model, method),
             newton=plan.newton_settings(model, method, N, options, mod.NAME, kernel, max_iter=max_iter, tol=tol, form=form),
             lbfgs=plan.lbfgs_settings(max_iter), threads=threads,
-            chunk=S if mod.NAME == "fused" else plan.chunk_size(model, method, S, N, kappa if uses_noise else None,
+            chunk=S if mod.NAME == "compiled" else plan.chunk_size(model, method, S, N, kappa if uses_noise else None,
                                                                  dtype, options, sim_batch),
             formulation=form, feature_dtype=plan.feature_dtype(model, method, dtype, dev, options),
             projection_block_pairs=options.projection_block_pairs, row_chunk=rows, progress=bar)

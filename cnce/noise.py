@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from ._validation import check_positive_int, per_simulation
+from .constraints import Integer, validate
 from .eps import AUTHORS_RULE, BERNOULLI_RULE, EpsRule
 from .errors import InputError
 
@@ -225,8 +226,7 @@ def draw_streams(S: int, N: int, kappa: int, D: int, *, key: int, kind: str = "n
     threads = check_positive_int(threads, "threads")
     if kind not in ("normal", "uniform"):
         raise InputError(f"kind must be 'normal' or 'uniform'; got {kind!r}")
-    if isinstance(key, bool) or not isinstance(key, (int, np.integer)) or key < 0:
-        raise InputError(f"key must be an integer >= 0; got {key!r}")
+    validate(key, Integer(lo=0), "key")
     out = np.empty((S, N, kappa, D))
 
     def one(s):

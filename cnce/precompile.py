@@ -69,7 +69,7 @@ def compile_kernels(*, progress=None) -> dict[str, float]:
             for kw in ([{"eps": "auto"}, {"eps": 0.5}] if method == "cnce" else [{}]):
                 if method in NOISE_METHODS:
                     kw["kappa"] = 3
-                fit(model, x, method, seed=0, threads=1, backend="fused", max_iter=2, **kw)
+                fit(model, x, method, seed=0, threads=1, backend="compiled", max_iter=2, **kw)
             seconds[f"{name}/{method}"] = time.perf_counter() - t0
             if progress is not None:
                 progress(f"{name}/{method}: {seconds[f'{name}/{method}']:.1f} s")

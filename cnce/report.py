@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["glue", "badge_html", "BADGES", "t_interval", "seed_interval"]
+__all__ = ["glue", "badge_html", "BADGES", "t_interval", "seed_interval", "SeedInterval"]
 
 
 def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
@@ -35,18 +35,54 @@ def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
     return m, m - h, m + h
 
 
-def seed_interval(values, level: float = 0.95) -> tuple[float, float, float, str]:
-    """``(mean, lo, hi, kind)`` over per-seed ``values`` by the project's rule: the Student-t
-    interval of :func:`t_interval` (``kind="t"``) for three or more values, the range
-    ``(min, max)`` for two (``"range"``: two seeds are too few for a t-interval), NaN bounds for
-    one (``"one"``). No values: ``ValueError``."""
+class SeedInterval(tuple):
+    """The interval over seeds of :func:`seed_interval`: the tuple ``(mean, lo, hi, kind)``
+    (``kind``: ``"t"`` for three or more values, ``"range"`` for two, ``"one"``, ``"none"`` for
+    no values), with the ``level`` and the number of values ``n``."""
+
+    def __new__(cls, mean: float, lo: float, hi: float, kind: str, *, level: float = 0.95, n: int = 0):
+        self = super().__new__(cls, (mean, lo, hi, kind))
+        self.level, self.n = level, n
+        return self
+
+    mean = property(lambda self: self[0])
+    lo = property(lambda self: self[1])
+    hi = property(lambda self: self[2])
+    kind = property(lambda self: self[3])
+
+    @property
+    def ci(self) -> tuple[float, float]:
+        """``(lo, hi)``; ``(mean, mean)`` for one value (a point, stated with :attr:`rule`)."""
+        return (self.mean, self.mean) if self.kind == "one" else (self.lo, self.hi)
+
+    @property
+    def rule(self) -> str:
+        """The rule in words, as results tables state it."""
+        if self.kind == "t":
+            return f"{round(100 * self.level)} % t-interval over {self.n} seeds, {self.n - 1} degrees of freedom"
+        return {"range": "range of 2 seeds", "one": "one seed: no interval over seeds", "none": "no seeds"}[self.kind]
+
+
+def seed_interval(values, level: float = 0.95, *, share: bool = False, empty: bool = False) -> SeedInterval:
+    """``(mean, lo, hi, kind)`` over per-seed ``values`` by the project's rule, the one interval
+    over seeds of the library: the Student-t interval of :func:`t_interval` (``kind="t"``) for
+    three or more values, the range ``(min, max)`` for two (``"range"``: two seeds are too few
+    for a t-interval), NaN bounds for one (``"one"``). ``share``: the values are shares, the
+    bounds clipped to ``[0, 1]``. No values: ``ValueError``, or with ``empty`` NaN and
+    ``"none"``. The result also states its rule in words (:attr:`SeedInterval.rule`)."""
     import numpy as np
 
     v = np.asarray(values, dtype=float).ravel()
+    if v.size == 0 and empty:
+        return SeedInterval(math.nan, math.nan, math.nan, "none", level=level)
     if v.size == 2:
-        return float(v.mean()), float(v.min()), float(v.max()), "range"
-    m, lo, hi = t_interval(v, level)
-    return m, lo, hi, ("t" if v.size >= 3 else "one")
+        m, lo, hi, kind = float(v.mean()), float(v.min()), float(v.max()), "range"
+    else:
+        m, lo, hi = t_interval(v, level)
+        kind = "t" if v.size >= 3 else "one"
+    if share and kind != "one":
+        lo, hi = max(0.0, lo), min(1.0, hi)
+    return SeedInterval(m, lo, hi, kind, level=level, n=int(v.size))
 
 
 class _Text:

@@ -67,7 +67,7 @@ def test_every_backend_starts_from_the_readable_loss(name, method):
         torch.testing.assert_close(res.init_loss, ref, rtol=1e-11, atol=0, msg=f"backend {bname}")
     assert "torch" in served
     if method in model.compiled_kernels:
-        assert "fused" in served
+        assert "compiled" in served
 
 
 # fit and the backends import no concrete model: tests/test_layering.py checks it on the import graph
@@ -106,7 +106,7 @@ def test_dispatch_follows_declarations():
         compiled_kernels = {"cnce": "gaussian"}
 
     c = cnce.fit(WithKernel(), x, kappa=4, eps=0.5, theta0=th0, noise_base=base)
-    assert c.info["backend"] == "fused" and c.info["kernel"] == "gaussian"
+    assert c.info["backend"] == "compiled" and c.info["kernel"] == "gaussian"
     torch.testing.assert_close(c.theta, b.theta, rtol=1e-6, atol=1e-9)
 
 
@@ -132,3 +132,25 @@ def test_one_registry_serves_runner_and_cli(capsys):
     out = capsys.readouterr().out
     for name in registered():
         assert name in out
+
+
+def test_the_compiled_backends_earlier_name_still_works_with_a_warning():
+    """``backend="fused"`` (the compiled backend's earlier name) runs the compiled backend and
+    warns; an unknown name is refused naming the value."""
+    import warnings
+
+    from cnce.backends import backend_name
+    from cnce.errors import InputError
+
+    with pytest.warns(DeprecationWarning, match="backend='fused' is now called backend='compiled'"):
+        assert backend_name("fused") == "compiled"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert backend_name("compiled") == "compiled" and backend_name("auto") == "auto"
+    x = torch.randn(1, 200, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    with pytest.warns(DeprecationWarning):
+        old = cnce.fit(Gaussian(dim=2), x, kappa=2, seed=0, backend="fused")
+    new = cnce.fit(Gaussian(dim=2), x, kappa=2, seed=0, backend="compiled")
+    assert old.info["backend"] == new.info["backend"] == "compiled" and torch.equal(old.theta, new.theta)
+    with pytest.raises(InputError, match="backend must be one of .*'compiled'.*; got 'numba'"):
+        cnce.fit(Gaussian(dim=2), x, kappa=2, backend="numba")

@@ -218,3 +218,63 @@ def test_eps_setting_multiples_order_and_errors():
     for bad in ("x", "x-1", "x0", "xnan", "rule:nope", "auto", None, 3):
         with pytest.raises(ValueError, match="eps setting must be"):
             EpsSetting.parse(bad)
+
+
+# ---------------------------------------------------------------- the eps specification
+@pytest.mark.parametrize("given,want", [
+    ("auto", "Heuristic()"), ("x2", "Multiple(2.0)"), ("x0.25", "Multiple(0.25)"), (0.5, "Fixed(0.5)"),
+    ("once", "Schedule('once')"), ("rule:authors", "Heuristic('authors')"), ("rule:pilot", "Heuristic('pilot')"),
+])
+def test_parse_eps_known_answers(given, want):
+    import numpy as np
+
+    from cnce.eps import Fixed, Heuristic, Multiple, Schedule, format_eps, parse_eps
+
+    want = eval(want, {"Fixed": Fixed, "Heuristic": Heuristic, "Multiple": Multiple, "Schedule": Schedule})
+    spec = parse_eps(given, schedules=("once",), rules=True)
+    assert spec == want and type(spec) is type(want)
+    assert parse_eps(spec, rules=True) is spec  # a spec is parsed once: parsing it again is the identity
+    if not isinstance(spec, (Heuristic, Fixed)) or (isinstance(spec, Heuristic) and spec.rule is not None):
+        assert parse_eps(format_eps(spec), schedules=("once",), rules=True) == spec
+    arr = np.array([0.1, 0.2])
+    assert parse_eps(arr).value is arr and parse_eps(torch.tensor(0.3)).value.item() == pytest.approx(0.3)
+
+
+def test_parse_eps_spellings_of_the_heuristic_and_the_default_schedule():
+    from cnce.eps import Heuristic, Schedule, format_eps, parse_eps
+
+    assert parse_eps("default", auto="default") == Heuristic() and format_eps(Heuristic()) == "default"
+    assert parse_eps("auto", schedules=("scale",), default="scale") == Schedule("scale", auto=True)
+    assert parse_eps("scale", schedules=("scale",), default="scale") == Schedule("scale", auto=False)
+
+
+@pytest.mark.parametrize("given,kw,message", [
+    ("big", {}, r"eps must be 'auto', 'x<factor>' with factor > 0 or a number >= 0; got 'big'"),
+    (True, {}, r"eps must be .*; got True"),
+    (None, {}, r"eps must be .*; got None"),
+    ("x0", {}, r"got 'x0'"), ("x-1", {}, r"got 'x-1'"), ("xnan", {}, r"got 'xnan'"),
+    ("rule:authors", {}, r"got 'rule:authors'"),  # rule names only where rules=True
+    ("rule:nope", {"rules": True}, r"'rule:<name>' with a name in \[.*'pilot'.*\] or a number >= 0; got 'rule:nope'"),
+    ("x2", {"name": "eps_x", "kinds": "FH"}, r"eps_x must be 'auto' or a number >= 0; got 'x2'"),
+    ("default", {}, r"got 'default'"),  # 'default' is the experiments' spelling only
+    ("upward", {"schedules": ("once",)}, r"one of \('once',\).*got 'upward'"),
+])
+def test_parse_eps_errors_name_the_argument_and_value(given, kw, message):
+    from cnce.eps import Fixed, Heuristic, parse_eps
+    from cnce.errors import InputError
+
+    if kw.get("kinds") == "FH":
+        kw = kw | {"kinds": (Fixed, Heuristic)}
+    with pytest.raises(InputError, match=message):
+        parse_eps(given, **kw)
+
+
+def test_eps_labels_of_the_network_study_round_trip():
+    from cnce.eps import Fixed, Schedule, eps_label, parse_eps_label
+    from cnce.errors import InputError
+
+    for spec, text in [(Fixed(0.3), "eps=0.3"), (Fixed(1.0), "eps=1"), (Fixed(3.0), "eps=3"), (Schedule("carry"), "eps=carry")]:
+        assert eps_label(spec) == text and parse_eps_label(text) == spec
+    for bad in ("lr=0.005", "eps=", "eps=auto", 3):
+        with pytest.raises(InputError, match="label must be"):
+            parse_eps_label(bad)

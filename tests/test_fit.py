@@ -304,7 +304,7 @@ def test_chunking_and_single_problem_shapes(gen):
     assert parts.info["chunks"] == 3
     torch.testing.assert_close(whole.theta, parts.theta, rtol=1e-10, atol=0)
     fused = cnce.fit(m, x, kappa=3, seed=2)  # the fused kernels (one call) take the radii along too
-    if fused.info["backend"] == "fused":
+    if fused.info["backend"] == "compiled":
         torch.testing.assert_close(fused.theta, whole.theta, rtol=1e-5, atol=0)
     one = cnce.fit(Gaussian(dim=2), x[0, :, :2], kappa=3)
     assert one.theta.shape == (3,) and one.loss.ndim == 0 and one.eps.ndim == 0

@@ -103,9 +103,9 @@ def test_torch_path_keeps_to_the_memory_budget(x):
         r = _fit(x, backend="torch")
         assert bool(r.converged) and 0 < r.info["row_chunk"] < 1000
         with pytest.raises(InputError, match=r"needs about .* GB for one simulation on the torch backend .*"
-                                             r"memory_budget_gb = 0.001 .*; use backend='fused'"):
+                                             r"memory_budget_gb = 0.001 .*; use backend='compiled'"):
             cnce.fit(Gaussian(dim=2), x, "nce", kappa=10, backend="torch")
-        assert bool(_fit(x, backend="fused").converged)  # the compiled path streams rows: not bound by it
+        assert bool(_fit(x, backend="compiled").converged)  # the compiled path streams rows: not bound by it
     r = _fit(x, backend="torch")
     assert bool(r.converged) and r.info["row_chunk"] is None
 

@@ -32,7 +32,7 @@ def _same(a, b):
             torch.testing.assert_close(getattr(a, f), getattr(b, f), rtol=0, atol=0, equal_nan=True, msg=f)
 
 
-@pytest.mark.parametrize("backend", ["fused", "torch"])
+@pytest.mark.parametrize("backend", ["compiled", "torch"])
 def test_line_appears_after_the_delay_and_changes_nothing(backend, capsys):
     x = _data()
     quiet = cnce.fit(cnce.models.Gaussian(dim=2), x, "cnce", kappa=5, eps=0.5, backend=backend, progress=False)
@@ -42,10 +42,10 @@ def test_line_appears_after_the_delay_and_changes_nothing(backend, capsys):
     _same(quiet, shown)
     assert f"fit gaussian cnce ({backend})" in err
     assert "2/2" in err and "converged=2" in err  # the final state: both simulations done and converged
-    assert ("passes=" in err) if backend == "fused" else ("chunk=1/1" in err)
+    assert ("passes=" in err) if backend == "compiled" else ("chunk=1/1" in err)
 
 
-@pytest.mark.parametrize("backend", ["fused", "torch"])
+@pytest.mark.parametrize("backend", ["compiled", "torch"])
 def test_short_fit_prints_nothing_by_default(backend, capsys):
     cnce.fit(cnce.models.Gaussian(dim=2), _data(), "cnce", kappa=5, eps=0.5, backend=backend, progress=False)  # kernels loaded
     capsys.readouterr()
@@ -58,8 +58,8 @@ def test_short_fit_prints_nothing_by_default(backend, capsys):
 def test_fused_threads_and_nce_bitwise():
     x = _data(S=3)
     for kw in (dict(method="cnce", kappa=5, eps="auto", threads=2), dict(method="nce", kappa=5, threads=1)):
-        a = cnce.fit(cnce.models.Gaussian(dim=2), x, backend="fused", progress=False, **kw)
-        b = cnce.fit(cnce.models.Gaussian(dim=2), x, backend="fused", progress=0, **kw)
+        a = cnce.fit(cnce.models.Gaussian(dim=2), x, backend="compiled", progress=False, **kw)
+        b = cnce.fit(cnce.models.Gaussian(dim=2), x, backend="compiled", progress=0, **kw)
         _same(a, b)
 
 

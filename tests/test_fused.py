@@ -43,9 +43,9 @@ def test_gaussian_fused_equals_torch(N):
     model = Gaussian()
     th, th0, x, base = _problem(model, 6, N, 5, 1)
     kw = dict(kappa=5, eps=0.4, theta0=th0, noise_base=base)
-    f = cnce.fit(model, x, backend="fused", **kw)
+    f = cnce.fit(model, x, backend="compiled", **kw)
     t = cnce.fit(model, x, backend="torch", **kw)
-    assert f.info["backend"] == "fused" and t.info["backend"] == "torch"
+    assert f.info["backend"] == "compiled" and t.info["backend"] == "torch"
     assert f.converged.all() and t.converged.all()
     rel = (f.theta - t.theta).norm(dim=1) / t.theta.norm(dim=1)
     assert rel.max() < 1e-5  # the torch path stores its features in float32
@@ -61,7 +61,7 @@ def test_ica_fused_and_torch_reach_equally_good_points():
     model = ICA()
     th, th0, x, base = _problem(model, 8, 2000, 5, 2)
     kw = dict(kappa=5, eps=0.6, theta0=th0, noise_base=base)
-    f = cnce.fit(model, x, backend="fused", **kw)
+    f = cnce.fit(model, x, backend="compiled", **kw)
     t = cnce.fit(model, x, backend="torch", **kw)
     assert f.converged.all() and t.converged.all()
     assert ((f.loss - t.loss).abs() / t.loss).max() < 1e-4
@@ -85,14 +85,14 @@ def test_auto_eps_threads_and_prefix_views():
 
 def test_backend_errors():
     x = torch.randn(2, 50, 5, dtype=torch.float64)
-    with pytest.raises(ValueError, match=r"backend must be one of \('auto', 'torch', 'fused'\); got 'gpu'"):
+    with pytest.raises(ValueError, match=r"backend must be one of \('auto', 'torch', 'compiled'\); got 'gpu'"):
         cnce.fit(Gaussian(), x, eps=0.5, backend="gpu")
-    with pytest.raises(ValueError, match=r"backend='fused' does not apply: .*no compiled kernel for method 'sm'"):
-        cnce.fit(Gaussian(), x, method="sm", backend="fused")
-    with pytest.raises(ValueError, match=r"backend='fused' does not apply: Ring.*no compiled kernel"):
-        cnce.fit(Ring(dim=5), x, method="sm", backend="fused")
-    with pytest.raises(ValueError, match=r"backend='fused' does not apply: .*float64 on the CPU"):
-        cnce.fit(Gaussian(), x, eps=0.5, backend="fused", dtype=torch.float32)
+    with pytest.raises(ValueError, match=r"backend='compiled' does not apply: .*no compiled kernel for method 'sm'"):
+        cnce.fit(Gaussian(), x, method="sm", backend="compiled")
+    with pytest.raises(ValueError, match=r"backend='compiled' does not apply: Ring.*no compiled kernel"):
+        cnce.fit(Ring(dim=5), x, method="sm", backend="compiled")
+    with pytest.raises(ValueError, match=r"backend='compiled' does not apply: .*float64 on the CPU"):
+        cnce.fit(Gaussian(), x, eps=0.5, backend="compiled", dtype=torch.float32)
     with pytest.raises(ValueError, match=r"threads must be an integer >= 1; got 0"):
         cnce.fit(Gaussian(), x, eps=0.5, threads=0)
     # the torch path is what a float32 fit uses
@@ -103,9 +103,9 @@ def test_ica_mle_fused_matches_torch_lbfgs():
     # the same L-BFGS (two-loop recursion, backtracking, stopping rules) per simulation
     model = ICA()
     th, th0, x, _ = _problem(model, 6, 1500, 1, 4)
-    f = cnce.fit(model, x, method="mle", theta0=th0, backend="fused")
+    f = cnce.fit(model, x, method="mle", theta0=th0, backend="compiled")
     t = cnce.fit(model, x, method="mle", theta0=th0, backend="torch")
-    assert f.info["backend"] == "fused" and f.converged.all()
+    assert f.info["backend"] == "compiled" and f.converged.all()
     torch.testing.assert_close(f.init_loss, t.init_loss, rtol=1e-12, atol=0)
     # piecewise-smooth likelihood: both stop at kink vertices of the same basin
     assert ((f.loss - t.loss).abs() / t.loss).max() < 1e-5
@@ -119,9 +119,9 @@ def test_nce_gaussian_fused_equals_torch():
     model = Gaussian()
     th, th0, x, base = _problem(model, 5, 3000, 4, 5)
     kw = dict(method="nce", kappa=4, theta0=th0, noise_base=base)
-    f = cnce.fit(model, x, backend="fused", **kw)
+    f = cnce.fit(model, x, backend="compiled", **kw)
     t = cnce.fit(model, x, backend="torch", **kw)
-    assert f.info["backend"] == "fused" and f.converged.all() and t.converged.all()
+    assert f.info["backend"] == "compiled" and f.converged.all() and t.converged.all()
     assert ((f.theta - t.theta).norm(dim=1) / t.theta.norm(dim=1)).max() < 1e-5
     torch.testing.assert_close(f.log_normaliser, t.log_normaliser, rtol=1e-5, atol=0)
     torch.testing.assert_close(f.loss, t.loss, rtol=1e-7, atol=0)  # float32 features on the torch path
@@ -133,9 +133,9 @@ def test_nce_ica_fused_and_torch_reach_equally_good_points():
     model = ICA()
     th, th0, x, base = _problem(model, 8, 2500, 5, 6)
     kw = dict(method="nce", kappa=5, theta0=th0, noise_base=base)
-    f = cnce.fit(model, x, backend="fused", **kw)
+    f = cnce.fit(model, x, backend="compiled", **kw)
     t = cnce.fit(model, x, backend="torch", **kw)
-    assert f.info["backend"] == "fused" and f.converged.all() and t.converged.all()
+    assert f.info["backend"] == "compiled" and f.converged.all() and t.converged.all()
     # same start (c0 included) and the same loss function, to round-off
     torch.testing.assert_close(f.init_loss, t.init_loss, rtol=1e-12, atol=0)
     assert ((f.loss - t.loss).abs() / t.loss).max() < 1e-4
@@ -166,9 +166,9 @@ def test_lognormal_fused_equals_torch(eps):
     model = LogNormal()
     th, th0, x, base = _problem(model, 6, 1500, 6, 8)
     kw = dict(kappa=6, eps=eps, theta0=th0, noise_base=base)
-    f = cnce.fit(model, x, backend="fused", **kw)
+    f = cnce.fit(model, x, backend="compiled", **kw)
     t = cnce.fit(model, x, backend="torch", **kw)
-    assert f.info["backend"] == "fused" and f.converged.all() and t.converged.all()
+    assert f.info["backend"] == "compiled" and f.converged.all() and t.converged.all()
     torch.testing.assert_close(f.eps, t.eps, rtol=1e-12, atol=0)
     torch.testing.assert_close(f.init_loss, t.init_loss, rtol=1e-12, atol=0)
     torch.testing.assert_close(f.loss, t.loss, rtol=1e-12, atol=0)
@@ -184,9 +184,9 @@ def test_ring_fused_equals_torch(method):
     model = Ring(dim=5, mu=Ring.draw_mu(5, g))
     th, th0, x, base = _problem(model, 5, 2500, 6, 10)
     kw = dict(method=method, kappa=6, theta0=th0, noise_base=base)
-    f = cnce.fit(model, x, backend="fused", **kw)
+    f = cnce.fit(model, x, backend="compiled", **kw)
     t = cnce.fit(model, x, backend="torch", **kw)
-    assert f.info["backend"] == "fused" and f.converged.all() and t.converged.all()
+    assert f.info["backend"] == "compiled" and f.converged.all() and t.converged.all()
     if method == "cnce":
         torch.testing.assert_close(f.eps, t.eps, rtol=1e-12, atol=0)
     torch.testing.assert_close(f.init_loss, t.init_loss, rtol=1e-12, atol=0)
@@ -201,9 +201,9 @@ def test_gaussian_fused_equals_torch_other_dims(dim):
     model = Gaussian(dim=dim)
     th, th0, x, base = _problem(model, 3, 2000, 6, 4)
     kw = dict(kappa=6, eps=0.4, theta0=th0, noise_base=base)
-    f = cnce.fit(model, x, backend="fused", threads=1, **kw)
+    f = cnce.fit(model, x, backend="compiled", threads=1, **kw)
     t = cnce.fit(model, x, backend="torch", **kw)
-    assert f.info["backend"] == "fused" and f.converged.all()
+    assert f.info["backend"] == "compiled" and f.converged.all()
     assert ((f.theta - t.theta).norm(dim=1) / t.theta.norm(dim=1)).max() < 1e-5
 
 
@@ -215,7 +215,7 @@ def test_passes_are_counted_per_simulation():
     share of the data."""
     model = ICA()
     th, th0, x, base = _problem(model, 4, 1000, 5, 3)
-    f = cnce.fit(model, x, backend="fused", kappa=5, eps=0.6, theta0=th0, noise_base=base)
+    f = cnce.fit(model, x, backend="compiled", kappa=5, eps=0.6, theta0=th0, noise_base=base)
     p = f.info["passes"]
     assert p.shape == (4, 3) and (p >= 0).all() and (p[:, 0] >= 1).all()
     full = p[:, 1] + p[:, 2]
@@ -224,7 +224,7 @@ def test_passes_are_counted_per_simulation():
     assert torch.equal(p, p.round())  # whole passes: all the data every time
     g = Gaussian()
     th, th0, x, base = _problem(g, 3, 4096, 5, 4)
-    pg = cnce.fit(g, x, backend="fused", kappa=5, eps=0.5, theta0=th0, noise_base=base).info["passes"]
+    pg = cnce.fit(g, x, backend="compiled", kappa=5, eps=0.5, theta0=th0, noise_base=base).info["passes"]
     assert (pg[:, 2] >= 1).all() and not torch.equal(pg, pg.round())  # stages on N/16 and N/4 count as parts
 
 

@@ -129,7 +129,7 @@ def test_numbers_as_tensors_and_numpy_scalars():
         nn.train(_net(), x, seed=-1, steps=1)
     with pytest.raises(ValueError, match="seed must be an integer >= 0; got 1.5"):
         nn.train(_net(), x, seed=1.5, steps=1)
-    with pytest.raises(ValueError, match="lr must be a positive number; got -0.1"):
+    with pytest.raises(ValueError, match="lr must be a finite number > 0; got -0.1"):
         nn.train(_net(), x, lr=-0.1, steps=1)
 
 
@@ -284,7 +284,7 @@ def test_langevin_weights_a_mixture_right():
 
 def test_langevin_errors_name_the_argument():
     f = lambda u: -(u**2).sum(-1)  # noqa: E731
-    with pytest.raises(ValueError, match="step_size must be a positive number"):
+    with pytest.raises(ValueError, match="step_size must be a finite number > 0"):
         nn.langevin(f, torch.zeros(3, 2), 5, -1.0)
     with pytest.raises(ValueError, match="x0 must have shape"):
         nn.langevin(f, torch.zeros(3), 5, 0.1)

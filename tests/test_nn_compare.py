@@ -92,8 +92,11 @@ def test_verdict_words():
 
 @pytest.mark.parametrize("n", [1, 3])
 def test_interval_kinds(n):
-    m, lo, hi, kind = compare.interval(np.arange(n, dtype=float), 0.95)
+    from cnce.report import seed_interval
+
+    m, lo, hi, kind = seed_interval(np.arange(n, dtype=float), 0.95, empty=True)
     assert kind == ("one" if n == 1 else "t") and (np.isnan(lo) if n == 1 else lo < m < hi)
+    assert seed_interval([], 0.95, empty=True)[3] == "none"
 
 
 def test_eps_auto_is_the_rule_the_committed_study_picks():

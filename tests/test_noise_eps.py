@@ -308,7 +308,7 @@ def test_compiled_heuristic_evaluates_only_active_simulations(gen):
     x = m.sample(th, 300, generator=gen) * torch.tensor([0.2, 1.0, 3.0, 0.5, 1.5, 8.0], dtype=torch.float64)[:, None, None]
     base = draw_base(m, 6, 300, 5, generator=gen)
     psi0 = m.to_free(m.init_params(6, gen))
-    fit = cnce.fit(m, x, method="cnce", kappa=5, eps="auto", noise_base=base, theta0=m.from_free(psi0), backend="fused")
+    fit = cnce.fit(m, x, method="cnce", kappa=5, eps="auto", noise_base=base, theta0=m.from_free(psi0), backend="compiled")
     J_all = lambda e: torch.from_numpy(_fused.loss_all(_fused.GAUSSIAN, x.numpy(), base.numpy(), e.numpy()[:, None],  # noqa: E731
                                                        psi0.numpy(), threads=1))
     assert torch.equal(fit.eps, choose_eps(J_all, x))

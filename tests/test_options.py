@@ -97,7 +97,7 @@ def test_threads_are_python_threads_with_the_estimates_of_one(monkeypatch, metho
     m = ICA()
     g = torch.Generator().manual_seed(0)
     x = m.sample(m.random_params(3, generator=g), 300, generator=g)
-    kw = dict(seed=1, backend="fused") if method == "mle" else dict(kappa=4, seed=1, backend="fused")
+    kw = dict(seed=1, backend="compiled") if method == "mle" else dict(kappa=4, seed=1, backend="compiled")
     one = cnce.fit(m, x, method, threads=1, **kw)
     names = []
     real = getattr(_fused, kernel)

@@ -108,7 +108,7 @@ def test_backends_read_a_settled_plan(monkeypatch):
     g = torch.Generator().manual_seed(4)
     m = ICA(dim=2)
     x = m.sample(m.random_params(2, generator=g), 200, generator=g)
-    for backend in ("torch", "fused"):
+    for backend in ("torch", "compiled"):
         for eps in ("auto", 0.5):
             res = cnce.fit(m, x, kappa=3, eps=eps, backend=backend, max_iter=2)
             name, problem, before, _ = seen[-1]
@@ -131,13 +131,13 @@ def test_newton_settings_per_backend():
     opts = FitOptions()
     ica = ICA(dim=2)
     t = plan.newton_settings(ica, "cnce", 1000, opts, "torch")
-    f = plan.newton_settings(ica, "cnce", 1000, opts, "fused", "ica")
+    f = plan.newton_settings(ica, "cnce", 1000, opts, "compiled", "ica")
     assert t.replace(roundoff_accept=True) == f and not t.roundoff_accept
     assert t.alpha_grow == f.alpha_grow == NewtonSettings.alpha_grow == 2.0
     assert f.hess_points == opts.projection_hess_points and f.ftol == max(1e-12, opts.stat_ftol * 4 / 1000)
-    g = plan.newton_settings(Gaussian(dim=5), "cnce", 1000, opts, "fused", "gaussian")
+    g = plan.newton_settings(Gaussian(dim=5), "cnce", 1000, opts, "compiled", "gaussian")
     assert g.progressive and g.noise_t and g.block_pairs == g.layout_block_pairs == 128 and g.hess_last == 0
-    r = plan.newton_settings(Ring(dim=5, mu=7.0), "nce", 1000, opts, "fused", "nce_ring")
+    r = plan.newton_settings(Ring(dim=5, mu=7.0), "nce", 1000, opts, "compiled", "nce_ring")
     assert r.progressive and r.hess_points == 0 and not r.noise_t
     assert plan.newton_settings(Gaussian(dim=5), "cnce", 1000, opts, "torch").hess_points == opts.hess_points
     assert plan.newton_settings(Gaussian(dim=5), "cnce", 1000, opts, "torch", max_iter=7).max_iter == 7
@@ -150,7 +150,7 @@ def test_alpha_grow_is_read_by_both_newton_solvers():
     m = ICA(dim=2)
     x = m.sample(m.random_params(2, generator=g), 300, generator=g)
     th0 = m.init_params(2, generator=g)
-    for backend in ("torch", "fused"):
+    for backend in ("torch", "compiled"):
         runs = {}
         for grow in (1.0, 4.0):
             orig = plan.newton_settings
@@ -181,7 +181,7 @@ def test_threads_is_an_integer_in_the_plan(monkeypatch):
             torch.set_num_threads(n)
             with cnce.option_context(threads=None):
                 res = cnce.fit(Gaussian(dim=2), x, kappa=2, eps=0.5)
-            assert res.info["backend"] == "fused"
+            assert res.info["backend"] == "compiled"
             threads = seen[-1][1].threads
             assert type(threads) is int and threads == n
     finally:

@@ -20,10 +20,24 @@ from . import compiled, plan, torch as torch_backend
 from .problem import FitProblem
 from ..errors import InputError
 
-__all__ = ["FitProblem", "BACKENDS", "choose", "plan"]
+__all__ = ["FitProblem", "BACKENDS", "RENAMED", "backend_name", "choose", "plan"]
 
 #: name -> backend module, in the order ``backend="auto"`` tries them
 BACKENDS = {compiled.NAME: compiled, torch_backend.NAME: torch_backend}
+#: earlier names still accepted, with a ``DeprecationWarning``: the compiled backend was
+#: ``"fused"`` (its kernels live in :mod:`cnce._fused`, a module name kept because renaming the
+#: file would invalidate numba's cache of compiled kernels).
+RENAMED = {"fused": compiled.NAME}
+
+
+def backend_name(backend):
+    """``backend`` with an earlier name (:data:`RENAMED`) replaced by the current one, warning."""
+    if isinstance(backend, str) and backend in RENAMED:
+        import warnings
+
+        warnings.warn(f"backend={backend!r} is now called backend={RENAMED[backend]!r}", DeprecationWarning, stacklevel=3)
+        return RENAMED[backend]
+    return backend
 
 
 def choose(model, method, noise, device, dtype, form: str, backend: str = "auto"):

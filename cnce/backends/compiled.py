@@ -30,7 +30,7 @@ from .progress import NO_PROGRESS as _NO_PROGRESS
 
 __all__ = ["NAME", "supports", "solve"]
 
-NAME = "fused"
+NAME = "compiled"  #: ``backend="fused"``, its earlier name, still works (a DeprecationWarning)
 
 
 def supports(model, method, noise, device, dtype, form: str) -> str | None:

@@ -121,7 +121,7 @@ def newton_settings(model, method: str, N: int, options: FitOptions, backend: st
     """
     if form is None:
         form = formulation(model, method, options=options)
-    fused = backend == "fused"
+    fused = backend == "compiled"
     s = NewtonSettings(roundoff_accept=fused, hess_points=options.hess_points, tol=tol)
     if max_iter is not None:
         s = s.replace(max_iter=max_iter)

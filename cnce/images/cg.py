@@ -36,6 +36,8 @@ from typing import Callable
 
 import torch
 
+from ..constraints import Integer, validate
+
 __all__ = ["CGSettings", "CGResult", "minimize_cg", "ConjugateGradients"]
 
 _REALMIN = 2.2250738585072014e-308  # smallest normal double; guards a division in the step ratio
@@ -54,14 +56,12 @@ class CGSettings:
     RHO: float = 0.05  # sufficient decrease f <= f0 + RHO * x * slope0
 
     def __post_init__(self):
-        if isinstance(self.line_searches, bool) or not isinstance(self.line_searches, int) or self.line_searches < 1:
-            raise ValueError(f"line_searches must be an int >= 1; got {self.line_searches!r}")
+        validate(self.line_searches, Integer(lo=1), "line_searches")
         if not (0 < self.RHO < self.SIG < 1):
             raise ValueError(f"need 0 < RHO < SIG < 1; got RHO={self.RHO!r}, SIG={self.SIG!r}")
         if not (0 < self.INT < 0.5) or not self.EXT > 1 or not self.RATIO > 0:
             raise ValueError(f"need 0 < INT < 0.5, EXT > 1, RATIO > 0; got INT={self.INT!r}, EXT={self.EXT!r}, RATIO={self.RATIO!r}")
-        if isinstance(self.MAX, bool) or not isinstance(self.MAX, int) or self.MAX < 1:
-            raise ValueError(f"MAX must be an int >= 1; got {self.MAX!r}")
+        validate(self.MAX, Integer(lo=1), "MAX")
 
 
 @dataclass

@@ -47,6 +47,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 
 from cnce.eps import IMAGE_LAYER_CAPS
+from cnce.constraints import Integer, validate
 
 __all__ = ["ImageConfig", "CONFIGS", "get_config", "ablation_config", "estimate_flops", "OPTIMIZERS", "SCHEDULES"]
 
@@ -129,9 +130,7 @@ class ImageConfig:
                               ("nce_c", ("carry", "reset"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}; got {getattr(self, name)!r}")
-        if self.n_whiten3 is not None and (isinstance(self.n_whiten3, bool) or not isinstance(self.n_whiten3, int)
-                                           or self.n_whiten3 < 2 * self.K2):
-            raise ValueError(f"n_whiten3 must be None or an int >= 2 K2 = {2 * self.K2}; got {self.n_whiten3!r}")
+        validate(self.n_whiten3, Integer(lo=2 * self.K2) | None, "n_whiten3", note=" (2 K2)")
         if self.main_set is not None and any(m < n for m, n in zip(self.main_set, self.n_patches)):
             raise ValueError(f"main_set must be >= n_patches per layer; got {self.main_set!r} and {self.n_patches!r}")
 

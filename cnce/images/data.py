@@ -24,6 +24,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from cnce.constraints import Integer, validate
+
 __all__ = [
     "IML_SHAPE",
     "SKIMAGE_IMAGES",
@@ -248,8 +250,7 @@ def sample_patches_torch(
     the windows are gathered from each image's ``unfold`` view, ``chunk`` patches at a time. No
     per-patch Python loop; one host synchronisation per draw (the patch count per image).
     """
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise ValueError(f"n must be a positive int; got {n!r}")
+    validate(n, Integer(lo=1), "n")
     if oversample < 1:
         raise ValueError(f"oversample must be >= 1; got {oversample!r}")
     if len(images) == 0 or any(im.shape[0] < size or im.shape[1] < size for im in images):

@@ -61,6 +61,7 @@ import numpy as np
 from cnce.images import contours
 from cnce.images.measures import SPREADS, octave_spread, pooled_sets, pooling_coherence
 from cnce.images.verdicts import Measured, not_testable, unit_interval
+from cnce.constraints import Integer, validate
 
 __all__ = ["pooling_claim", "contour_claim", "orientation_across_frequency_claim", "layer3_unit_properties",
            "permute_rows", "coherent_units", "claims_from_networks", "pooling_claims", "contour_controls", "corner_controls",
@@ -278,8 +279,7 @@ def pooling_claims(q, props, prop=SPREADS, *, layer: int = 2, n_random: int = N_
         raise ValueError(f"prop must be drawn from {SPREADS}; got {prop!r}")
     if layer not in (2, 4):
         raise ValueError(f"layer must be 2 or 4; got {layer!r}")
-    if isinstance(n_perm, bool) or not isinstance(n_perm, int) or n_perm < 1:
-        raise ValueError(f"n_perm must be a positive int; got {n_perm!r}")
+    validate(n_perm, Integer(lo=1), "n_perm")
     qs = [np.asarray(x, dtype=float) for x in _as_list(q)]
     ps = [_props_dict(p) for p in _as_list(props)]
     if len(qs) != len(ps):
@@ -339,8 +339,7 @@ def orientation_across_frequency_claim(q4, props3, *, n_random: int = N_REFERENC
     ps = [_props_dict(p) for p in _as_list(props3)]
     if len(qs) != len(ps):
         raise ValueError(f"q4 and props3 must hold one entry per seed; got {len(qs)} and {len(ps)}")
-    if isinstance(n_perm, bool) or not isinstance(n_perm, int) or n_perm < 1:
-        raise ValueError(f"n_perm must be a positive int; got {n_perm!r}")
+    validate(n_perm, Integer(lo=1), "n_perm")
     claim = "layer 4 pools layer-3 units of one orientation across frequencies"
     measure = (f"share of layer-4 units whose pooled layer-3 units are coherent in orientation and span at least "
                f"{span_octaves:g} octave in best frequency")
@@ -622,8 +621,7 @@ def random_layer3_draws(net, whitener, probe, *, n_draws: int = N_PERM, seed: in
 
     if layer not in (3, 4):
         raise ValueError(f"layer must be 3 or 4; got {layer!r}")
-    if isinstance(n_draws, bool) or not isinstance(n_draws, int) or n_draws < 1:
-        raise ValueError(f"n_draws must be a positive int; got {n_draws!r}")
+    validate(n_draws, Integer(lo=1), "n_draws")
     U = _flat(_layer3_inputs(net, whitener, probe, chunk))
     W3 = net.W3.detach().double().cpu()
     out = []

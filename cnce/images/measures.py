@@ -46,6 +46,7 @@ import torch
 
 from cnce.images.data import Whitener
 from cnce.images.network import ImageNetwork
+from cnce.constraints import Integer, validate
 
 __all__ = [
     "grating_tuning",
@@ -118,8 +119,7 @@ def fourier_power(filters, pad: int = 4) -> tuple[np.ndarray, np.ndarray, np.nda
     ``pad * n``: returns ``P (K, m, m)``, the radial frequency ``|f| (m, m)`` in cycles/pixel
     and the angle of the wave vector ``(m, m)`` in ``[0, pi)``."""
     f = _as_stack(filters)
-    if isinstance(pad, bool) or not isinstance(pad, int) or pad < 1:
-        raise ValueError(f"pad must be an int >= 1; got {pad!r}")
+    validate(pad, Integer(lo=1), "pad")
     n = f.shape[-1]
     m = pad * n
     f = f - f.mean(axis=(1, 2), keepdims=True)
@@ -177,8 +177,7 @@ def filter_properties(filters, pad: int = 4) -> FilterProperties:
     """
     f = _as_stack(filters)
     n = f.shape[-1]
-    if isinstance(pad, bool) or not isinstance(pad, int) or pad < 1:
-        raise ValueError(f"pad must be an int >= 1; got {pad!r}")
+    validate(pad, Integer(lo=1), "pad")
     P, w, rad, ang = _half_plane_power(f, pad)
     band = (rad >= 1.0 / n - 1e-12) & (rad <= 0.5 + 1e-12)
     Pb = P[:, band] * w[band]
@@ -346,8 +345,7 @@ def grating_tuning(W, whitener: Whitener, *, freqs=GRATING_FREQS, n_orient: int 
     not dilute the index. Returns ``{"osi", "orientation", "frequency"}`` (arrays of length K)."""
     from cnce.images.network import gain_control
 
-    if isinstance(n_orient, bool) or not isinstance(n_orient, int) or n_orient < 4:
-        raise ValueError(f"n_orient must be an int >= 4; got {n_orient!r}")
+    validate(n_orient, Integer(lo=4), "n_orient")
     freqs = np.asarray(freqs, dtype=float)
     if freqs.ndim != 1 or freqs.size == 0 or np.any(freqs <= 0) or np.any(freqs > 0.5):
         raise ValueError(f"freqs must be frequencies in (0, 0.5] cycles/pixel; got {freqs!r}")

@@ -29,6 +29,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..constraints import Integer, validate
+
 __all__ = ["f_th", "gain_control", "ImageNetwork"]
 
 
@@ -95,8 +97,7 @@ class ImageNetwork(nn.Module):
                  l3_centre: str = "ensemble"):
         super().__init__()
         for name, v in dict(D=D, K1=K1, K2=K2, D3=D3, K3=K3, K4=K4).items():
-            if isinstance(v, bool) or not isinstance(v, int) or v < 2:
-                raise ValueError(f"{name} must be an int >= 2; got {v!r}")
+            validate(v, Integer(lo=2), name)
         if D3 > K2:
             raise ValueError(f"D3 must be <= K2 = {K2}; got {D3!r}")
         if init not in INITS:

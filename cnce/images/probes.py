@@ -17,6 +17,8 @@ import torch
 
 from cnce.images.data import Whitener
 from cnce.images.network import ImageNetwork
+from cnce.constraints import Integer, validate
+from cnce.errors import InputError
 
 __all__ = ["gabor", "gabor_jacobian", "fit_gabor", "fit_gabors", "gabor_like", "gabor_summary", "fastica", "GaborProbe",
            "probe_layer", "top_patches", "AUTHORS_FREQS", "EXTENDED_FREQS", "AuthorsProbe", "probe_function", "probe_layers"]
@@ -331,12 +333,12 @@ class AuthorsProbe:
     phase: float = np.pi / 2
 
     def __post_init__(self):
-        if isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 4:
-            raise ValueError(f"size must be an int >= 4; got {self.size!r}")
+        validate(self.size, Integer(lo=4), "size")
         if not self.freqs or any(not (0 < f < 0.5) for f in self.freqs):
             raise ValueError(f"freqs must be a non-empty tuple of frequencies in (0, 0.5) cycles/pixel; got {self.freqs!r}")
-        if isinstance(self.steps, bool) or not isinstance(self.steps, int) or self.steps < 2 or self.steps % 2:
-            raise ValueError(f"steps must be an even int >= 2 (theta and theta + pi give the same stimulus); got {self.steps!r}")
+        note = ", even (theta and theta + pi give the same stimulus)"
+        if validate(self.steps, Integer(lo=2), "steps", note=note) % 2:
+            raise InputError(f"steps must be an integer >= 2{note}; got {self.steps!r}")
         if not self.bandwidth > 0:
             raise ValueError(f"bandwidth must be > 0 octaves; got {self.bandwidth!r}")
 
@@ -417,8 +419,7 @@ def probe_function(fn, probe, *, chunk: int = 4096) -> list:
     ``(n, K)`` or to a dict of such arrays (one per layer). Stimuli are made and evaluated
     ``chunk`` at a time, so memory stays bounded on a CPU. Returns one array per probe
     frequency of shape ``(K, n_pos, n_orient)`` (or a dict of such lists)."""
-    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
-        raise ValueError(f"chunk must be an int >= 1; got {chunk!r}")
+    validate(chunk, Integer(lo=1), "chunk")
     per_freq = []
     for fr in probe.freqs:
         n_pos = len(probe.positions(fr))

@@ -4,8 +4,10 @@ name every random draw, the eps rules, the batches, the optimisers and the pooli
 Each layer runs ``meta_iters`` *meta-iterations* (the authors' schedule, ``CNCEstimator.m``):
 take this meta-iteration's patches (:func:`meta_batch`), draw fresh noise, set eps with the
 image-model rule, then optimise on that sample (:func:`run_meta_iteration`). The trainer
-(:mod:`cnce.images.train`) loops over layers and meta-iterations and keeps the state; this module
-holds no state of its own.
+(:mod:`cnce.images.train`) loops over layers and meta-iterations and keeps the state; it calls
+this module once at a layer's start (:func:`start_layer`) and once per meta-iteration
+(:func:`meta_iteration`, everything of one meta-iteration: patches, seeds, optimiser, eps,
+update, diagnostics). This module holds no state of its own.
 
 Noise lives in the whitened input space: ``y = u + eps * xi`` (Eq. 13) is the effective
 conditional noise of Eqs. (19)-(20); it is symmetric, so ``G = log phi~(u) - log phi~(y)``
@@ -29,7 +31,8 @@ from cnce.images.data import PatchSource
 from cnce.images.network import ImageNetwork
 
 __all__ = ["Stream", "stream_seed", "image_seed", "whitener_seed", "choose_eps_carry", "choose_eps_authors", "run_meta_iteration", "meta_batch",
-           "main_set_index", "make_optimizer", "start_pooling_layer"]
+           "main_set_index", "make_optimizer", "start_pooling_layer", "start_layer", "meta_iteration",
+           "fit_layer3_whitening"]
 
 
 class Stream(enum.IntEnum):
@@ -239,6 +242,52 @@ def run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_ep
     return dict(eps=float(eps), loss=loss, train_loss=train_loss, loss_fresh_noise=fresh, loss_unseen=unseen_loss,
                 opt_loss=opt_loss, eps_trace=trace, **rec_opt)
 
+
+
+def fit_layer3_whitening(net: ImageNetwork, source: PatchSource, cfg: ImageConfig, seed: int, dev):
+    """Fit the whitening of layer 3's input (the PCA of layer-2 outputs) on its own sample
+    (:attr:`Stream.LAYER3_PCA`); returns what :meth:`ImageNetwork.fit_whitening2` returns."""
+    with torch.no_grad():
+        u = source.draw(cfg.whiten3_samples(), stream_seed(seed, 3, 0, Stream.LAYER3_PCA), dev)
+        z2 = _batched(lambda v: net.z2(net.z1(v)), u, cfg.chunk)
+        del u
+    return net.fit_whitening2(z2)
+
+
+def start_layer(net: ImageNetwork, cfg: ImageConfig, layer: int, method: str, seed: int, dev, *, fresh: bool,
+                c0: float) -> tuple[list, dict]:
+    """Make ``layer`` trainable: the planted start of a pooling layer (``cfg.pool_start``; a
+    ``fresh`` layer only), its weights' gradients on, and NCE's log-normaliser ``c`` (from
+    ``c0``). Returns the parameters the optimiser moves and ``extra`` (``{"c": c}``)."""
+    if layer in (2, 4) and fresh and cfg.pool_start == "planted":
+        start_pooling_layer(net, layer, stream_seed(seed, layer, 0, Stream.POOLING_START))
+    for p in net.layer_params(layer):
+        p.requires_grad_(True)
+    extra = {"c": torch.tensor(c0, device=dev, requires_grad=True)}
+    return net.layer_params(layer) + ([extra["c"]] if method == "nce" else []), extra
+
+
+def meta_iteration(net: ImageNetwork, source: PatchSource, cfg: ImageConfig, layer: int, m: int, seed: int, dev, *,
+                   method: str, eps: float, params: list, extra: dict, opt_state: dict | None, cache: dict):
+    """Meta-iteration ``m`` of ``layer``, whole: its patches (:func:`meta_batch`), its noise
+    generator (:attr:`Stream.NOISE`), a fresh optimiser (Adam's state from ``opt_state``), the
+    unseen patches (:attr:`Stream.UNSEEN`), then :func:`run_meta_iteration`. Returns the record
+    and the optimiser."""
+    u = meta_batch(source, cfg, layer, m, seed, dev, cache)
+    gen = torch.Generator(device=dev).manual_seed(stream_seed(seed, layer, m, Stream.NOISE))
+    opt = make_optimizer(cfg, params, layer)
+    if cfg.optimizer == "adam" and opt_state is not None:
+        opt.load_state_dict(opt_state)
+    # The authors' rule runs at every meta-iteration. With the "carry" rule and the
+    # orthonormal start, G is close to 0 for every eps at a layer's initialisation, so
+    # that rule starts at eps_base and applies from the second meta-iteration on.
+    tune = cfg.eps_rule == "authors" or m > 0
+    if cfg.nce_c == "reset":
+        with torch.no_grad():
+            extra["c"].zero_()  # their NCEstimator.m: theta rebuilt with c = 0
+    unseen = source.draw(min(cfg.eps_n, cfg.n_patches[layer - 1]), stream_seed(seed, layer, m, Stream.UNSEEN), dev)  # never trained on
+    rec = run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_eps=tune, unseen=unseen)
+    return rec, opt
 
 
 @torch.no_grad()

@@ -52,23 +52,23 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
 
 from cnce import __version__, provenance
 from cnce._torch import resolve_device
+from cnce.jobs import Job
 from cnce.constraints import Integer, validate
 from cnce.images.configs import ImageConfig, get_config
 from cnce.images.data import PatchSource, Whitener, load_images, load_skimage_images, prepare_image
 from cnce.images.network import ImageNetwork
-from cnce.images.recipe import (Stream, _batched, make_optimizer, meta_batch, run_meta_iteration, start_pooling_layer,
-                                stream_seed, whitener_seed)
+from cnce.images.recipe import fit_layer3_whitening, meta_iteration, start_layer, whitener_seed
 from cnce.images.runs import (STATE_FILE, DirtyTreeError, cnce_tree, git_commit, load_checkpoint,
                               write_provenance, writes_dirty_weights)
 
-__all__ = ["branch_state", "make_source", "train", "train_comparison", "COMPARE_FILE", "COMPARE_VARIANTS"]
+__all__ = ["Trainer", "LayerRun", "branch_state", "make_source", "train", "train_comparison", "COMPARE_FILE", "COMPARE_VARIANTS"]
 
 COMPARE_FILE = "compare.pt"
 METHODS = ("cnce", "nce")
@@ -133,9 +133,10 @@ def train(config: str | ImageConfig = "quick", *, out: str | os.PathLike, layers
     validate(seed, Integer(), "seed")
     dev = resolve_device(device)
     with torch_switches(dev, threads=threads, tf32=cfg.tf32):
-        return _train(cfg, out=out, layers=layers, method=method, dev=dev, seed=seed, images=images, source=source,
-                      snapshots=snapshots, progress=progress, monitor=monitor, allow_dirty=allow_dirty,
-                      on_session=on_session, data=data)
+        trainer = Trainer(cfg, out=out, method=method, dev=dev, seed=seed, images=images, source=source,
+                          snapshots=snapshots, progress=progress, monitor=monitor, allow_dirty=allow_dirty,
+                          on_session=on_session, data=data)
+        return trainer.run(layers)
 
 
 @contextlib.contextmanager
@@ -166,131 +167,174 @@ def torch_switches(dev: torch.device, *, threads: int | None = None, tf32: bool 
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before_tf32
 
 
-def _train(cfg: ImageConfig, *, out, layers, method, dev, seed, images, source, snapshots, progress, monitor,
-           allow_dirty, on_session, data) -> dict:
-    """The body of :func:`train`, inside :func:`torch_switches`."""
-    from tqdm.auto import tqdm
+@dataclass
+class LayerRun:
+    """The explicit state of the layer being trained: its history (the records of the
+    meta-iterations done, shared with the run's state), its sizes, the parameters the optimiser
+    moves (the layer's weights, and NCE's log-normaliser ``c`` in ``extra``), and eps as the
+    next meta-iteration starts from it."""
 
-    out = Path(out)
-    dirty = writes_dirty_weights(out)
-    if dirty and not allow_dirty:
-        raise DirtyTreeError(f"out={str(out)!r} is under data/weights/ but cnce/ has uncommitted changes ({dirty}); "
-                             "commit first, or pass allow_dirty=True (recorded in the provenance)")
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / STATE_FILE
+    layer: int
+    hist: list
+    n_meta: int
+    N: int
+    params: list
+    extra: dict
+    eps: float
 
-    if path.is_file():
-        state = load_checkpoint(path)
-        for key, want in (("config", cfg.to_dict()), ("method", method), ("seed", seed)):
-            if state[key] != want:
-                raise ValueError(f"out={str(out)!r} holds a run with a different {key}: {state[key]!r}; use another out")
-    else:
-        state = dict(config=cfg.to_dict(), sizes=cfg.sizes(), method=method, seed=seed, history={}, seconds={},
-                     snapshots={}, opt={}, data=None, whitener=None, network=None, nce_c={}, wh2_retained=None,
-                     device=str(dev), torch=str(torch.__version__), package=__version__,
-                     git_commit=None)
+    @property
+    def key(self) -> str:
+        return str(self.layer)
 
-    # every invocation (the first and each resume) records the code it ran with
-    session = dict(git_commit=git_commit(), cnce_tree=cnce_tree(), images_tree=cnce_tree("cnce/images"),
-                   code_commit=None, source_hash=provenance.package_source_hash(exclude=()),
-                   allow_dirty=bool(allow_dirty and dirty), device=str(dev), threads=torch.get_num_threads(),
-                   started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                   done={k: len(v) for k, v in state["history"].items()})
-    if on_session is not None:
-        on_session(session)  # the caller's provenance (a lent machine: the commit, the driver)
-    if state["git_commit"] is None:
-        state["git_commit"] = session["git_commit"]
-    if dev.type == "cuda":
-        session["gpu"] = torch.cuda.get_device_name(dev)
-    state.setdefault("sessions", []).append(session)
-    if source is None:
-        source, desc = make_source(images, patch=cfg.patch)
-    else:
-        desc = data or "given PatchSource"
-    if state["whitener"] is not None:
-        source.whitener = Whitener.from_state_dict(state["whitener"])
-    elif source.whitener is None or source.whitener.D != cfg.D:
-        source.fit_whitener(cfg.n_whiten, cfg.D, whitener_seed(seed), device=dev)
-    state["whitener"] = source.whitener.state_dict()
-    state["data"] = state["data"] or desc
 
-    net = ImageNetwork(**cfg.network_kwargs(), seed=seed)
-    if state["network"] is not None:
-        net.load_state_dict(state["network"])
-    net.to(dev).requires_grad_(False)
+class Trainer:
+    """One training run of the image model, with its state explicit.
 
-    main_cache: dict = {}
-    for layer in layers:
+    ``state`` is what ``<out>/state.pt`` holds (config, method, seed, network, whitening,
+    histories, optimiser states, sessions): loaded when the file exists, else new; ``net`` and
+    ``source`` are the network and the patches it trains on; :class:`LayerRun` is the layer being
+    trained. :meth:`run` trains layers; each layer is :meth:`train_layer`, each meta-iteration
+    :meth:`meta_iteration` (the recipe's :func:`~cnce.images.recipe.run_meta_iteration` on this
+    meta-iteration's patches, noise and optimiser), after which the whole state is written
+    atomically. :func:`train` is the function to call; it builds a trainer inside
+    :func:`torch_switches`."""
+
+    def __init__(self, cfg: ImageConfig, *, out, method, dev, seed, images=None, source=None, snapshots=False,
+                 progress=True, monitor=None, allow_dirty=False, on_session=None, data=None):
+        self.cfg, self.method, self.dev, self.seed = cfg, method, dev, seed
+        self.snapshots, self.progress, self.monitor = snapshots, progress, monitor
+        self.out = Path(out)
+        dirty = writes_dirty_weights(self.out)
+        if dirty and not allow_dirty:
+            raise DirtyTreeError(f"out={str(self.out)!r} is under data/weights/ but cnce/ has uncommitted changes ({dirty}); "
+                                 "commit first, or pass allow_dirty=True (recorded in the provenance)")
+        # the run's folder, lock and checkpoint (cnce.jobs): held until run() ends or this fails
+        self.job = Job(self.out, STATE_FILE, loader=load_checkpoint).acquire()
+        try:
+            self.state = self._open_state()
+            self._add_session(dirty=bool(allow_dirty and dirty), on_session=on_session)
+            self.source = self._open_source(images, source, data)
+            self.net = ImageNetwork(**cfg.network_kwargs(), seed=seed)
+            if self.state["network"] is not None:
+                self.net.load_state_dict(self.state["network"])
+            self.net.to(dev).requires_grad_(False)
+        except BaseException:
+            self.job.release()
+            raise
+        self.main_cache: dict = {}  # the main set in use (meta_batch)
+
+    def _open_state(self) -> dict:
+        cfg = self.cfg
+
+        def new():
+            return dict(config=cfg.to_dict(), sizes=cfg.sizes(), method=self.method, seed=self.seed, history={}, seconds={},
+                        snapshots={}, opt={}, data=None, whitener=None, network=None, nce_c={}, wh2_retained=None,
+                        device=str(self.dev), torch=str(torch.__version__), package=__version__, git_commit=None)
+
+        resumed = self.job.exists()
+        state = self.job.load(new)
+        if resumed:
+            for key, want in (("config", cfg.to_dict()), ("method", self.method), ("seed", self.seed)):
+                if state[key] != want:
+                    raise ValueError(f"out={str(self.out)!r} holds a run with a different {key}: {state[key]!r}; use another out")
+        return state
+
+    def _add_session(self, *, dirty: bool, on_session) -> None:
+        """Every invocation (the first and each resume) records the code it ran with."""
+        state, dev = self.state, self.dev
+        session = dict(git_commit=git_commit(), cnce_tree=cnce_tree(), images_tree=cnce_tree("cnce/images"),
+                       code_commit=None, source_hash=provenance.package_source_hash(exclude=()),
+                       allow_dirty=dirty, device=str(dev), threads=torch.get_num_threads(),
+                       started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                       done={k: len(v) for k, v in state["history"].items()})
+        if on_session is not None:
+            on_session(session)  # the caller's provenance (a lent machine: the commit, the driver)
+        if state["git_commit"] is None:
+            state["git_commit"] = session["git_commit"]
+        if dev.type == "cuda":
+            session["gpu"] = torch.cuda.get_device_name(dev)
+        state.setdefault("sessions", []).append(session)
+
+    def _open_source(self, images, source, data) -> PatchSource:
+        cfg, state = self.cfg, self.state
+        if source is None:
+            source, desc = make_source(images, patch=cfg.patch)
+        else:
+            desc = data or "given PatchSource"
+        if state["whitener"] is not None:
+            source.whitener = Whitener.from_state_dict(state["whitener"])
+        elif source.whitener is None or source.whitener.D != cfg.D:
+            source.fit_whitener(cfg.n_whiten, cfg.D, whitener_seed(self.seed), device=self.dev)
+        state["whitener"] = source.whitener.state_dict()
+        state["data"] = state["data"] or desc
+        return source
+
+    def run(self, layers) -> dict:
+        """Train ``layers`` (ascending) in turn, write the provenance, return the state; the
+        folder's lock is released at the end (also when training fails)."""
+        try:
+            for layer in layers:
+                self.train_layer(layer, layers)
+            write_provenance(self.state, self.out)
+        finally:
+            self.job.release()
+        return self.state
+
+    def train_layer(self, layer: int, layers=()) -> None:
+        """The meta-iterations of ``layer`` not done yet (none when it is finished)."""
+        cfg, state, net, dev = self.cfg, self.state, self.net, self.dev
         lk = str(layer)
         if layer > 1 and len(state["history"].get(str(layer - 1), [])) < cfg.meta_iters[layer - 2]:
-            raise ValueError(f"layers={layers!r}: layer {layer} needs layer {layer - 1} trained first")
+            raise ValueError(f"layers={tuple(layers)!r}: layer {layer} needs layer {layer - 1} trained first")
         hist = state["history"].setdefault(lk, [])
         n_meta, N = cfg.meta_iters[layer - 1], cfg.n_patches[layer - 1]
         if layer == 3 and state["wh2_retained"] is None:
-            with torch.no_grad():
-                u = source.draw(cfg.whiten3_samples(), stream_seed(seed, layer, 0, Stream.LAYER3_PCA), dev)
-                z2 = _batched(lambda v: net.z2(net.z1(v)), u, cfg.chunk)
-                del u
-            state["wh2_retained"] = net.fit_whitening2(z2)
-            del z2
+            state["wh2_retained"] = fit_layer3_whitening(net, self.source, cfg, self.seed, dev)
         if len(hist) >= n_meta:
-            continue
-        if layer in (2, 4) and not hist and cfg.pool_start == "planted":
-            start_pooling_layer(net, layer, stream_seed(seed, layer, 0, Stream.POOLING_START))
-        for p in net.layer_params(layer):
-            p.requires_grad_(True)
+            return
         c0 = 0.0 if cfg.nce_c == "reset" else float(state["nce_c"].get(lk, 0.0))
-        extra = {"c": torch.tensor(c0, device=dev, requires_grad=True)}
-        params = net.layer_params(layer) + ([extra["c"]] if method == "nce" else [])
+        params, extra = start_layer(net, cfg, layer, self.method, self.seed, dev, fresh=not hist, c0=c0)
         eps = hist[-1]["eps"] if hist and cfg.eps_rule == "carry" else cfg.eps_base
-        if snapshots and layer == 1 and 0 not in state["snapshots"]:
+        run = LayerRun(layer=layer, hist=hist, n_meta=n_meta, N=N, params=params, extra=extra, eps=eps)
+        if self.snapshots and layer == 1 and 0 not in state["snapshots"]:
             state["snapshots"][0] = net.W1.detach().cpu().half()
-        bar = tqdm(range(len(hist), n_meta), desc=f"{cfg.name} {method} layer {layer}", disable=not progress,
-                   initial=len(hist), total=n_meta)
+        bar = Job.progress(len(hist), n_meta, desc=f"{cfg.name} {self.method} layer {layer}", enabled=self.progress)
         for m in bar:
-            t0 = time.perf_counter()
-            u = meta_batch(source, cfg, layer, m, seed, dev, main_cache)
-            gen = torch.Generator(device=dev).manual_seed(stream_seed(seed, layer, m, Stream.NOISE))
-            opt = make_optimizer(cfg, params, layer)
-            if cfg.optimizer == "adam" and lk in state["opt"]:
-                opt.load_state_dict(state["opt"][lk])
-            # The authors' rule runs at every meta-iteration. With the "carry" rule and the
-            # orthonormal start, G is close to 0 for every eps at a layer's initialisation, so
-            # that rule starts at eps_base and applies from the second meta-iteration on.
-            tune = cfg.eps_rule == "authors" or m > 0
-            if cfg.nce_c == "reset":
-                with torch.no_grad():
-                    extra["c"].zero_()  # their NCEstimator.m: theta rebuilt with c = 0
-            unseen = source.draw(min(cfg.eps_n, N), stream_seed(seed, layer, m, Stream.UNSEEN), dev)  # never trained on
-            rec = run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_eps=tune, unseen=unseen)
-            del u, unseen
-            if method == "nce":
-                rec["c"] = extra["c"].item()
-            if monitor is not None:
-                rec.update({k: float(v) for k, v in monitor(net, layer, source.whitener).items()})
-            if cfg.optimizer == "adam":
-                state["opt"][lk] = opt.state_dict()
-            eps = rec["eps"]
-            rec.update(meta=m, seconds=time.perf_counter() - t0)
-            hist.append(rec)
-            state["seconds"][lk] = state["seconds"].get(lk, 0.0) + rec["seconds"]
-            state["network"] = {k: v.detach().cpu().clone() for k, v in net.state_dict().items()}
-            state["nce_c"][lk] = extra["c"].item()
-            if m + 1 == n_meta:
-                state["opt"].pop(lk, None)  # a finished layer is never resumed: keep the file small
-            if snapshots and layer == 1:
-                state["snapshots"][m + 1] = net.W1.detach().cpu().half()
-            state["device"] = str(dev)
-            provenance.atomic_torch_save(state, path)
+            rec = self.meta_iteration(run, m)
             post = {"loss": f"{rec['loss']:.4f}"}
-            if method == "cnce":
-                post["eps"] = f"{eps:.3f}"
+            if self.method == "cnce":
+                post["eps"] = f"{run.eps:.3f}"
             bar.set_postfix(post)
         bar.close()
         for p in net.layer_params(layer):
             p.requires_grad_(False)
-    write_provenance(state, out)
-    return state
+
+    def meta_iteration(self, run: LayerRun, m: int) -> dict:
+        """Meta-iteration ``m`` of ``run``'s layer: its patches, noise generator and optimiser,
+        the recipe's step, then the record kept and the whole state written atomically."""
+        cfg, state, net, dev, seed, lk = self.cfg, self.state, self.net, self.dev, self.seed, run.key
+        t0 = time.perf_counter()
+        rec, opt = meta_iteration(net, self.source, cfg, run.layer, m, seed, dev, method=self.method, eps=run.eps,
+                                  params=run.params, extra=run.extra, opt_state=state["opt"].get(lk), cache=self.main_cache)
+        if self.method == "nce":
+            rec["c"] = run.extra["c"].item()
+        if self.monitor is not None:
+            rec.update({k: float(v) for k, v in self.monitor(net, run.layer, self.source.whitener).items()})
+        if cfg.optimizer == "adam":
+            state["opt"][lk] = opt.state_dict()
+        run.eps = rec["eps"]
+        rec.update(meta=m, seconds=time.perf_counter() - t0)
+        run.hist.append(rec)
+        state["seconds"][lk] = state["seconds"].get(lk, 0.0) + rec["seconds"]
+        state["network"] = {k: v.detach().cpu().clone() for k, v in net.state_dict().items()}
+        state["nce_c"][lk] = run.extra["c"].item()
+        if m + 1 == run.n_meta:
+            state["opt"].pop(lk, None)  # a finished layer is never resumed: keep the file small
+        if self.snapshots and run.layer == 1:
+            state["snapshots"][m + 1] = net.W1.detach().cpu().half()
+        state["device"] = str(dev)
+        self.job.save(state)
+        return rec
 
 
 #: config fields that layers 3 and 4 alone read (a branch at layer 3 may change them)

@@ -90,23 +90,16 @@ def not_testable(claim: str, measure: str, reason: str, **extra) -> Measured:
                     not_testable=reason, extra=dict(extra))
 
 
-def _clip(lo, hi, share):
-    return (max(0.0, lo), min(1.0, hi)) if share else (lo, hi)
-
-
 def seed_interval(values, *, share: bool = False, level: float = 0.95) -> tuple[float, tuple[float, float], str]:
-    """``(mean, (lo, hi), rule)`` over per-seed ``values``: a t-interval with ``n - 1`` degrees of
-    freedom for three or more seeds, the range for two, ``(v, v)`` and "one seed" for one;
-    clipped to ``[0, 1]`` when ``share``."""
+    """``(mean, (lo, hi), rule)`` over per-seed ``values`` by the library's one interval over
+    seeds (:func:`cnce.report.seed_interval`: t with ``n - 1`` degrees of freedom for three or
+    more seeds, the range for two, ``(v, v)`` and "one seed" for one; clipped to ``[0, 1]``
+    when ``share``), for finite values only."""
     v = np.asarray(values, dtype=float).ravel()
     if v.size == 0 or not np.all(np.isfinite(v)):
         raise ValueError(f"values must be a non-empty array of finite numbers; got {values!r}")
-    m, lo, hi, kind = report.seed_interval(v, level)
-    if kind == "one":
-        return m, (m, m), "one seed: no interval over seeds"
-    if kind == "range":
-        return m, _clip(lo, hi, share), "range of 2 seeds"
-    return m, _clip(lo, hi, share), f"{round(100 * level)} % t-interval over {v.size} seeds, {v.size - 1} degrees of freedom"
+    r = report.seed_interval(v, level, share=share)
+    return r.mean, r.ci, r.rule
 
 
 def share_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:

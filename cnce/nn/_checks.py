@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import contextlib
-import numbers
 
 import numpy as np
 import torch
 
 from .._validation import check_positive
 from .._validation import check_seed as _check_seed
+from ..constraints import Real, validate
 
 __all__ = ["as_number", "positive_number", "check_seed", "torch_threads"]
 
@@ -28,9 +28,7 @@ def _scalar(value, name, what):
 def as_number(value, name: str) -> float:
     """``value`` as a float; numbers, 0-d tensors and numpy scalars are accepted."""
     value = _scalar(value, name, "a real number")
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a real number (a float or a 0-d tensor); got {value!r}")
-    return float(value)
+    return float(validate(value, Real(finite=False), name, note=" (a float or a 0-d tensor)"))
 
 
 def positive_number(value, name: str) -> float:

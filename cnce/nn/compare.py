@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..eps import Schedule, eps_label, format_eps, parse_eps_label
 from ..report import seed_interval, t_interval
 
-__all__ = ["complete", "tuned", "at_defaults", "interval", "paired", "rule_study", "choose_default", "verdict_items",
+__all__ = ["complete", "tuned", "at_defaults", "paired", "rule_study", "choose_default", "verdict_items",
            "TUNED_GRID", "t_interval"]
 
 #: the variants each method is tuned over (the study's names)
@@ -57,20 +58,11 @@ def tuned(df):
 
 def at_defaults(df, schedule: str):
     """One row per arch, dataset, seed and method at the method's default (CNCE: ``eps=schedule``)."""
-    want = {"cnce": f"eps={schedule}", **DEFAULTS}
+    want = {"cnce": eps_label(Schedule(schedule)), **DEFAULTS}
     keep = np.zeros(len(df), dtype=bool)
     for m, v in want.items():
         keep |= ((df.method == m) & (df.variant == v)).to_numpy()
     return df[keep].sort_values(KEYS + ["seed", "method"]).reset_index(drop=True)
-
-
-def interval(diffs, level: float):
-    """``(mean, lo, hi, kind)``: the project's rule over seeds (:func:`cnce.report.seed_interval`:
-    a Student-t interval with three or more values, the range with two, NaN bounds with one);
-    no values: NaN and ``"none"``."""
-    if len(diffs) == 0:
-        return float("nan"), float("nan"), float("nan"), "none"
-    return seed_interval(diffs, float(level))
 
 
 def _outcome(lo, hi):
@@ -99,7 +91,7 @@ def paired(table, ref: str = "cnce", *, family: float = 0.95, col: str = "ll_tes
         y = d.pivot(index="seed", columns="method", values=col)
         for o in others:
             diff = (y[ref] - y[o]).dropna()
-            m, lo, hi, kind = interval(diff, level)
+            m, lo, hi, kind = seed_interval(diff, level, empty=True)
             out.append(dict(zip(KEYS, key)) | {"other": o, "diff": m, "lo": lo, "hi": hi, "seeds": len(diff),
                                                "kind": kind, "level": level, "outcome": _outcome(lo, hi)})
     return pd.DataFrame(out)
@@ -116,7 +108,7 @@ def rule_study(df, rules=("once", "rechoose", "carry", "upward"), fixed=("eps=0.
 
     d = df[df.method == "cnce"]
     groups = list(d.groupby(KEYS, sort=False))
-    cands = [(r, f"eps={r}") for r in rules] + [(f"fixed {v.split('=')[1]}", v) for v in fixed]
+    cands = [(r, eps_label(Schedule(r))) for r in rules] + [(f"fixed {format_eps(parse_eps_label(v))}", v) for v in fixed]
     level = 1 - (1 - family) / (len(groups) * len(cands))
     out = []
     for key, g in groups:
@@ -124,7 +116,7 @@ def rule_study(df, rules=("once", "rechoose", "carry", "upward"), fixed=("eps=0.
         best = y[list(fixed)].mean().idxmax()
         for name, v in cands:
             diff = (y[v] - y[best]).dropna()
-            m, lo, hi, kind = interval(diff, level)
+            m, lo, hi, kind = seed_interval(diff, level, empty=True)
             if v == best:
                 m, lo, hi = 0.0, 0.0, 0.0
             out.append(dict(zip(KEYS, key)) | {"rule": name, "best_fixed": best, "diff": m, "lo": lo, "hi": hi,

@@ -41,6 +41,7 @@ import warnings
 import torch
 
 from .._validation import check_applies, check_positive_int, check_rows
+from ..constraints import Boolean, validate
 from ..errors import InputError, InputTypeError
 from ..eps import NETWORK_RULE, EpsRule, choose_eps, data_scale, eps_schedule, resolve_eps
 from ..noise import ConditionalNoise, GaussianNoise, NCEGaussianNoise
@@ -111,8 +112,7 @@ class EnergyLoss(torch.nn.Module):
         if generator is not None and not isinstance(generator, torch.Generator):
             raise InputTypeError(f"generator must be a torch.Generator or None; got {type(generator).__name__}")
         self.seed = None if seed is None else check_seed(seed)
-        if not isinstance(energy, bool):
-            raise InputError(f"energy must be True (the network returns E = -log phi) or False; got {energy!r}")
+        validate(energy, Boolean(), "energy", note=" (True: the network returns E = -log phi)")
         if reduction not in L.REDUCTIONS:
             raise InputError(f"reduction must be one of {L.REDUCTIONS}; got {reduction!r}")
         self.energy = energy
@@ -530,8 +530,7 @@ class SSMLoss(EnergyLoss):
     def __init__(self, kappa: int = 10, *, variance_reduction: bool = True, seed: int | None = None,
                  generator: torch.Generator | None = None, energy: bool = False, reduction: str = "mean"):
         super().__init__(kappa, seed=seed, generator=generator, energy=energy, reduction=reduction)
-        if not isinstance(variance_reduction, bool):
-            raise InputError(f"variance_reduction must be True or False; got {variance_reduction!r}")
+        validate(variance_reduction, Boolean(), "variance_reduction")
         self.variance_reduction = variance_reduction
 
     def _loss(self, f, x, g, draw_on=None):

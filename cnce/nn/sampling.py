@@ -22,6 +22,7 @@ import warnings
 import torch
 
 from .._validation import check_positive_int, check_rows
+from ..constraints import Boolean, validate
 from ..errors import InputError
 from ._checks import check_seed, positive_number
 from .losses import evaluate
@@ -102,11 +103,9 @@ def langevin(log_phi, x0, steps: int, step_size, *, seed: int | None = None, gen
     if seed is not None and generator is not None:
         raise InputError(f"give seed or generator, not both; got seed={seed!r} and a generator")
     seed = None if seed is None else check_seed(seed)
-    if not isinstance(metropolis, bool):
-        raise InputError(f"metropolis must be True or False; got {metropolis!r}")
+    validate(metropolis, Boolean(), "metropolis")
     adapt = metropolis if adapt is None else adapt
-    if not isinstance(adapt, bool):
-        raise InputError(f"adapt must be True, False or None; got {adapt!r}")
+    validate(adapt, Boolean(), "adapt", note=" (or None: as metropolis)")
     if adapt and not metropolis:
         raise InputError("adapt=True needs metropolis=True (the step adapts to MALA's acceptance)")
     target = positive_number(target_acceptance, "target_acceptance")

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from ..eps import Fixed, Schedule, eps_label
 from ..errors import DirtyTreeError, InputError, ResultsError, TrainingError, WrongScaleError
 from ..locations import data_dir
 from ..provenance import atomic_write_text, derive_seed, environment_record
@@ -120,8 +121,7 @@ def cells(settings: StudySettings):
 
 def candidates(sc: StudySettings):
     """``(method, variant, value)`` of every run of a cell."""
-    out = [("cnce", f"eps={r}", r) for r in RULES]
-    out += [("cnce", f"eps={e:g}", e) for e in FIXED_EPS]
+    out = [("cnce", eps_label(e), e) for e in (*(Schedule(r) for r in RULES), *(Fixed(e) for e in FIXED_EPS))]
     out += [("nce", f"lr={f * sc.lr:.3g}", f) for f in LR_FACTORS]
     out += [("dsm", f"sigma={s:g}", s) for s in DSM_SIGMAS]
     out += [("ssm", f"lr={f * sc.lr:.3g}", f) for f in LR_FACTORS]
@@ -140,8 +140,9 @@ def _run(arch, dataset, seed, method, value, sc, xtr, xva, xte, unit):
     noise_seed = derive_seed(seed, "noise", arch, dataset)
     lr = sc.lr
     if method == "cnce":
-        loss = CNCELoss(sc.kappa, value * unit if not isinstance(value, str) else value,
-                        every=sc.every if value in ("rechoose", "carry", "upward") else None, seed=noise_seed)
+        loss = CNCELoss(sc.kappa, value.value * unit if isinstance(value, Fixed) else value.name,
+                        every=sc.every if isinstance(value, Schedule) and value.name in ("rechoose", "carry", "upward")
+                        else None, seed=noise_seed)
     elif method == "dsm":
         loss = DSMLoss(sc.kappa, value * unit, seed=noise_seed)
     elif method == "nce":

@@ -32,6 +32,7 @@ import torch
 
 from .._torch import resolve_device
 from .._validation import check_positive_int, check_rows
+from ..constraints import Boolean, validate
 from ..noise import ConditionalNoise
 from ..provenance import atomic_torch_save, derive_seed, generator
 from . import losses as L
@@ -292,8 +293,7 @@ def train(log_phi, x, method="cnce", *, kappa: int = 10, eps=None, sigma=None, s
                         else check_positive_int(checkpoint_every, "checkpoint_every"))
     if threads is not None:
         threads = check_positive_int(threads, "threads")
-    if not isinstance(health, bool):
-        raise ValueError(f"health must be True or False; got {health!r}")
+    validate(health, Boolean(), "health")
     if not callable(log_phi):
         raise ValueError(f"log_phi must be a torch.nn.Module or a callable (B, D) -> (B,); got {type(log_phi).__name__}")
     if loss is None:  # every argument checked, before the data are touched

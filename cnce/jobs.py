@@ -1,0 +1,142 @@
+"""One resumable job runner: a folder, a lock, a checkpoint written atomically, resume, progress.
+
+A long run (a study's cells, an image model's meta-iterations, a network study's seeds) keeps
+its whole state in one checkpoint file in its folder and writes it atomically after every unit
+of work, so that an interrupted run loses at most the unit in flight and a new invocation
+resumes from the file. :class:`Job` holds what every such runner needs:
+
+* a **lock** (``<folder>/.lock``, created exclusively, holding the owner's host and process id):
+  a second run on the same folder is refused with :class:`JobLockedError` naming the holder; a
+  lock left by a process that no longer exists on this host is taken over;
+* the **checkpoint** (``<folder>/<state_file>``): :meth:`Job.load` reads it (with the runner's
+  ``loader``, e.g. a ``weights_only`` torch load) or starts a new state, :meth:`Job.save`
+  writes it atomically (a temporary file, then a rename: :mod:`cnce.provenance`);
+* **progress**: :meth:`Job.progress` is a tqdm bar over the units still to do, starting at the
+  units done.
+
+Runners that use it: the image trainer (:class:`cnce.images.train.Trainer`). The experiments'
+runner, the network study and the lent machine's driver keep their own files for now (their
+checkpoint formats are part of committed results).
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+
+from .errors import RunError
+
+__all__ = ["Job", "JobLockedError", "LOCK_FILE"]
+
+LOCK_FILE = ".lock"
+
+
+class JobLockedError(RunError):
+    """Another run holds the job's folder (its lock names the host and process)."""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
+
+
+class Job:
+    """A resumable job in ``folder`` with its checkpoint ``state_file``.
+
+    Args:
+        folder: the job's folder (created).
+        state_file: the checkpoint's name in ``folder``.
+        kind: ``"torch"`` (``torch.save``) or ``"json"``: how :meth:`save` writes the state.
+        loader: ``loader(path) -> state`` for :meth:`load` (default: ``torch.load`` with
+            ``weights_only=True``, or ``json.loads``).
+
+    Use as a context manager (``with Job(...) as job:``), or :meth:`acquire` / :meth:`release`:
+    the lock is held from acquiring to releasing, also when the run fails.
+    """
+
+    def __init__(self, folder, state_file: str, *, kind: str = "torch", loader=None):
+        if kind not in ("torch", "json"):
+            raise ValueError(f"kind must be 'torch' or 'json'; got {kind!r}")
+        self.folder = Path(folder)
+        self.path = self.folder / state_file
+        self.kind, self.loader = kind, loader
+        self._held = False
+
+    # ------------------------------------------------------------------------------ lock
+    @property
+    def lock_path(self) -> Path:
+        return self.folder / LOCK_FILE
+
+    def acquire(self) -> "Job":
+        """Take the folder's lock (creating the folder); :class:`JobLockedError` if a live run holds it."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        me = {"host": socket.gethostname(), "pid": os.getpid()}
+        for _ in range(2):
+            try:
+                fd = os.open(self.lock_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                try:
+                    holder = json.loads(self.lock_path.read_text())
+                except (OSError, ValueError):
+                    holder = {}
+                stale = holder.get("host") == me["host"] and isinstance(holder.get("pid"), int) and not _alive(holder["pid"])
+                if not stale:
+                    raise JobLockedError(f"{str(self.folder)!r} is in use by another run ({holder or 'unreadable lock'}); "
+                                         f"wait for it, or delete {str(self.lock_path)!r} if that run is gone") from None
+                self.lock_path.unlink(missing_ok=True)  # left by a process that no longer exists: take it over
+                continue
+            with os.fdopen(fd, "w") as f:
+                json.dump(me, f)
+            self._held = True
+            return self
+        raise JobLockedError(f"could not take the lock {str(self.lock_path)!r}")  # pragma: no cover - a race lost twice
+
+    def release(self) -> None:
+        if self._held:
+            self.lock_path.unlink(missing_ok=True)
+            self._held = False
+
+    def __enter__(self) -> "Job":
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    # ------------------------------------------------------------------------- checkpoint
+    def exists(self) -> bool:
+        return self.path.is_file()
+
+    def load(self, new):
+        """The checkpoint's state when the file exists (resume), else ``new()`` (a new run)."""
+        if not self.exists():
+            return new()
+        if self.loader is not None:
+            return self.loader(self.path)
+        if self.kind == "json":
+            return json.loads(self.path.read_text())
+        import torch
+
+        return torch.load(self.path, map_location="cpu", weights_only=True)
+
+    def save(self, state) -> None:
+        """Write ``state`` atomically (the old file stays whole until the new one is complete)."""
+        from . import provenance
+
+        if self.kind == "json":
+            provenance.atomic_write_text(self.path, json.dumps(state, indent=1, sort_keys=True))
+        else:
+            provenance.atomic_torch_save(state, self.path)
+
+    # --------------------------------------------------------------------------- progress
+    @staticmethod
+    def progress(done: int, total: int, *, desc: str = "", enabled: bool = True):
+        """A tqdm bar over units ``done .. total - 1`` (started at ``done``)."""
+        from tqdm.auto import tqdm
+
+        return tqdm(range(done, total), desc=desc, disable=not enabled, initial=done, total=total)
