@@ -74,7 +74,11 @@ class FitOptions(_Replace):
         projection_block_pairs: pairs, summed over the simulations of a chunk, per block of the
             torch path's blocked absolute-projection (ICA) CNCE passes (the block's temporaries
             stay in cache).
-        memory_budget_gb: ``sim_batch="auto"`` keeps each torch chunk's features below this.
+        memory_budget_gb: ``sim_batch="auto"`` keeps each torch chunk's features below this;
+            where one simulation's features exceed it, CNCE of a model linear in its parameters
+            streams its rows in chunks that keep to it (:mod:`cnce.backends.streaming`) and other
+            fits are refused naming the estimate. The data and the drawn noise, which every fit
+            holds whole, are not counted (1e7 x 2 rows with kappa = 10: about 1.6 GB of them).
         threads: CPU threads of the compiled kernels (simulations run in parallel); ``None``
             uses ``torch.get_num_threads()``. ``cnce.fit(threads=...)`` overrides it.
         eps_prefix: with ``eps_prefix > 1`` the eps heuristic (``eps="auto"``) decides its
