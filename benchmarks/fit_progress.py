@@ -28,9 +28,9 @@ import cnce  # noqa: E402
 
 #: name -> (model, method, S, N, kappa, eps, backend)
 CASES = {
-    "gaussian-fused-20x5000": (lambda: cnce.models.Gaussian(), "cnce", 20, 5000, 10, 0.5, "fused"),
-    "gaussian2-fused-1x1e6": (lambda: cnce.models.Gaussian(dim=2), "cnce", 1, 1_000_000, 10, "auto", "fused"),
-    "ica-fused-10x5000": (lambda: cnce.models.ICA(), "cnce", 10, 5000, 10, 0.5, "fused"),
+    "gaussian-compiled-20x5000": (lambda: cnce.models.Gaussian(), "cnce", 20, 5000, 10, 0.5, "compiled"),
+    "gaussian2-compiled-1x1e6": (lambda: cnce.models.Gaussian(dim=2), "cnce", 1, 1_000_000, 10, "auto", "compiled"),
+    "ica-compiled-10x5000": (lambda: cnce.models.ICA(), "cnce", 10, 5000, 10, 0.5, "compiled"),
     "gaussian-torch-5x2000": (lambda: cnce.models.Gaussian(), "cnce", 5, 2000, 10, 0.5, "torch"),
 }
 SETTINGS = {"off": False, "default": True, "drawn": 0}

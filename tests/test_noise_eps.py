@@ -378,7 +378,7 @@ def test_fit_eps_prefix_option_keeps_eps_on_an_easy_problem(gen):
     base = draw_base(m, 2, 2048, 4, generator=gen)
     th0 = m.init_params(2, gen)
     kw = dict(method="cnce", kappa=4, noise_base=base, theta0=th0, max_iter=1)
-    for backend in ("torch",) + (("fused",) if cnce._fused.available() else ()):
+    for backend in ("torch",) + (("compiled",) if cnce._fused.available() else ()):
         full = cnce.fit(m, x, backend=backend, **kw).eps
         pre = cnce.fit(m, x, backend=backend, options=cnce.FitOptions(eps_prefix=8, eps_margin=1e9), **kw).eps
         torch.testing.assert_close(pre, full, rtol=1e-12, atol=0)

@@ -190,6 +190,6 @@ def test_threads_is_an_integer_in_the_plan(monkeypatch):
 
 def test_eps_search_is_what_the_backends_get():
     x = torch.randn(3, 100, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
-    res = {b: cnce.fit(Gaussian(dim=2), x, kappa=2, backend=b, seed=1) for b in ("torch", "fused")}
-    torch.testing.assert_close(res["torch"].eps, res["fused"].eps, rtol=1e-12, atol=0)
+    res = {b: cnce.fit(Gaussian(dim=2), x, kappa=2, backend=b, seed=1) for b in ("torch", "compiled")}
+    torch.testing.assert_close(res["torch"].eps, res["compiled"].eps, rtol=1e-12, atol=0)
     assert isinstance(EpsSearch(AUTHORS_RULE).on_all_points(), EpsSearch)

@@ -56,8 +56,8 @@ def test_both_newton_solvers_take_the_same_path(name):
     x = model.sample(th, N, generator=g)
     base = draw_base(model, S, N, 4, g)
     t = _fit(model, x, method, eps, th0, base, "torch", roundoff_accept=False, **COMMON)
-    f = _fit(model, x, method, eps, th0, base, "fused", roundoff_accept=True, **COMMON)
-    assert (t.info["backend"], f.info["backend"]) == ("torch", "fused")
+    f = _fit(model, x, method, eps, th0, base, "compiled", roundoff_accept=True, **COMMON)
+    assert (t.info["backend"], f.info["backend"]) == ("torch", "compiled")
     assert t.info["newton"].replace(roundoff_accept=True) == f.info["newton"]
     assert t.converged.all() and f.converged.all()
     assert torch.equal(t.n_iter, f.n_iter), (t.n_iter, f.n_iter)
@@ -85,7 +85,7 @@ def test_the_compiled_solver_refuses_other_values_of_its_built_in_rules():
     for change, shown in ((dict(stall_tol=1e-7), "stall_tol=1e-07 (compiled: 1e-08)"),
                           (dict(roundoff_accept=False), "roundoff_accept=False")):
         with pytest.raises(ValueError, match=re.escape(shown)):
-            _fit(model, x, method, eps, model.init_params(2, g), draw_base(model, 2, 100, 4, g), "fused", **change)
+            _fit(model, x, method, eps, model.init_params(2, g), draw_base(model, 2, 100, 4, g), "compiled", **change)
     # the torch solver reads the value: a looser stall rule is accepted there
     _fit(model, x, method, eps, model.init_params(2, g), draw_base(model, 2, 100, 4, g), "torch", stall_tol=1e-7)
 
@@ -123,7 +123,7 @@ def test_both_solvers_agree_under_the_default_plan():
         base = draw_base(model, S, N, 4, g)
         kw = dict(eps=eps) if eps is not None else {}
         t, f = (cnce.fit(model, x, method, kappa=4, theta0=th0, noise_base=base, backend=b, threads=1, **kw)
-                for b in ("torch", "fused"))
+                for b in ("torch", "compiled"))
         assert t.converged.all() and f.converged.all(), name
         torch.testing.assert_close(f.loss, t.loss, rtol=1e-12, atol=0, msg=name)
         cols = slice(0, 1) if name.startswith("lognormal") else slice(None)
@@ -169,7 +169,7 @@ def test_both_lbfgs_solvers_reach_the_same_ica_likelihood():
     g = torch.Generator().manual_seed(5)
     x = m.sample(m.random_params(4, g), 2000, generator=g)
     th0 = m.init_params(4, g)
-    t, f = (cnce.fit(m, x, "mle", backend=b, threads=1, theta0=th0) for b in ("torch", "fused"))
+    t, f = (cnce.fit(m, x, "mle", backend=b, threads=1, theta0=th0) for b in ("torch", "compiled"))
     assert t.info["optimizer"] == f.info["optimizer"] == "lbfgs"
     assert t.converged.all() and f.converged.all()
     torch.testing.assert_close(f.loss, t.loss, rtol=1e-5, atol=0)
