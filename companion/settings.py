@@ -11,9 +11,9 @@ Where the value lives in the package (a configuration, a rule's default), it is 
 (:func:`_value`), not typed again, so that a changed setting fails the check until the prose
 follows it.
 
-:data:`DEBT` lists, per page that this list's owner does not edit (the image pages 06 and 06a
-and their data page, the energy-network page 08), the typed numbers that still wait to be
-glued; it may only shrink.
+:data:`DEBT` listed, per page, the typed numbers that still waited to be glued; it may only
+shrink, and it is empty (issue 42: the image pages 06, 06a and their data page, and page 08,
+glue their measured numbers and declare their settings below).
 """
 from __future__ import annotations
 
@@ -294,9 +294,8 @@ def _energy_network_settings() -> tuple[Setting, ...]:
 
 SETTINGS: tuple[Setting, ...] = _settings()
 
-#: page -> the numbers its prose still types that are neither settings nor glued (issue 42's
-#: remaining debt, on pages whose owners glue them: 06/06a and book/image-data.md (Section 4),
-#: 08 (energy networks)). A number removed from a page must be removed here (the test says so).
+#: page -> the numbers its prose still types that are neither settings nor glued. Empty since
+#: issue 42's last pages (06, 06a, 08, book/image-data.md) were glued; it may only shrink.
 DEBT: dict[str, frozenset[str]] = {}
 
 
