@@ -972,7 +972,7 @@ for key, col in (("mem_own", "train_loss"), ("mem_fresh", "loss_fresh_noise"), (
 # above, which learns, only two things differ: PCA fitted on 50,000 instead of 400,000
 # patches, and two main sets instead of three. The earlier run was already stuck during the
 # first main set (its J on the other half of the main set hardly moved after the first
-# meta-iteration and stayed far above that of the runs that learn; that run is no longer
+# meta-iteration, while the runs that learn lower it steadily; that run is no longer
 # committed),
 # before the schedules differ, which points at the PCA sample. A check without training (`scripts/check_whitening.py`) whitens 100,000
 # unseen patches with each fit and reports the eigenvalues of their covariance, which are all
