@@ -158,10 +158,9 @@ def show_settings(*keys):
 names = imdata.SKIMAGE_IMAGES
 images = imdata.load_skimage_images(names)
 plots.glue_figure("fig_photos", plots.plot_photos(images, names))
-# their sizes (width x height), smallest and largest, and megapixels, for the data page
+# their sizes (width x height), smallest and largest, for the data page (megapixels: bundled_mpx below)
 by_size = sorted(images, key=lambda im: im.size)
 glue_text("bundled_sizes", " to ".join(f"{im.shape[1]} x {im.shape[0]}" for im in (by_size[0], by_size[-1])))
-glue_text("bundled_mpx", sum(im.size for im in images) / 1e6, ".1f")
 
 # %% [markdown]
 # ```{glue:figure} fig_photos
