@@ -158,6 +158,9 @@ def show_settings(*keys):
 names = imdata.SKIMAGE_IMAGES
 images = imdata.load_skimage_images(names)
 plots.glue_figure("fig_photos", plots.plot_photos(images, names))
+# their sizes (width x height), smallest and largest, for the data page (megapixels: bundled_mpx below)
+by_size = sorted(images, key=lambda im: im.size)
+glue_text("bundled_sizes", " to ".join(f"{im.shape[1]} x {im.shape[0]}" for im in (by_size[0], by_size[-1])))
 
 # %% [markdown]
 # ```{glue:figure} fig_photos
@@ -253,7 +256,7 @@ glue_text("run_seed", state["seed"])
 #   gives `w . u`. Whitening flattens the spectrum, so receptive fields emphasise fine scales
 #   and features coarse ones.
 #
-# Below, the same 48 randomly chosen units in both pictures.
+# Below, the same {glue:text}`n_show1` randomly chosen units in both pictures.
 
 # %% tags=["hide-input", "remove-output"]
 W1 = net.W1.detach()
@@ -360,7 +363,7 @@ print("positive control passes:", control_passes, "| negative controls fail:", n
 # initialisation {glue:text}`oriented_rf_init` %. (The control of earlier versions of this page
 # failed; it differed from this one in three things at once: 200 filters at D = 600
 # (undercomplete), 20,000 patches (under-sampled) and at most 200 iterations.) The
-# learned receptive fields: median OSI {glue:text}`osi_rf_learned`,
+# learned receptive fields of the run drawn on this page: median OSI {glue:text}`osi_rf_learned`,
 # {glue:text}`oriented_rf_learned` % oriented; their features
 # {glue:text}`oriented_feat_learned` %.
 #
@@ -675,11 +678,13 @@ for col, fmt in (("orientation_coherence", ".2f"), ("frequency_share", ".2f"), (
 # Fourth-layer units pool third-layer outputs linearly with non-negative weights (Eq. 24).
 # For each fourth-layer unit, the upper row shows the space-orientation fields of the
 # third-layer units it pools most (bars: pooling weight relative to the largest), the lower
-# row the 30 patches from the same batch that drive the unit most. The paper's Fig. 6 shows two
+# row the {glue:text}`k_top4` patches from the same batch that drive the unit most. The paper's Fig. 6 shows two
 # such units, as below; all {glue:text}`K4` are on the {doc}`appendix page <06a_image_appendix>`.
 
 # %% tags=["hide-input", "remove-output"]
-top_idx, top_val = probes.top_patches(net, X, whitener, layer=4, k=30)
+K_TOP4 = 30  # patches drawn per fourth-layer unit
+top_idx, top_val = probes.top_patches(net, X, whitener, layer=4, k=K_TOP4)
+glue_text("k_top4", K_TOP4)
 q4 = (net.W4.detach() ** 2).numpy()
 units4 = list(range(min(2, q4.shape[0])))
 plots.glue_figure("fig6_l4", plots.plot_layer4_units(units4, q4, aresp[3], aprobe, X, top_idx, top_val))
@@ -693,7 +698,7 @@ glue_text("K4", q4.shape[0])
 # Paper Fig. 6 and Supp. D.4, photo-pack run {glue:text}`l24_run`: fourth-layer units 0 and
 # 1, each with the third-layer fields it pools (at most six, as the authors draw them, or as
 # many as hold 90 % of its weight; icons as above; bars: weight relative to the largest) and
-# the 30 of {glue:text}`n_top` patches from the {glue:text}`l24_patches` that drive it most (bars: response
+# the {glue:text}`k_top4` of {glue:text}`n_top` patches from the {glue:text}`l24_patches` that drive it most (bars: response
 # relative to the strongest). See whether the pooled fields share an orientation across
 # frequencies (circles of different sizes) or form a corner, as the paper's units 4 and 19 do.
 # ```
@@ -880,8 +885,10 @@ plots.glue_figure("fig_ablation", plots.plot_ablation({"paper size": abl["paper"
 
 # %% tags=["hide-input"]
 tp, td = abl["paper"], abl["demo"]
-glue_text("abl_paper_min", pct(tp["oriented"].min()))
-glue_text("abl_paper_max", pct(tp["oriented"].max()))
+# the range over every run of every cell (the quantity the claims ledger's recipe row quotes), not over cell means
+abl_paper_runs = [r["oriented"] for r in runs.ablation_records(results, "paper")]
+glue_text("abl_paper_min", pct(min(abl_paper_runs)))
+glue_text("abl_paper_max", pct(max(abl_paper_runs)))
 failing = [(o, s) for (o, s), r in td.iterrows() if r["oriented"] < 0.3]
 fail_names = " and ".join(f"{runs.OPT_NAMES[o]}" for o, s in failing)
 cfg_p, cfg_d = (results["runs"][f"{size}/cg-main/s0"]["config"] for size in ("paper", "demo"))
@@ -915,13 +922,19 @@ glue_text("recipe_gpu", results["calls"][0]["gpu"])
 glue_text("recipe_paper_seconds", f"{sum(r['seconds'] for r in cg_main):.0f}")
 glue_text("demo_cg_main_unseen", f"{td.loc[('cg', 'main'), 'J_unseen']:.2f}")
 glue_text("demo_cg_main_train", f"{td.loc[('cg', 'main'), 'J_train']:.2f}")
+# the claims ledger's row on the recipe (the three four-layer runs of this page), quoted beside the ablation cell
+from companion.claims import ledger as claims_ledger
+
+glue_text("ledger_recipe_measured", claims_ledger.record("image-authors-recipe")["record"]["measured"])
 
 # %% [markdown]
 # **Which factor decides.** At the paper's sizes every cell learns oriented units
-# ({glue:text}`abl_paper_min`-{glue:text}`abl_paper_max` %), the authors' recipe with their
-# minimiser included ({glue:text}`recipe_paper_oriented` %, {glue:text}`recipe_n_paper`
-# seeds; layer 1 took {glue:text}`recipe_paper_seconds` s on one {glue:text}`recipe_gpu`,
-# sharing it with three other runs). So at the paper's size neither their minimiser nor their
+# ({glue:text}`abl_paper_min`-{glue:text}`abl_paper_max` % in every run), the authors' recipe with their
+# minimiser included ({glue:text}`recipe_paper_oriented` % in this ablation's cell, mean of its
+# {glue:text}`recipe_n_paper` seeds; layer 1 took {glue:text}`recipe_paper_seconds` s on one
+# {glue:text}`recipe_gpu`, sharing it with three other runs). The claims ledger's row on the
+# recipe measures the three four-layer runs of this page instead:
+# {glue:text}`ledger_recipe_measured`. So at the paper's size neither their minimiser nor their
 # main sets keep layer 1 from orienting; the earlier run's own schedule (two main sets, PCA on
 # 50,000 patches) was not rerun, so this does not say what failed there.
 # {glue:text}`ablation_decides` The curves below show how: with their minimiser on `demo`'s
@@ -959,8 +972,10 @@ for key, col in (("mem_own", "train_loss"), ("mem_fresh", "loss_fresh_noise"), (
 # What then made the earlier `paper` run fail? Between it and the L-BFGS, main-set cell
 # above, which learns, only two things differ: PCA fitted on 50,000 instead of 400,000
 # patches, and two main sets instead of three. The earlier run was already stuck during the
-# first main set (J about 1.1 on the other half), before the schedules differ, which points at
-# the PCA sample. A check without training (`scripts/check_whitening.py`) whitens 100,000
+# first main set (its J on the other half of the main set hardly moved after the first
+# meta-iteration, while the runs that learn lower it steadily; that run is no longer
+# committed),
+# before the schedules differ, which points at the PCA sample. A check without training (`scripts/check_whitening.py`) whitens 100,000
 # unseen patches with each fit and reports the eigenvalues of their covariance, which are all
 # 1 for a perfect whitening (the test sample's own spread, up to {glue:text}`white_mp` % at
 # this size by the Marchenko-Pastur law, is included in both):
@@ -987,7 +1002,7 @@ else:
 # anything about images.
 #
 # The check above does not train. The test that does (one GPU session, `data/weights/pca/`):
-# layer 1 of the L-BFGS, main-set cell for 20 meta-iterations (two main sets, as in the
+# layer 1 of the L-BFGS, main-set cell for {glue:text}`pca_n_meta` meta-iterations (two main sets, as in the
 # earlier run), with the PCA fitted on 50,000 or on 400,000 patches and nothing else changed,
 # two seeds each, logging the oriented share and J on unseen patches after every
 # meta-iteration (`cnce.images.attribution.pca_test`):
