@@ -128,3 +128,26 @@ def test_median_sq_error_known_answer():
     med = asymptotics.median_sq_error(cov, n_draws=200000, generator=torch.Generator().manual_seed(0))
     assert abs(float(med[0]) / 4.0 - 0.454936) < 0.01
     assert math.isnan(float(med[1]))
+
+
+def test_expected_curvature_agrees_with_the_observed_hessian_on_ica():
+    """ICA's loss is kinked in B: the expected form of A (first derivatives only; the curvature
+    term averages to zero at the truth) and the central differences of the exact gradient (the
+    observed form) estimate the same matrix. At the truth, N = 20000: within 15 % in the
+    Frobenius norm (the differences' own noise is about (N h)^(-1/2) = 4 %); maximum likelihood's
+    expected form is the gradients' covariance B (the information equality)."""
+    m = ICA(2)
+    theta, x = _data(m, S=2, N=20000, seed=3)
+    kappa = 4
+    base = torch.randn(2, 20000, kappa, 2, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    eps = torch.tensor([0.5, 0.5], dtype=torch.float64)
+    kw = dict(kappa=kappa, eps=eps, noise=default_noise(m), noise_base=base)
+    exp_ = asymptotics.sandwich(m, x, theta, "cnce", curvature="expected", **kw)
+    obs = asymptotics.sandwich(m, x, theta, "cnce", curvature="observed", **kw)
+    rel = torch.linalg.matrix_norm(exp_.A - obs.A) / torch.linalg.matrix_norm(obs.A)
+    assert (rel < 0.15).all(), rel
+    assert torch.equal(asymptotics.sandwich(m, x, theta, "cnce", **kw).cov, exp_.cov)  # "auto" on a kinked model
+    mle = asymptotics.sandwich(m, x, theta, "mle", curvature="expected")
+    assert torch.allclose(mle.A, mle.B) and torch.allclose(mle.cov, torch.linalg.inv(mle.B) / 20000)
+    with pytest.raises(ValueError, match="curvature must be 'auto', 'observed' or 'expected'; got 'fd'"):
+        asymptotics.sandwich(m, x, theta, "mle", curvature="fd")
