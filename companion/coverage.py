@@ -99,7 +99,7 @@ def run_one(family: str, method: str, S: int, N: int, seed: int) -> tuple[pd.Dat
     return pd.DataFrame(rows), level
 
 
-def run(out: Path = DEFAULT_OUT, S: int = 200, N: int = 5000, seed: int = 0, only=None) -> None:
+def run(out: Path = DEFAULT_OUT, S: int = 200, N: int = 5000, seed: int = 0, only=None, redo=()) -> None:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     cov_path, lev_path, prov_path = out / "coverage.csv", out / "coverage-levels.csv", out / "coverage.provenance.json"
@@ -109,6 +109,10 @@ def run(out: Path = DEFAULT_OUT, S: int = 200, N: int = 5000, seed: int = 0, onl
         prov = {"settings": settings, "studies": {}}
     cov_df = pd.read_csv(cov_path) if cov_path.exists() and prov["studies"] else pd.DataFrame()
     lev_df = pd.read_csv(lev_path) if lev_path.exists() and prov["studies"] else pd.DataFrame()
+    for family in redo:  # computed again (the estimator changed): drop what is stored
+        prov["studies"] = {k: v for k, v in prov["studies"].items() if k.split("/")[0] != family}
+        cov_df = cov_df[cov_df["model"] != family] if len(cov_df) else cov_df
+        lev_df = lev_df[lev_df["model"] != family] if len(lev_df) else lev_df
     todo = [(f, m) for f in MODELS for m in get_model(f, **MODELS[f][0]).methods if only is None or f in only]
     for i, (family, method) in enumerate(todo, 1):
         key = f"{family}/{method}"
@@ -117,8 +121,10 @@ def run(out: Path = DEFAULT_OUT, S: int = 200, N: int = 5000, seed: int = 0, onl
             continue
         print(f"[coverage] {i}/{len(todo)} {key}: {S} simulations at N = {N} ...", file=sys.stderr, flush=True)
         rows, level = run_one(family, method, S, N, seed)
-        cov_df = pd.concat([cov_df, rows], ignore_index=True)
-        lev_df = pd.concat([lev_df, pd.DataFrame([level])], ignore_index=True)
+        rank = {f: i for i, f in enumerate(MODELS)}  # the models' order, whatever order they were computed in
+        cov_df = pd.concat([cov_df, rows], ignore_index=True).sort_values("model", key=lambda m: m.map(rank), kind="stable")
+        lev_df = pd.concat([lev_df, pd.DataFrame([level])], ignore_index=True).sort_values(
+            "model", key=lambda m: m.map(rank), kind="stable")
         provenance.atomic_write_text(cov_path, cov_df.to_csv(index=False, float_format="%.10g"))
         provenance.atomic_write_text(lev_path, lev_df.to_csv(index=False, float_format="%.10g"))
         prov["studies"][key] = {"finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **provenance.git_state("cnce", "companion"),
@@ -264,6 +270,8 @@ def main(argv=None) -> int:
     ap.add_argument("-N", type=int, default=5000, help="data points per simulation (default 5000)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--only", nargs="*", help="only these models (with --levels: these studies)")
+    ap.add_argument("--redo", nargs="*", default=[], choices=sorted(MODELS),
+                    help="compute these models again even where stored (after a change of the estimator)")
     ap.add_argument("--levels", action="store_true",
                     help="instead: the predicted error levels of the committed consistency studies (theory-levels.csv)")
     ap.add_argument("--level-sims", nargs="*", default=[], metavar="STUDY/METHOD=S",
@@ -281,7 +289,7 @@ def main(argv=None) -> int:
                 ap.error(f"--level-sims: expected STUDY/METHOD=S; got {spec!r}")
         run_levels(a.out, n_sims=n_sims, only=a.only)
         return 0
-    run(a.out, a.sims, a.N, a.seed, a.only)
+    run(a.out, a.sims, a.N, a.seed, a.only, a.redo)
     print(summary(pd.read_csv(a.out / "coverage.csv")).to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     return 0
 
