@@ -210,7 +210,9 @@ def run_levels(out: Path = DEFAULT_OUT, results: Path = PAPER_RESULTS, studies=L
     (:func:`level_cell`), written to ``theory-levels.csv`` beside the simulated quantiles of the
     committed errors; resumable per cell (a stored cell is skipped unless the form of its ``A``
     changed), each row with the commit that computed it, the file written atomically after each
-    cell. ``n_sims``: ``{(study, method): simulations}`` used for the prediction where not all."""
+    cell. ``n_sims``: ``{(study, method): simulations}`` used for the prediction where not all (a stored
+    cell computed from another number of simulations is computed again; the ``sims`` column says how
+    many each row used)."""
     from cnce.experiments.runner import build_problem
 
     out = Path(out)
@@ -241,10 +243,11 @@ def run_levels(out: Path = DEFAULT_OUT, results: Path = PAPER_RESULTS, studies=L
             kappa = None if pd.isna(c["kappa"]) else int(c["kappa"])
             method, N = c["method"], int(c["N"])
             form = _curvature(problem.model, method)
+            want = min(S, (n_sims or {}).get((study, method), S))
             if len(done):
                 same = ((done["study"] == study) & (done["method"] == method) & (done["kappa"] == (kappa or -1))
                         & (done["N"] == N))
-                if (same & (done["curvature"] == form)).any():
+                if (same & (done["curvature"] == form) & (done["sims"] == want)).any():
                     continue
                 done = done[~same]
             sims = df[(df["method"] == method) & (df["N"] == N)
@@ -258,7 +261,8 @@ def run_levels(out: Path = DEFAULT_OUT, results: Path = PAPER_RESULTS, studies=L
     commits = sorted(set(done["commit"])) if len(done) else []
     provenance.atomic_write_text(prov_path, json.dumps({
         "studies": {k: (list(v) if v else "all") for k, v in dict(studies).items()} if isinstance(studies, dict)
-        else list(studies), "methods": list(methods), "n_sims": {f"{k[0]}/{k[1]}": v for k, v in (n_sims or {}).items()},
+        else list(studies), "methods": list(methods),
+        "simulations_used": "per row: the sims column (the first sims simulations of each point)",
         "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "row_commits": commits, **state,
         "package_source_sha256": provenance.package_source_hash()}, indent=1) + "\n")
 

@@ -56,7 +56,6 @@ def _coverage(ctx):
                  + "; ".join(f"{r.model} {r.method} {r.group} {r.coverage:.3f} [{r.lo:.3f}, {r.hi:.3f}]"
                              for r in s.itertuples())
                  + (". Outside the band: " + ", ".join(f"{r.model} {r.method}" for r in outside.itertuples())
-                    + " (conservative: the kinked ICA loss's curvature is estimated by finite differences)"
                     if len(outside) else ""),
         numbers={"low": f"{lo:.2f}", "high": f"{hi:.2f}", "groups": str(len(s)), "in_band": str(int(inside.sum()))})
 
