@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -151,3 +152,52 @@ def test_expected_curvature_agrees_with_the_observed_hessian_on_ica():
     assert torch.allclose(mle.A, mle.B) and torch.allclose(mle.cov, torch.linalg.inv(mle.B) / 20000)
     with pytest.raises(ValueError, match="curvature must be 'auto', 'observed' or 'expected'; got 'fd'"):
         asymptotics.sandwich(m, x, theta, "mle", curvature="fd")
+
+
+def _levels_frame():
+    import pandas as pd
+
+    rows = []
+    for method, kappa, scale in (("mle", -1, 1.0), ("cnce", 2, 4.0), ("nce", 2, 2.0), ("cnce", 6, 2.0), ("nce", 6, 1.5)):
+        for N in (100, 1000):
+            rows.append(dict(study="gaussian", method=method, kappa=kappa, N=N, pred_median=scale / N,
+                             sim_median=1.1 * scale / N))
+    return pd.DataFrame(rows)
+
+
+def test_theory_level_tables_known_answers():
+    from companion.theory_levels import agreement, ratio_table
+
+    lev = _levels_frame()
+    a = agreement(lev, "gaussian")
+    assert list(a.index) == ["MLE", "CNCE, \u03ba = 2", "CNCE, \u03ba = 6", "NCE, \u03ba = 2", "NCE, \u03ba = 6"]
+    assert list(a.columns) == [100, 1000] and abs(a.to_numpy() - 1.1).max() < 1e-12
+    r = ratio_table(lev, "gaussian", N=[1000])
+    assert r.kappa.tolist() == [2, 6] and r.predicted.round(12).tolist() == [0.5, 0.75]
+    assert r.simulated.round(12).tolist() == [0.5, 0.75]
+
+
+def test_predicted_lines_draw_one_dotted_line_per_drawn_curve():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from cnce import plotting
+
+    lev = _levels_frame()
+    fig, ax = plt.subplots()
+    drawn = pd.DataFrame({"method": ["mle", "cnce"], "kappa": [float("nan"), 2.0]})  # NCE not drawn: no line
+    plotting.predicted_lines(ax, lev, drawn)
+    dotted = [ln for ln in ax.lines if len(ln.get_xdata())]  # the legend's entry has no data
+    assert len(dotted) == 2 and ax.get_legend_handles_labels()[1] == [plotting.PREDICTED_LABEL]
+    assert sorted(round(float(ln.get_ydata()[1]), 12) for ln in dotted) == sorted(
+        round(float(np.log10(v / 1000)), 12) for v in (4.0, 1.0))  # CNCE kappa 2 and MLE at N = 1000
+    fig2, ax2 = plt.subplots()
+    sweep = pd.DataFrame({"method": ["cnce", "cnce", "nce", "nce"], "kappa": [2.0, 6.0, 2.0, 6.0]})
+    plotting.predicted_lines(ax2, lev[lev.N == 1000], sweep, x="kappa")
+    lines = [ln for ln in ax2.lines if len(ln.get_xdata())]
+    assert len(lines) == 2 and lines[0].get_xdata().tolist() == [2.0, 6.0]
+    plt.close(fig)
+    plt.close(fig2)

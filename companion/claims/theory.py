@@ -182,7 +182,7 @@ def _ratio(ctx):
     lev = _read(ctx, "theory-levels.csv")
     if lev is None:
         return _none("predicted levels")
-    t = ratios(lev)
+    t = ratios(lev[~lev.study.isin(MISSPECIFIED)])
     falls = {s: bool(np.all(np.diff(g["pred"].to_numpy()) < 0)) for s, g in t.groupby(level=0) if len(g) > 1}
     return Record(
         verdict=QUESTION, seeds="the committed consistency studies, 100 simulations per point",
