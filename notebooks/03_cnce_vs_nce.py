@@ -71,7 +71,7 @@ provenance_table(df)
 # MLE in black for reference. Solid: the median over simulations; dashed: the 0.1 and 0.9
 # quantiles, as in the paper's Fig. 2.
 
-# %% mystnb={"image": {"alt": "Log-log plot for the Gaussian model: median squared error against N for CNCE and NCE at each kappa, with MLE in black and the 0.1 and 0.9 quantiles dashed."}}
+# %% mystnb={"image": {"alt": "Log-log plot for the Gaussian model: median squared error against N for CNCE and NCE at each kappa, with MLE in black, the 0.1 and 0.9 quantiles dashed and the level asymptotic theory predicts dotted."}}
 kappas = list(grid.kappa)
 # the sweep's extra kappas are for Fig. 2e-f
 vsN = df[df.N.isin(grid.N) & (df.kappa.isin(grid.kappa) | df.kappa.isna())]
@@ -86,7 +86,7 @@ plotting.experiments.nce_vs_n_figure(vsN, "gaussian", kappas, panel="c", predict
 # over simulations (solid) and the 0.1 and 0.9 quantiles (dashed) of CNCE (blue) and NCE
 # (orange) at equal $\kappa$, with MLE (black) for reference. {glue:text}`predicted_note`*
 
-# %% mystnb={"image": {"alt": "Log-log plot for the ICA model: median squared error against N for CNCE and NCE at each kappa, with MLE in black and the 0.1 and 0.9 quantiles dashed."}}
+# %% mystnb={"image": {"alt": "Log-log plot for the ICA model: median squared error against N for CNCE and NCE at each kappa, with MLE in black, the 0.1 and 0.9 quantiles dashed and the level asymptotic theory predicts dotted."}}
 plotting.experiments.nce_vs_n_figure(vsN, "ica", kappas, panel="d", predicted=predicted);
 
 # %% [markdown]
@@ -120,7 +120,7 @@ for study in studies:
 # %% [markdown]
 # ## Error against κ at fixed N (Fig. 2e-f)
 
-# %% mystnb={"image": {"alt": "Two panels, Gaussian and ICA models: median squared error of CNCE and NCE against kappa at a fixed N, with MLE's median as a black line."}}
+# %% mystnb={"image": {"alt": "Two panels, Gaussian and ICA models: median squared error of CNCE and NCE against kappa at a fixed N, with MLE's median as a black line and the level asymptotic theory predicts dotted."}}
 N_fixed = grid.N_fixed[0]
 sweep = df[(df.N == N_fixed) & df.kappa.isin(grid.kappa_sweep)]
 plotting.experiments.kappa_sweep_figure(df, N_fixed, grid.kappa_sweep, predicted=predicted);

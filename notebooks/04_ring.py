@@ -154,7 +154,7 @@ plotting.experiments.radii_figure(radii, mu=5.0, gamma=theta5.item(),
 # %% [markdown]
 # ## Fig. 3: CNCE, NCE and MLE at κ = 10, under both generators
 
-# %% mystnb={"image": {"alt": "Two log-log panels, the authors' generator and the exact sampler: median squared error against N for CNCE, NCE and MLE at kappa = 10, with the 0.1 and 0.9 quantiles dashed."}}
+# %% mystnb={"image": {"alt": "Two log-log panels, the authors' generator and the exact sampler: median squared error against N for CNCE, NCE and MLE at kappa = 10, with the 0.1 and 0.9 quantiles dashed and the level asymptotic theory predicts dotted (far below the curves under the authors' generator)."}}
 titles = {"ring-authors": "authors' generator (as in the paper)",
           "ring-exact": "exact sampler of the model"}
 # the level asymptotic theory predicts for the committed paper-scale curves (page 09)
