@@ -109,16 +109,22 @@ def _levels(ctx):
         numbers={"within": str(int(within.sum())), "curves": str(len(per)), "factor": f"{per.max():.2f}"})
 
 
-def nce_ratios(lev: pd.DataFrame) -> pd.DataFrame:
-    """NCE's median squared error over CNCE's at the same study, kappa and N, predicted (``pred``)
-    and simulated (``sim``), averaged over N >= :data:`LARGE_N`; one row per study and kappa."""
+def level_ratios(lev: pd.DataFrame, num: str, den: str) -> pd.DataFrame:
+    """``num``'s median squared error over ``den``'s at the same study and N (and kappa, where
+    ``den`` has one), predicted (``pred``) and simulated (``sim``), averaged over N >=
+    :data:`LARGE_N`; one row per study and kappa of ``num``."""
     big = lev[lev.N >= LARGE_N]
-    a = big[big.method == "nce"][["study", "kappa", "N", "pred_median", "sim_median"]]
-    b = big[big.method == "cnce"][["study", "kappa", "N", "pred_median", "sim_median"]]
-    m = a.merge(b, on=["study", "kappa", "N"], suffixes=("", "_cnce"))
-    m["pred"] = m.pred_median / m.pred_median_cnce
-    m["sim"] = m.sim_median / m.sim_median_cnce
+    on = ["study", "N"] + (["kappa"] if den != "mle" else [])
+    d = big[big.method == den][on + ["pred_median", "sim_median"]]
+    m = big[big.method == num].merge(d, on=on, suffixes=("", "_den"))
+    m["pred"] = m.pred_median / m.pred_median_den
+    m["sim"] = m.sim_median / m.sim_median_den
     return m.groupby(["study", "kappa"])[["pred", "sim"]].mean()
+
+
+def nce_ratios(lev: pd.DataFrame) -> pd.DataFrame:
+    """NCE's median squared error over CNCE's at equal kappa (:func:`level_ratios`)."""
+    return level_ratios(lev, "nce", "cnce")
 
 
 def _nce_ratio(ctx):
@@ -168,14 +174,8 @@ def _ring_level(ctx):
 
 
 def ratios(lev: pd.DataFrame) -> pd.DataFrame:
-    """CNCE's median squared error over MLE's at the same study and N, predicted (``pred``) and
-    simulated (``sim``), averaged over N >= :data:`LARGE_N`; one row per study and kappa."""
-    big = lev[lev.N >= LARGE_N]
-    mle = big[big.method == "mle"][["study", "N", "pred_median", "sim_median"]]
-    cn = big[big.method == "cnce"].merge(mle, on=["study", "N"], suffixes=("", "_mle"))
-    cn["pred"] = cn.pred_median / cn.pred_median_mle
-    cn["sim"] = cn.sim_median / cn.sim_median_mle
-    return cn.groupby(["study", "kappa"])[["pred", "sim"]].mean()
+    """CNCE's median squared error over MLE's at the same study and N (:func:`level_ratios`)."""
+    return level_ratios(lev, "cnce", "mle")
 
 
 def _ratio(ctx):
