@@ -22,8 +22,21 @@ loss sees:
   ``f = log phi(x_i; theta)``.
 
 Both matrices are *plug-in* estimates: computed at the estimate, from the data and the
-noise the fit used. ``A`` is the Hessian of ``J_N`` (autograd, exact), ``B`` the empirical
-covariance of the per-tuple gradients (from the model's ``jac_log_phi``). NCE's noise
+noise the fit used. ``B`` is the empirical covariance of the per-tuple gradients (from the
+model's ``jac_log_phi``). ``A`` comes in two forms (``curvature=``):
+
+* ``"observed"``: the Hessian of ``J_N`` (autograd, exact);
+* ``"expected"``: from first derivatives only. For CNCE and NCE the Hessian of a tuple's loss
+  is ``sum [v grad G grad G^T + w grad^2 G]`` (``w = dl/dG``, ``v = d^2 l/dG^2``); at the true
+  parameters the logistic weight is the true posterior of the labels (CNCE: of the pair's
+  order given the unordered pair; NCE: of data against noise), so the second term averages to
+  zero and ``A = E[v grad G grad G^T]`` (the Fisher-type form of Gutmann & Hyvaerinen 2012,
+  Thm 3). For maximum likelihood it is the information equality, ``A = B``.
+
+``"auto"`` (the default) takes ``"expected"`` where ``log phi`` has kinks in the parameters
+(ICA's ``|b_j . u|``): there the sample loss's Hessian is zero between kinks and misses the
+curvature the kinks contribute in expectation, which a finite difference of the gradient
+(``"observed"`` for such a model) recovers only noisily; ``"observed"`` otherwise. NCE's noise
 distribution is fitted to the data; its own sampling variability is not propagated (the
 usual plug-in; it is second order when the noise is far from the data's law, and it is
 said so in the result's ``info``).
@@ -103,13 +116,14 @@ def _fd_hessian(grad_J, psi: torch.Tensor, h: float) -> torch.Tensor:
     return 0.5 * (H + H.transpose(-1, -2))
 
 
-def _contrastive(model, x, psi, method, *, kappa, eps, noise, noise_base, hess=True):
+def _contrastive(model, x, psi, method, *, kappa, eps, noise, noise_base, hess=True, curved_term=True):
     """CNCE and NCE: per-tuple gradients ``(S, N, P')`` and ``A (S, P', P')``.
 
     Both losses are sums of ``softplus(+-G)`` over a tuple's pairs, so with ``w = dl/dG`` and
     ``v = d^2 l/dG^2`` the Hessian is ``mean_i sum [v grad G grad G^T + w grad^2 G]``. The first
     term comes from the model's Jacobians; the second only where ``log phi`` is curved in the
-    parameters (autograd, with ``w`` held fixed)."""
+    parameters (autograd, with ``w`` held fixed) and ``curved_term`` (``False``: the expected
+    form, whose second term averages to zero at the true parameters)."""
     S, N, D = x.shape
     P = model.n_params
     th = psi[:, :P]
@@ -129,7 +143,7 @@ def _contrastive(model, x, psi, method, *, kappa, eps, noise, noise_base, hess=T
         if not hess:
             return g, None
         A = torch.einsum("snk,snkp,snkq->spq", v, dG, dG) / N
-        if not _linear_in_params(model):
+        if curved_term and not _linear_in_params(model):
             wd = w.detach()
 
             def curved(q):
@@ -156,7 +170,7 @@ def _contrastive(model, x, psi, method, *, kappa, eps, noise, noise_base, hess=T
     if not hess:
         return g, None
     A = (torch.einsum("sn,snp,snq->spq", vx, dx, dx) + torch.einsum("snk,snkp,snkq->spq", vy, dy, dy)) / N
-    if not _linear_in_params(model):
+    if curved_term and not _linear_in_params(model):
         wxd, wyd = wx.detach(), wy.detach().reshape(S, N * kappa)
 
         def curved(q):
@@ -166,8 +180,9 @@ def _contrastive(model, x, psi, method, *, kappa, eps, noise, noise_base, hess=T
     return g, A
 
 
-def _single(model, x, psi, method):
-    """Maximum likelihood and score matching: per-point gradients ``(S, N, P)`` and ``A`` (autograd)."""
+def _single(model, x, psi, method, hess=True):
+    """Maximum likelihood and score matching: per-point gradients ``(S, N, P)`` and ``A`` (autograd;
+    ``None`` without ``hess``)."""
     S, N, D = x.shape
     if method == "mle":
         def J(q):
@@ -175,6 +190,8 @@ def _single(model, x, psi, method):
 
         # the gradient of log Z is the same for every point: it drops out of the centred covariance
         _, Jx = model.jac_log_phi(x, psi)
+        if not hess:
+            return -Jx, None
         if _kinked(model):
             return -Jx, _fd_hessian(lambda q: _grad(J, q), psi, N ** (-1 / 3))
         return -Jx, hessian(J, psi)
@@ -244,7 +261,7 @@ def _delta(model, psi, cov, P):
 def sandwich(model, x: torch.Tensor, theta: torch.Tensor, method: str, *, kappa: int | None = None,
              eps: torch.Tensor | None = None, noise=None, noise_base: torch.Tensor | None = None,
              log_normaliser: torch.Tensor | None = None, converged: torch.Tensor | None = None,
-             mle: str = "fisher") -> Sandwich:
+             mle: str = "fisher", curvature: str = "auto") -> Sandwich:
     """The plug-in covariance of ``theta`` (and NCE's ``c``) for each of ``S`` simulations.
 
     Args:
@@ -256,28 +273,42 @@ def sandwich(model, x: torch.Tensor, theta: torch.Tensor, method: str, *, kappa:
             ``noise_base``); ``eps`` an ``(S,)`` tensor.
         log_normaliser: NCE's estimated ``c`` ``(S,)``.
         converged: ``(S,)`` booleans; a simulation whose fit did not converge gets no covariance.
-        mle: ``"fisher"`` (inverse observed information) or ``"sandwich"``, for maximum likelihood.
+        mle: ``"fisher"`` (inverse information) or ``"sandwich"``, for maximum likelihood.
+        curvature: how ``A`` is estimated: ``"observed"`` (the Hessian of the sample loss; ICA's
+            kinks by central differences of the gradient), ``"expected"`` (first derivatives
+            only, exact in expectation at the true parameters; CNCE, NCE and MLE) or ``"auto"``
+            (``"expected"`` for a model with kinks, else ``"observed"``); see the module's text.
 
     Returns:
         a :class:`Sandwich`; NaN rows where ``reason`` says why.
     """
     if mle not in ("fisher", "sandwich"):
         raise ValueError(f"mle must be 'fisher' or 'sandwich'; got {mle!r}")
+    if curvature not in ("auto", "observed", "expected"):
+        raise ValueError(f"curvature must be 'auto', 'observed' or 'expected'; got {curvature!r}")
+    if curvature == "auto":
+        curvature = "expected" if _kinked(model) and method != "sm" else "observed"
+    if curvature == "expected" and method == "sm":
+        raise ValueError("curvature='expected' is written for 'cnce', 'nce' and 'mle'; score matching takes 'observed'")
     S, N, _ = x.shape
     P = model.n_params
     psi = _psi(model, theta, log_normaliser if method == "nce" else None).detach()
+    expected = curvature == "expected"
     with torch.no_grad():
         if method in ("cnce", "nce"):
             kw = dict(kappa=kappa, eps=eps, noise=noise, noise_base=noise_base)
-            g, A = _contrastive(model, x, psi, method, hess=not _kinked(model), **kw)
-            if _kinked(model):
+            fd = _kinked(model) and not expected
+            g, A = _contrastive(model, x, psi, method, hess=not fd, curved_term=not expected, **kw)
+            if fd:
                 A = _fd_hessian(lambda q: _contrastive(model, x, q, method, hess=False, **kw)[0].mean(1), psi, N ** (-1 / 3))
         elif method in ("mle", "sm"):
-            g, A = _single(model, x, psi, method)
+            g, A = _single(model, x, psi, method, hess=not expected)
         else:
             raise ValueError(f"method must be one of ('cnce', 'nce', 'mle', 'sm'); got {method!r}")
     gc = g - g.mean(1, keepdim=True)
     B = gc.transpose(-1, -2) @ gc / N
+    if A is None:  # maximum likelihood, expected form: the information equality
+        A = B.clone()
     # parameters on the boundary are held at their estimates: the sub-blocks of the others
     keep = [p for p in range(A.shape[-1]) if p not in model.boundary_params]
     full = A.shape[-1]

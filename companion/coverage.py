@@ -99,7 +99,7 @@ def run_one(family: str, method: str, S: int, N: int, seed: int) -> tuple[pd.Dat
     return pd.DataFrame(rows), level
 
 
-def run(out: Path = DEFAULT_OUT, S: int = 200, N: int = 5000, seed: int = 0, only=None) -> None:
+def run(out: Path = DEFAULT_OUT, S: int = 200, N: int = 5000, seed: int = 0, only=None, redo=()) -> None:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     cov_path, lev_path, prov_path = out / "coverage.csv", out / "coverage-levels.csv", out / "coverage.provenance.json"
@@ -109,6 +109,10 @@ def run(out: Path = DEFAULT_OUT, S: int = 200, N: int = 5000, seed: int = 0, onl
         prov = {"settings": settings, "studies": {}}
     cov_df = pd.read_csv(cov_path) if cov_path.exists() and prov["studies"] else pd.DataFrame()
     lev_df = pd.read_csv(lev_path) if lev_path.exists() and prov["studies"] else pd.DataFrame()
+    for family in redo:  # computed again (the estimator changed): drop what is stored
+        prov["studies"] = {k: v for k, v in prov["studies"].items() if k.split("/")[0] != family}
+        cov_df = cov_df[cov_df["model"] != family] if len(cov_df) else cov_df
+        lev_df = lev_df[lev_df["model"] != family] if len(lev_df) else lev_df
     todo = [(f, m) for f in MODELS for m in get_model(f, **MODELS[f][0]).methods if only is None or f in only]
     for i, (family, method) in enumerate(todo, 1):
         key = f"{family}/{method}"
@@ -117,8 +121,10 @@ def run(out: Path = DEFAULT_OUT, S: int = 200, N: int = 5000, seed: int = 0, onl
             continue
         print(f"[coverage] {i}/{len(todo)} {key}: {S} simulations at N = {N} ...", file=sys.stderr, flush=True)
         rows, level = run_one(family, method, S, N, seed)
-        cov_df = pd.concat([cov_df, rows], ignore_index=True)
-        lev_df = pd.concat([lev_df, pd.DataFrame([level])], ignore_index=True)
+        rank = {f: i for i, f in enumerate(MODELS)}  # the models' order, whatever order they were computed in
+        cov_df = pd.concat([cov_df, rows], ignore_index=True).sort_values("model", key=lambda m: m.map(rank), kind="stable")
+        lev_df = pd.concat([lev_df, pd.DataFrame([level])], ignore_index=True).sort_values(
+            "model", key=lambda m: m.map(rank), kind="stable")
         provenance.atomic_write_text(cov_path, cov_df.to_csv(index=False, float_format="%.10g"))
         provenance.atomic_write_text(lev_path, lev_df.to_csv(index=False, float_format="%.10g"))
         prov["studies"][key] = {"finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **provenance.git_state("cnce", "companion"),
@@ -142,10 +148,10 @@ def summary(cov: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-#: the committed paper-scale studies whose error curves get a predicted level, with the kappa of
-#: CNCE they cover (``None``: all; ICA's kinked Hessian costs 2 P gradient passes per cell, so
-#: one kappa) and MLE
-LEVEL_STUDIES = {"gaussian": None, "ica": (10,), "lognormal": None}
+#: the committed paper-scale studies whose error curves get a predicted level, with the methods
+#: and kappa covered (``None``: all the study has)
+LEVEL_STUDIES = {"gaussian": None, "ica": None, "lognormal": None, "ring-exact": None, "ring-authors": None}
+LEVEL_METHODS = ("cnce", "nce", "mle")
 
 
 def predicted_quantiles(cov: torch.Tensor, q=(0.1, 0.5, 0.9), n_draws: int = 2000, seed: int = 0) -> list[float]:
@@ -159,66 +165,105 @@ def predicted_quantiles(cov: torch.Tensor, q=(0.1, 0.5, 0.9), n_draws: int = 200
     return torch.quantile(sq, torch.tensor(q, dtype=sq.dtype)).tolist()
 
 
-def run_levels(out: Path = DEFAULT_OUT, results: Path = PAPER_RESULTS, studies=LEVEL_STUDIES) -> None:
-    """The predicted error level of every (method, kappa, N) of the committed consistency studies:
-    the sandwich at the TRUE parameters, with each simulation's own data, noise and eps (the
-    committed table's eps), as the law of the error; written to ``theory-levels.csv`` beside the
-    simulated quantiles of the committed errors (resumable per cell)."""
+def _curvature(model, method: str) -> str:
+    """The form of ``A`` that :func:`cnce.asymptotics.sandwich` takes by default for this model."""
+    return "expected" if asymptotics._kinked(model) and method != "sm" else "observed"
+
+
+def level_cell(problem, sims: pd.DataFrame, method: str, kappa: int | None, N: int, n_sims: int | None = None) -> dict:
+    """One curve point: the predicted error quantiles (the sandwich at the TRUE parameters, with each
+    simulation's own data, noise and eps, as the law of the error; the mixture over simulations)
+    beside the simulated quantiles of ``sims`` (the committed rows of this point). ``n_sims``: the
+    first ``n_sims`` simulations only for the prediction (the cost grows with ``S N kappa``)."""
+    model, truth = problem.model, problem.theta_true
+    S = problem.n_sims
+    S_pred = S if n_sims is None else min(S, n_sims)
+    keep = [p for p in range(model.n_params) if p not in model.boundary_params]
+    t0 = time.perf_counter()
+    kw = {}
+    if method in ("cnce", "nce"):
+        kw = dict(kappa=kappa, noise_base=problem.noise_base(N, kappa))
+    if method == "cnce":
+        kw.update(eps=torch.tensor(sims["eps"].to_numpy(float)), noise=cnce.noise.default_noise(model))
+    x = problem.data(N)
+    step = asymptotics._chunk(S_pred, N, kappa, model.n_params)
+    covs = []
+    for a in range(0, S_pred, step):
+        sl = slice(a, min(S_pred, a + step))
+        part = {k: (v[sl] if isinstance(v, torch.Tensor) else v) for k, v in kw.items()}
+        sub = model.take(sl, S)
+        if method == "nce":  # NCE's parameters are (theta, c): c's true value is -log Z(theta)
+            part["log_normaliser"] = -sub.log_partition(truth[sl])
+        covs.append(asymptotics.sandwich(sub, x[sl], truth[sl], method, **part).cov)
+    cov = torch.cat(covs)[:, keep][:, :, keep]
+    q10, q50, q90 = predicted_quantiles(cov)
+    e = sims["error"].to_numpy(float)
+    return dict(study=problem.study.name, method=method, kappa=-1 if kappa is None else kappa, N=N, sims=S_pred,
+                with_cov=int(torch.isfinite(cov).all(-1).all(-1).sum()), curvature=_curvature(model, method),
+                pred_q10=q10, pred_median=q50, pred_q90=q90, sim_sims=len(e), sim_q10=float(np.quantile(e, 0.1)),
+                sim_median=float(np.median(e)), sim_q90=float(np.quantile(e, 0.9)), seconds=time.perf_counter() - t0)
+
+
+def run_levels(out: Path = DEFAULT_OUT, results: Path = PAPER_RESULTS, studies=LEVEL_STUDIES, methods=LEVEL_METHODS,
+               n_sims: dict | None = None, only=None) -> None:
+    """The predicted error level of every (method, kappa, N) of the committed consistency studies
+    (:func:`level_cell`), written to ``theory-levels.csv`` beside the simulated quantiles of the
+    committed errors; resumable per cell (a stored cell is skipped unless the form of its ``A``
+    changed), each row with the commit that computed it, the file written atomically after each
+    cell. ``n_sims``: ``{(study, method): simulations}`` used for the prediction where not all (a stored
+    cell computed from another number of simulations is computed again; the ``sims`` column says how
+    many each row used)."""
     from cnce.experiments.runner import build_problem
 
     out = Path(out)
     path = out / "theory-levels.csv"
+    prov_path = out / "theory-levels.provenance.json"
     done = pd.read_csv(path) if path.exists() else pd.DataFrame()
+    prov = json.loads(prov_path.read_text()) if prov_path.exists() else {}
+    if len(done) and "commit" not in done:  # rows of the first run (one commit for all)
+        done["commit"] = prov.get("git_commit", "")
+    if len(done) and "curvature" not in done:
+        done["curvature"] = np.where(done["study"] == "ica", "observed (central differences)", "observed")
+    state = provenance.git_state("cnce", "companion")
     for study in studies:
+        if only is not None and study not in only:
+            continue
         df = pd.read_csv(Path(results) / f"{study}.csv")
         if "eps_setting" in df:
             df = df[df["eps_setting"].fillna("default") == "default"]
-        df = df[df["method"].isin(["cnce", "mle"])]
+        df = df[df["method"].isin(list(methods))]
         S, N_max = int(df["sim"].max()) + 1, int(df["N"].max())
         problem = build_problem(study, S, N_max, seed=0)
-        model, truth = problem.model, problem.theta_true
-        keep = [p for p in range(model.n_params) if p not in model.boundary_params]
         kappas = studies[study] if isinstance(studies, dict) else None
         if kappas is not None:
             df = df[(df["method"] == "mle") | df["kappa"].isin(kappas)]
-        cells = df[["method", "kappa", "N"]].drop_duplicates().sort_values(["method", "kappa", "N"])
+        cells = df[["method", "kappa", "N"]].drop_duplicates()
+        cells = cells.assign(k=cells["kappa"].fillna(0)).sort_values(["k", "N", "method"])  # cheap cells first
         for _, c in cells.iterrows():
             kappa = None if pd.isna(c["kappa"]) else int(c["kappa"])
-            key = (study, c["method"], kappa if kappa is not None else -1, int(c["N"]))
-            if len(done) and ((done["study"] == key[0]) & (done["method"] == key[1]) & (done["kappa"] == key[2])
-                              & (done["N"] == key[3])).any():
-                continue
-            N = int(c["N"])
-            sims = df[(df["method"] == c["method"]) & (df["N"] == N)
+            method, N = c["method"], int(c["N"])
+            form = _curvature(problem.model, method)
+            want = min(S, (n_sims or {}).get((study, method), S))
+            if len(done):
+                same = ((done["study"] == study) & (done["method"] == method) & (done["kappa"] == (kappa or -1))
+                        & (done["N"] == N))
+                if (same & (done["curvature"] == form) & (done["sims"] == want)).any():
+                    continue
+                done = done[~same]
+            sims = df[(df["method"] == method) & (df["N"] == N)
                       & ((df["kappa"] == kappa) if kappa is not None else df["kappa"].isna())].sort_values("sim")
-            t0 = time.perf_counter()
-            kw = {}
-            if c["method"] == "cnce":
-                kw = dict(kappa=kappa, eps=torch.tensor(sims["eps"].to_numpy(float)), noise=cnce.noise.default_noise(model),
-                          noise_base=problem.noise_base(N, kappa))
-            x = problem.data(N)
-            step = asymptotics._chunk(S, N, kappa, model.n_params)
-            covs = []
-            for a in range(0, S, step):
-                sl = slice(a, min(S, a + step))
-                part = {k: (v[sl] if isinstance(v, torch.Tensor) else v) for k, v in kw.items()}
-                covs.append(asymptotics.sandwich(model.take(sl, S), x[sl], truth[sl], c["method"], **part).cov)
-            cov = torch.cat(covs)[:, keep][:, :, keep]
-            q10, q50, q90 = predicted_quantiles(cov)
-            e = sims["error"].to_numpy(float)
-            row = dict(study=study, method=c["method"], kappa=key[2], N=N, sims=S,
-                       with_cov=int(torch.isfinite(cov).all(-1).all(-1).sum()),
-                       pred_q10=q10, pred_median=q50, pred_q90=q90, sim_q10=float(np.quantile(e, 0.1)),
-                       sim_median=float(np.median(e)), sim_q90=float(np.quantile(e, 0.9)),
-                       seconds=time.perf_counter() - t0)
+            row = level_cell(problem, sims, method, kappa, N, (n_sims or {}).get((study, method)))
+            row["commit"] = state["git_commit"] + ("-dirty" if state.get("git_dirty_package") else "")
             done = pd.concat([done, pd.DataFrame([row])], ignore_index=True)
             provenance.atomic_write_text(path, done.to_csv(index=False, float_format="%.10g"))
-            print(f"[levels] {study} {c['method']} kappa={kappa} N={N}: predicted median {q50:.3g}, simulated "
-                  f"{row['sim_median']:.3g} ({row['seconds']:.0f} s)", file=sys.stderr, flush=True)
-    prov_path = out / "theory-levels.provenance.json"
+            print(f"[levels] {study} {method} kappa={kappa} N={N}: predicted median {row['pred_median']:.3g}, simulated "
+                  f"{row['sim_median']:.3g} ({row['seconds']:.0f} s, {row['sims']} simulations)", file=sys.stderr, flush=True)
+    commits = sorted(set(done["commit"])) if len(done) else []
     provenance.atomic_write_text(prov_path, json.dumps({
         "studies": {k: (list(v) if v else "all") for k, v in dict(studies).items()} if isinstance(studies, dict)
-        else list(studies), "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **provenance.git_state("cnce", "companion"),
+        else list(studies), "methods": list(methods),
+        "simulations_used": "per row: the sims column (the first sims simulations of each point)",
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "row_commits": commits, **state,
         "package_source_sha256": provenance.package_source_hash()}, indent=1) + "\n")
 
 
@@ -228,15 +273,27 @@ def main(argv=None) -> int:
     ap.add_argument("--sims", type=int, default=200, help="simulations per model and method (default 200)")
     ap.add_argument("-N", type=int, default=5000, help="data points per simulation (default 5000)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--only", nargs="*", choices=sorted(MODELS), help="only these models")
+    ap.add_argument("--only", nargs="*", help="only these models (with --levels: these studies)")
+    ap.add_argument("--redo", nargs="*", default=[], choices=sorted(MODELS),
+                    help="compute these models again even where stored (after a change of the estimator)")
     ap.add_argument("--levels", action="store_true",
                     help="instead: the predicted error levels of the committed consistency studies (theory-levels.csv)")
+    ap.add_argument("--level-sims", nargs="*", default=[], metavar="STUDY/METHOD=S",
+                    help="with --levels: predict from the first S simulations only for these curves (e.g. ica/nce=30)")
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
     if a.levels:
-        run_levels(a.out)
+        n_sims = {}
+        for spec in a.level_sims:
+            try:
+                key, val = spec.split("=")
+                study, method = key.split("/")
+                n_sims[(study, method)] = int(val)
+            except ValueError:
+                ap.error(f"--level-sims: expected STUDY/METHOD=S; got {spec!r}")
+        run_levels(a.out, n_sims=n_sims, only=a.only)
         return 0
-    run(a.out, a.sims, a.N, a.seed, a.only)
+    run(a.out, a.sims, a.N, a.seed, a.only, a.redo)
     print(summary(pd.read_csv(a.out / "coverage.csv")).to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     return 0
 

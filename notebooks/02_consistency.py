@@ -79,14 +79,9 @@ provenance_table(df)
 # %% mystnb={"image": {"alt": "Two log-log panels, Gaussian and ICA models: median squared error against the sample size N for CNCE at four values of kappa and for MLE, with the 0.1 and 0.9 quantiles dashed."}}
 titles = {"gaussian": "(a) Gaussian model", "ica": "(b) ICA model"}
 # the level asymptotic theory predicts for the committed paper-scale curves (page 09)
-from cnce.locations import data_dir
-from cnce.report import glue
+from companion.theory_levels import predicted_levels
 
-predicted = (pd.read_csv(data_dir() / "results" / "asymptotics" / "theory-levels.csv")
-             if shown == "paper" and seed == 0 else None)
-glue("predicted_note", "Dotted: the median that asymptotic theory predicts for each curve (the sandwich "
-     "covariance at the true parameters; page 09)." if predicted is not None else
-     "(The level theory predicts is drawn for the committed paper-scale run only.)")
+predicted = predicted_levels(shown, seed)
 plotting.consistency_figure(df, titles, predicted);
 
 # %% [markdown]

@@ -79,14 +79,9 @@ titles = {"lognormal": "(a) log-normal model",
           "bernoulli": "(b) Bernoulli model",
           "bernoulli-eps0.2": "(c) Bernoulli, fixed ε = 0.2"}
 # the level asymptotic theory predicts for the committed paper-scale curves (page 09)
-from cnce.locations import data_dir
-from cnce.report import glue
+from companion.theory_levels import predicted_levels
 
-predicted = (pd.read_csv(data_dir() / "results" / "asymptotics" / "theory-levels.csv")
-             if shown == "paper" and seed == 0 else None)
-glue("predicted_note", "Dotted: the median that asymptotic theory predicts for each curve (the sandwich "
-     "covariance at the true parameters; page 09)." if predicted is not None else
-     "(The level theory predicts is drawn for the committed paper-scale run only.)")
+predicted = predicted_levels(shown, seed)
 plotting.consistency_figure(df, titles, predicted);
 
 # %% [markdown]

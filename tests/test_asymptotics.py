@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -128,3 +129,75 @@ def test_median_sq_error_known_answer():
     med = asymptotics.median_sq_error(cov, n_draws=200000, generator=torch.Generator().manual_seed(0))
     assert abs(float(med[0]) / 4.0 - 0.454936) < 0.01
     assert math.isnan(float(med[1]))
+
+
+def test_expected_curvature_agrees_with_the_observed_hessian_on_ica():
+    """ICA's loss is kinked in B: the expected form of A (first derivatives only; the curvature
+    term averages to zero at the truth) and the central differences of the exact gradient (the
+    observed form) estimate the same matrix. At the truth, N = 20000: within 15 % in the
+    Frobenius norm (the differences' own noise is about (N h)^(-1/2) = 4 %); maximum likelihood's
+    expected form is the gradients' covariance B (the information equality)."""
+    m = ICA(2)
+    theta, x = _data(m, S=2, N=20000, seed=3)
+    kappa = 4
+    base = torch.randn(2, 20000, kappa, 2, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    eps = torch.tensor([0.5, 0.5], dtype=torch.float64)
+    kw = dict(kappa=kappa, eps=eps, noise=default_noise(m), noise_base=base)
+    exp_ = asymptotics.sandwich(m, x, theta, "cnce", curvature="expected", **kw)
+    obs = asymptotics.sandwich(m, x, theta, "cnce", curvature="observed", **kw)
+    rel = torch.linalg.matrix_norm(exp_.A - obs.A) / torch.linalg.matrix_norm(obs.A)
+    assert (rel < 0.15).all(), rel
+    assert torch.equal(asymptotics.sandwich(m, x, theta, "cnce", **kw).cov, exp_.cov)  # "auto" on a kinked model
+    mle = asymptotics.sandwich(m, x, theta, "mle", curvature="expected")
+    assert torch.allclose(mle.A, mle.B) and torch.allclose(mle.cov, torch.linalg.inv(mle.B) / 20000)
+    with pytest.raises(ValueError, match="curvature must be 'auto', 'observed' or 'expected'; got 'fd'"):
+        asymptotics.sandwich(m, x, theta, "mle", curvature="fd")
+
+
+def _levels_frame():
+    import pandas as pd
+
+    rows = []
+    for method, kappa, scale in (("mle", -1, 1.0), ("cnce", 2, 4.0), ("nce", 2, 2.0), ("cnce", 6, 2.0), ("nce", 6, 1.5)):
+        for N in (100, 1000):
+            rows.append(dict(study="gaussian", method=method, kappa=kappa, N=N, pred_median=scale / N,
+                             sim_median=1.1 * scale / N))
+    return pd.DataFrame(rows)
+
+
+def test_theory_level_tables_known_answers():
+    from companion.theory_levels import agreement, ratio_table
+
+    lev = _levels_frame()
+    a = agreement(lev, "gaussian")
+    assert list(a.index) == ["MLE", "CNCE, \u03ba = 2", "CNCE, \u03ba = 6", "NCE, \u03ba = 2", "NCE, \u03ba = 6"]
+    assert list(a.columns) == [100, 1000] and abs(a.to_numpy() - 1.1).max() < 1e-12
+    r = ratio_table(lev, "gaussian", N=[1000])
+    assert r.kappa.tolist() == [2, 6] and r.predicted.round(12).tolist() == [0.5, 0.75]
+    assert r.simulated.round(12).tolist() == [0.5, 0.75]
+
+
+def test_predicted_lines_draw_one_dotted_line_per_drawn_curve():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from cnce import plotting
+
+    lev = _levels_frame()
+    fig, ax = plt.subplots()
+    drawn = pd.DataFrame({"method": ["mle", "cnce"], "kappa": [float("nan"), 2.0]})  # NCE not drawn: no line
+    plotting.predicted_lines(ax, lev, drawn)
+    dotted = [ln for ln in ax.lines if len(ln.get_xdata())]  # the legend's entry has no data
+    assert len(dotted) == 2 and ax.get_legend_handles_labels()[1] == [plotting.PREDICTED_LABEL]
+    assert sorted(round(float(ln.get_ydata()[1]), 12) for ln in dotted) == sorted(
+        round(float(np.log10(v / 1000)), 12) for v in (4.0, 1.0))  # CNCE kappa 2 and MLE at N = 1000
+    fig2, ax2 = plt.subplots()
+    sweep = pd.DataFrame({"method": ["cnce", "cnce", "nce", "nce"], "kappa": [2.0, 6.0, 2.0, 6.0]})
+    plotting.predicted_lines(ax2, lev[lev.N == 1000], sweep, x="kappa")
+    lines = [ln for ln in ax2.lines if len(ln.get_xdata())]
+    assert len(lines) == 2 and lines[0].get_xdata().tolist() == [2.0, 6.0]
+    plt.close(fig)
+    plt.close(fig2)

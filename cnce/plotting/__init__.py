@@ -30,7 +30,7 @@ from matplotlib.lines import Line2D
 from ..experiments.analysis import curve_label, quantile_summary
 
 __all__ = ["use_style", "curve_style", "error_plot", "slope_guide", "not_computed", "shared_legend",
-           "consistency_figure", "METHOD_COLORS", "KAPPA_COLORS", "KAPPA_MARKERS", "PAGE_WIDTH", "figure"]
+           "consistency_figure", "predicted_lines", "METHOD_COLORS", "KAPPA_COLORS", "KAPPA_MARKERS", "PAGE_WIDTH", "figure"]
 
 #: Width of the book's page body at a 1280 px window (688 px), in inches at the figures' 100 dpi.
 PAGE_WIDTH = 6.8
@@ -217,7 +217,7 @@ def consistency_figure(df: pd.DataFrame, titles: dict, predicted: pd.DataFrame |
             continue
         drawn = error_plot(ax, df[df.study == study], title=title, legend=False)
         if predicted is not None:
-            _predicted_lines(ax, predicted[predicted.study == study], drawn)
+            predicted_lines(ax, predicted[predicted.study == study], drawn)
         slope_guide(ax, label="slope $-1$ (rate 1/N)")
         for h, lab in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(lab, h)
@@ -233,10 +233,37 @@ def consistency_figure(df: pd.DataFrame, titles: dict, predicted: pd.DataFrame |
     return fig
 
 
-def _predicted_lines(ax, pred: pd.DataFrame, drawn: pd.DataFrame) -> None:
-    """The predicted median of each drawn curve, dotted in its colour (one legend entry)."""
-    per_method = drawn.dropna(subset=["kappa"]).groupby("method")["kappa"].nunique()
+#: legend label and line style of the level asymptotic theory predicts (:func:`predicted_lines`)
+PREDICTED_LABEL = "predicted median (theory; dotted)"
+PREDICTED_STYLE = {"lw": 1.1, "ls": (0, (1, 1.5)), "zorder": 4}
+
+
+def predicted_lines(ax, pred: pd.DataFrame, drawn: pd.DataFrame, *, x: str = "N") -> None:
+    """The predicted median of each drawn curve, dotted in its colour (one legend entry).
+
+    ``pred``: rows ``method, kappa, N, pred_median`` of one study (kappa -1 for MLE;
+    ``theory-levels.csv`` of ``python -m companion.coverage --levels``); ``drawn``: the summary
+    :func:`error_plot` returned. ``x="N"``: one line per ``(method, kappa)`` against ``log10 N``;
+    ``x="kappa"``: one line per method against kappa at the one N drawn, MLE's a horizontal line."""
+    if pred is None or pred.empty:
+        return
     first = True
+
+    def line(xs, ys, color):
+        nonlocal first
+        if first:  # one grey legend entry for all the dotted lines
+            ax.plot([], [], color="grey", label=PREDICTED_LABEL, **PREDICTED_STYLE)
+        ax.plot(xs, np.log10(np.asarray(ys, float)), color=color, **PREDICTED_STYLE)
+        first = False
+
+    if x == "kappa":
+        for method, c in pred[pred.kappa > 0].groupby("method", sort=True):
+            shown = drawn[drawn.method == method]
+            c = c[c.kappa.isin(shown.kappa)].sort_values("kappa")
+            if len(c) >= 2:
+                line(c["kappa"].to_numpy(float), c["pred_median"], curve_style(method, None)["color"])
+        return
+    per_method = drawn.dropna(subset=["kappa"]).groupby("method")["kappa"].nunique()
     for (method, kappa), c in pred.groupby(["method", "kappa"], sort=True):
         k = None if kappa < 0 else int(kappa)
         shown = drawn[(drawn.method == method) & (drawn.kappa.isna() if k is None else drawn.kappa == k)]
@@ -244,9 +271,8 @@ def _predicted_lines(ax, pred: pd.DataFrame, drawn: pd.DataFrame) -> None:
             continue
         c = c.sort_values("N")
         st = curve_style(method, k, by_kappa=per_method.get(method, 0) > 1)
-        ax.plot(np.log10(c["N"].to_numpy(float)), np.log10(c["pred_median"].to_numpy(float)), color=st["color"],
-                lw=1.1, ls=(0, (1, 1.5)), zorder=4, label="predicted median (theory, dotted)" if first else None)
-        first = False
+        line(np.log10(c["N"].to_numpy(float)), c["pred_median"], st["color"])
+
 
 
 def _kappa_of(label: str) -> int:

@@ -11,7 +11,8 @@ import seaborn as sns
 import torch
 
 from ..experiments.analysis import with_curve
-from . import METHOD_COLORS, QUANTILE_STYLE, error_plot, figure, not_computed, shared_legend
+from . import (METHOD_COLORS, PREDICTED_LABEL, PREDICTED_STYLE, QUANTILE_STYLE, error_plot, figure, not_computed,
+               predicted_lines, shared_legend)
 
 __all__ = ["stuck_strip_plot", "nce_vs_n_figure", "kappa_sweep_figure", "ring_noise_figure", "radii_figure",
            "ring_figure", "eps_sweep_figure", "RULE_MARKERS"]
@@ -41,9 +42,14 @@ def _method_handles(ax):
     return handles, [lab.split(",")[0] for lab in labels]
 
 
-def nce_vs_n_figure(df: pd.DataFrame, study: str, kappas, panel: str = "c"):
+def _study_levels(predicted, study):
+    return None if predicted is None else predicted[predicted.study == study]
+
+
+def nce_vs_n_figure(df: pd.DataFrame, study: str, kappas, panel: str = "c", predicted: pd.DataFrame | None = None):
     """Paper Fig. 2c (Gaussian) or 2d (ICA): CNCE, NCE and MLE against N, one panel per kappa,
-    two panels a row, one legend below. ``df`` holds the rows against N (no kappa sweep)."""
+    two panels a row, one legend below. ``df`` holds the rows against N (no kappa sweep).
+    ``predicted``: the level asymptotic theory predicts (:func:`cnce.plotting.predicted_lines`)."""
     kappas = list(kappas)
     fig, axes = figure(2, -(-len(kappas) // 2), sharey=True)
     name = _MODEL_NAMES.get(study, study)
@@ -54,7 +60,10 @@ def nce_vs_n_figure(df: pd.DataFrame, study: str, kappas, panel: str = "c"):
             not_computed(ax, title)
             continue
         sub = df[(df.study == study) & ((df.kappa == k) | df.kappa.isna())]
-        error_plot(ax, sub, bands="dashed", title=title, legend=False)
+        summary = error_plot(ax, sub, bands="dashed", title=title, legend=False)
+        pred = _study_levels(predicted, study)
+        if pred is not None:
+            predicted_lines(ax, pred[(pred.kappa == k) | (pred.kappa < 0)], summary)
         drawn = drawn or ax
     for ax in axes.flat[len(kappas):]:
         ax.set_visible(False)
@@ -65,9 +74,11 @@ def nce_vs_n_figure(df: pd.DataFrame, study: str, kappas, panel: str = "c"):
     return fig
 
 
-def kappa_sweep_figure(df: pd.DataFrame, N_fixed: int, kappas, studies=("gaussian", "ica")):
+def kappa_sweep_figure(df: pd.DataFrame, N_fixed: int, kappas, studies=("gaussian", "ica"),
+                       predicted: pd.DataFrame | None = None):
     """Paper Fig. 2e-f: CNCE and NCE against kappa at ``N = N_fixed``, with MLE's median at
-    that N as a horizontal line; one panel per model, one legend below."""
+    that N as a horizontal line; one panel per model, one legend below. ``predicted``: the level
+    asymptotic theory predicts, dotted (MLE's a dotted horizontal line)."""
     sweep = df[(df.N == N_fixed) & df.kappa.isin(list(kappas))]
     fig, axes = figure(2)
     drawn = None
@@ -76,9 +87,18 @@ def kappa_sweep_figure(df: pd.DataFrame, N_fixed: int, kappas, studies=("gaussia
         if not (sweep.study == study).any():
             not_computed(ax, title)
             continue
-        error_plot(ax, sweep[sweep.study == study], x="kappa", bands="dashed", title=title, legend=False)
+        summary = error_plot(ax, sweep[sweep.study == study], x="kappa", bands="dashed", title=title, legend=False)
         mle = df[(df.study == study) & (df.method == "mle") & (df.N == N_fixed)].error
         ax.axhline(np.log10(mle.median()), color="black", linewidth=1, label="MLE (median)")
+        pred = _study_levels(predicted, study)
+        if pred is not None:
+            pred = pred[pred.N == N_fixed]
+            predicted_lines(ax, pred, summary, x="kappa")
+            mle_pred = pred[pred.method == "mle"].pred_median
+            if len(mle_pred):
+                if PREDICTED_LABEL not in ax.get_legend_handles_labels()[1]:
+                    ax.plot([], [], color="grey", label=PREDICTED_LABEL, **PREDICTED_STYLE)
+                ax.axhline(np.log10(float(mle_pred.iloc[0])), color="black", **PREDICTED_STYLE)
         drawn = drawn or ax
     if drawn is not None:
         shared_legend(fig, *drawn.get_legend_handles_labels(), quantiles=True, ncol=4)
@@ -145,13 +165,15 @@ def radii_figure(radii: dict, mu: float, gamma: float, dim: int):
     return fig
 
 
-def ring_figure(df: pd.DataFrame, titles: dict):
+def ring_figure(df: pd.DataFrame, titles: dict, predicted: pd.DataFrame | None = None):
     """Paper Fig. 3: CNCE, NCE and MLE against N, one panel per data generator (the keys of
     ``titles``), one legend below. Each panel has its own y-axis: under the authors' generator the
-    errors flatten at a bias far above the exact sampler's (a shared axis squeezed them)."""
+    errors flatten at a bias far above the exact sampler's (a shared axis squeezed them).
+    ``predicted``: the level asymptotic theory predicts, dotted."""
     fig, axes = figure(2, sharey=False)
     for ax, (study, title) in zip(axes[0], titles.items()):
-        error_plot(ax, df[df.study == study], title=title, legend=False)
+        summary = error_plot(ax, df[df.study == study], title=title, legend=False)
+        predicted_lines(ax, _study_levels(predicted, study), summary)
     shared_legend(fig, quantiles=True, ncol=4)
     return fig
 
