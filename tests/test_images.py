@@ -359,14 +359,14 @@ def test_start_pooling_layer_continues_the_layer_below():
     net = ImageNetwork(D=40, K1=12, K2=8, D3=6, K3=5, K4=3, seed=0)
     with torch.no_grad():
         net.b1.copy_(torch.linspace(-3, -1, 12))
-    start_pooling_layer(net, 2, seed=1)
+    start_pooling_layer(net.layer(2), seed=1)
     q = net.W2.detach() ** 2
     pick = q.argmax(1)
     assert len(set(pick.tolist())) == 8 and torch.all(q.max(1).values == 1.0)
     torch.testing.assert_close(net.b2.detach(), net.b1.detach()[pick])
     assert torch.all(q.sum(1) - 1 < 0.05)  # the rest of the pooling starts small but non-zero
     with pytest.raises(ValueError, match="layer"):
-        start_pooling_layer(net, 3, seed=0)
+        start_pooling_layer(net.layer(3), seed=0)
 
 
 def test_page_fontsize_keeps_text_readable_when_the_page_shrinks_a_figure():
