@@ -153,6 +153,9 @@ def test_layer_shapes_and_gradients():
         lp.sum().backward()
         for p in net.layer_params(L):
             assert p.grad is not None and torch.isfinite(p.grad).all() and p.grad.abs().sum() > 0
+        view = net.layer(L)  # the per-layer view the trainer hands to the recipe: the same layer
+        assert view.params()[0] is getattr(net, f"W{L}") and view.params()[1] is getattr(net, f"b{L}")
+        assert torch.equal(view.log_phi(view.input(u)), lp.detach())
     # pooling weights enter squared (non-negative): sign of W2 does not matter
     h = net.layer_input(u, 2)
     z = net.layer_output(h, 2)
@@ -161,6 +164,8 @@ def test_layer_shapes_and_gradients():
     torch.testing.assert_close(net.layer_output(h, 2), z)
     with pytest.raises(ValueError, match="layer"):
         net.layer_input(u, 5)
+    with pytest.raises(ValueError, match="layer must be one of"):
+        net.layer(0)
     with pytest.raises(ValueError, match="D3"):
         ImageNetwork(D=40, K1=12, K2=8, D3=9)
 
