@@ -13,7 +13,9 @@ Where the layer travels as an object (the network's per-layer view
 :class:`cnce.images.network.Layer`, and what holds one), calls that take it by another name or
 as ``self`` (the view's own methods, ``LayerRecipe.meta_iteration``) are not on that walk.
 ``--strict`` also follows the object: a call is on the strict walk when any argument, ``self``
-included, is a ``Layer`` or holds one (as an attribute, or an attribute's attribute).
+included, is a ``Layer`` or holds one or a field named ``layer`` (as an attribute, or an
+attribute's attribute): the view's methods and properties, the recipe's ``LayerRecipe``, the
+trainer's ``LayerRun`` (in older trees a record with the layer's number).
 
     PYTHONPATH=<tree> python benchmarks/trainer_walk.py [--strict]
 """
@@ -42,10 +44,14 @@ def _room(path: str, root: str) -> str | None:
 
 
 def _holds_layer(v, Layer, depth=2) -> bool:
-    if isinstance(v, Layer):
+    """``v`` is the layer as an object: a ``Layer`` view, or holds one or a field named ``layer``
+    (an older tree's record of the layer being trained holds its number there)."""
+    if Layer is not None and isinstance(v, Layer):
         return True
     if depth == 0 or isinstance(v, (int, float, str, bytes, tuple, list, dict)) or not hasattr(v, "__dict__"):
         return False
+    if "layer" in vars(v):
+        return True
     return any(_holds_layer(a, Layer, depth - 1) for a in vars(v).values())
 
 
@@ -79,7 +85,7 @@ def walk(strict: bool = False):
         if src is None or dst is None:
             return None
         named = bool(set(args) & set(NAMES))
-        held = strict and Layer is not None and any(_holds_layer(frame.f_locals.get(a), Layer) for a in args)
+        held = strict and any(_holds_layer(frame.f_locals.get(a), Layer) for a in args)
         if not (named or held):
             return None
         site = (src, caller.f_lineno, dst, frame.f_code.co_name)
