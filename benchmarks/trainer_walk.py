@@ -9,7 +9,15 @@ it is called, in the order of the run (a reader opens a function once, then know
 of files read: the caller's file, then the callee's. Consecutive entries in one file are one
 *stay* in that room; a stay in a room visited before is a *return*.
 
-    PYTHONPATH=<tree> python benchmarks/trainer_walk.py
+Where the layer travels as an object (the network's per-layer view
+:class:`cnce.images.network.Layer`, and what holds one), calls that take it by another name or
+as ``self`` (the view's own methods, ``LayerRecipe.meta_iteration``) are not on that walk.
+``--strict`` also follows the object: a call is on the strict walk when any argument, ``self``
+included, is a ``Layer`` or holds one or a field named ``layer`` (as an attribute, or an
+attribute's attribute): the view's methods and properties, the recipe's ``LayerRecipe``, the
+trainer's ``LayerRun`` (in older trees a record with the layer's number).
+
+    PYTHONPATH=<tree> python benchmarks/trainer_walk.py [--strict]
 """
 import sys
 import tempfile
@@ -35,10 +43,27 @@ def _room(path: str, root: str) -> str | None:
     return path[len(root):]
 
 
-def walk():
+def _holds_layer(v, Layer, depth=2) -> bool:
+    """``v`` is the layer as an object: a ``Layer`` view, or holds one or a field named ``layer``
+    (an older tree's record of the layer being trained holds its number there)."""
+    if Layer is not None and isinstance(v, Layer):
+        return True
+    if depth == 0 or isinstance(v, (int, float, str, bytes, tuple, list, dict)) or not hasattr(v, "__dict__"):
+        return False
+    if "layer" in vars(v):
+        return True
+    return any(_holds_layer(a, Layer, depth - 1) for a in vars(v).values())
+
+
+def walk(strict: bool = False):
     import cnce
     from cnce.images.configs import get_config
     from cnce.images.train import train
+
+    try:
+        from cnce.images.network import Layer
+    except ImportError:  # a tree before the per-layer view
+        Layer = None
 
     root = str(Path(cnce.__file__).resolve().parent) + "/"
     seen, calls = set(), []
@@ -56,7 +81,12 @@ def walk():
         src = _room(caller.f_code.co_filename, root)
         dst = _room(frame.f_code.co_filename, root)
         code = frame.f_code
-        if src is None or dst is None or not set(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]) & set(NAMES):
+        args = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+        if src is None or dst is None:
+            return None
+        named = bool(set(args) & set(NAMES))
+        held = strict and any(_holds_layer(frame.f_locals.get(a), Layer) for a in args)
+        if not (named or held):
             return None
         site = (src, caller.f_lineno, dst, frame.f_code.co_name)
         if site[2:] not in seen:
@@ -86,9 +116,9 @@ def count(calls):
 
 
 if __name__ == "__main__":
-    calls = walk()
+    calls = walk(strict="--strict" in sys.argv)
     stays, returns = count(calls)
-    print(f"following layers: {len(stays)} stays in {len(set(stays))} rooms, {returns} returns")
+    print(f"following layers{' (strict)' if '--strict' in sys.argv else ''}: {len(stays)} stays in {len(set(stays))} rooms, {returns} returns")
     print("  " + " -> ".join(stays))
     for src, line, dst, name in calls:
         print(f"  {src}:{line} -> {dst} {name}")

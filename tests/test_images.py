@@ -153,6 +153,9 @@ def test_layer_shapes_and_gradients():
         lp.sum().backward()
         for p in net.layer_params(L):
             assert p.grad is not None and torch.isfinite(p.grad).all() and p.grad.abs().sum() > 0
+        view = net.layer(L)  # the per-layer view the trainer hands to the recipe: the same layer
+        assert view.params()[0] is getattr(net, f"W{L}") and view.params()[1] is getattr(net, f"b{L}")
+        assert torch.equal(view.log_phi(view.input(u)), lp.detach())
     # pooling weights enter squared (non-negative): sign of W2 does not matter
     h = net.layer_input(u, 2)
     z = net.layer_output(h, 2)
@@ -161,6 +164,8 @@ def test_layer_shapes_and_gradients():
     torch.testing.assert_close(net.layer_output(h, 2), z)
     with pytest.raises(ValueError, match="layer"):
         net.layer_input(u, 5)
+    with pytest.raises(ValueError, match="layer must be one of"):
+        net.layer(0)
     with pytest.raises(ValueError, match="D3"):
         ImageNetwork(D=40, K1=12, K2=8, D3=9)
 
@@ -359,14 +364,14 @@ def test_start_pooling_layer_continues_the_layer_below():
     net = ImageNetwork(D=40, K1=12, K2=8, D3=6, K3=5, K4=3, seed=0)
     with torch.no_grad():
         net.b1.copy_(torch.linspace(-3, -1, 12))
-    start_pooling_layer(net, 2, seed=1)
+    start_pooling_layer(net.layer(2), seed=1)
     q = net.W2.detach() ** 2
     pick = q.argmax(1)
     assert len(set(pick.tolist())) == 8 and torch.all(q.max(1).values == 1.0)
     torch.testing.assert_close(net.b2.detach(), net.b1.detach()[pick])
     assert torch.all(q.sum(1) - 1 < 0.05)  # the rest of the pooling starts small but non-zero
     with pytest.raises(ValueError, match="layer"):
-        start_pooling_layer(net, 3, seed=0)
+        start_pooling_layer(net.layer(3), seed=0)
 
 
 def test_page_fontsize_keeps_text_readable_when_the_page_shrinks_a_figure():

@@ -535,3 +535,20 @@ def test_train_uses_one_thread_for_a_small_network_and_restores_the_setting():
     seen.clear()
     nn.train(Spy(), _x(), "cnce", eps=0.3, steps=2, batch_size=8, kappa=2, progress=False, threads=2)
     assert set(seen[-2:]) == {2} and torch.get_num_threads() == before
+
+
+def test_cnce_loss_holds_its_eps_as_a_spec():
+    """CNCELoss reads eps once into the cnce.eps spec type; a spec given as such is the same eps."""
+    Fixed, Schedule = cnce_eps.Fixed, cnce_eps.Schedule
+    assert nn.CNCELoss(3, eps=0.3).spec == Fixed(0.3) and nn.CNCELoss(3, eps=0.3).schedule == "fixed"
+    assert nn.CNCELoss(3, eps="auto").spec == Schedule(nn.DEFAULT_SCHEDULE, auto=True)
+    assert nn.CNCELoss(3, eps="carry", every=5).spec == Schedule("carry")
+    a, b = nn.CNCELoss(3, eps=Schedule("scale", auto=True)), nn.CNCELoss(3, eps="auto")
+    assert (a.schedule, a.factor) == (b.schedule, b.factor) == ("scale", nn.DEFAULT_FACTOR)
+    assert nn.CNCELoss(3, eps="scale").factor == 1.0
+    with pytest.raises(InputError, match="eps must be 'auto'.*got Schedule"):
+        nn.CNCELoss(3, eps=Schedule("sometimes"))
+    with pytest.raises(InputError, match="every applies to the re-choosing"):
+        nn.CNCELoss(3, eps="once", every=5)
+    with pytest.raises(InputError, match="got rule with eps='scale'"):
+        nn.CNCELoss(3, eps="scale", rule=cnce_eps.NETWORK_RULE)

@@ -17,9 +17,9 @@ Layers (Table 1 of Supp. D.1 for the paper's sizes ``D, K1, K2, D3, K3, K4``)::
     log phi~^(1) = sum_j f_th(log(z1_j**2 + 1) + b_j^(1))
 
 The network is trained greedily (:mod:`cnce.images.train`): while layer L is trained, layers
-``< L`` are frozen, so their output (the *input* of layer L, :meth:`ImageNetwork.layer_input`)
-is computed once per meta-iteration without gradients and :meth:`ImageNetwork.layer_log_phi`
-evaluates the trainable top.
+``< L`` are frozen, so their output (the *input* of layer L, :meth:`Layer.input` of the
+per-layer view :meth:`ImageNetwork.layer`) is computed once per meta-iteration without
+gradients and :meth:`Layer.log_phi` evaluates the trainable top.
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from torch import nn
 
 from ..constraints import Integer, validate
 
-__all__ = ["f_th", "gain_control", "ImageNetwork"]
+__all__ = ["f_th", "gain_control", "ImageNetwork", "Layer"]
 
 
 def f_th(u: torch.Tensor) -> torch.Tensor:
@@ -151,10 +151,15 @@ class ImageNetwork(nn.Module):
         self.W4 = nn.Parameter(torch.rand(K4, K3, generator=g) * math.sqrt(2.0 / K3))
         self.b4 = nn.Parameter(torch.full((K4,), -1.0))
 
-    # -- parameters per layer -------------------------------------------------------------
+    # -- one layer ----------------------------------------------------------------------------
+    def layer(self, layer: int) -> Layer:
+        """The per-layer view of layer ``layer`` (1 to 4): its parameters, its input through the
+        frozen layers below, its output and ``log phi~^(L)``. The trainer turns a layer number
+        into this view once; everything below it works with the view."""
+        return Layer(self, layer)
+
     def layer_params(self, layer: int) -> list[nn.Parameter]:
-        self._check_layer(layer)
-        return [getattr(self, f"W{layer}"), getattr(self, f"b{layer}")]
+        return self.layer(layer).params()
 
     def _check_layer(self, layer: int) -> None:
         if layer not in self.LAYERS:
@@ -194,42 +199,83 @@ class ImageNetwork(nn.Module):
         return float(lam[:D3].sum() / lam.sum())
 
     def layer_input(self, u: torch.Tensor, layer: int) -> torch.Tensor:
-        """The input of layer ``layer`` given whitened patches ``u (..., D)``, through the frozen
-        layers below it: ``u~`` (L1), ``z1`` (L2), ``u3`` (L3), ``z3`` (L4)."""
-        self._check_layer(layer)
-        if layer == 1:
-            return gain_control(u)
-        h = self.z1(u)
-        if layer == 2:
-            return h
-        h = self.u3(self.z2(h))
-        if layer == 3:
-            return h
-        return self.z3(h)
+        """:meth:`Layer.input` of layer ``layer``."""
+        return self.layer(layer).input(u)
 
     def layer_output(self, h: torch.Tensor, layer: int) -> torch.Tensor:
-        """Pre-threshold outputs of layer ``layer`` from its input ``h``: ``log(z1**2 + 1)`` for
-        L1 (the extra nonlinearity of Sec. 4.1), ``z2``, ``z3`` (``max(z3, 0)`` with
-        ``l3_nonlinearity="max"``), ``z4``."""
-        self._check_layer(layer)
-        if layer == 1:
-            return torch.log1p((h @ self.W1.T) ** 2)
-        if layer == 2:
-            return self.z2(h)
-        if layer == 3:
-            z = self.z3(h)
-            return torch.relu(z) if self.l3_nonlinearity == "max" else z
-        return self.z4(h)
+        """:meth:`Layer.output` of layer ``layer``."""
+        return self.layer(layer).output(h)
 
     def layer_log_phi(self, h: torch.Tensor, layer: int) -> torch.Tensor:
-        """Eq. (25): ``log phi~^(L) = sum_j f_th(z_j^(L) + b_j^(L))`` from the layer input ``h``."""
-        b = getattr(self, f"b{layer}")
-        return f_th(self.layer_output(h, layer) + b).sum(-1)
+        """:meth:`Layer.log_phi` of layer ``layer``."""
+        return self.layer(layer).log_phi(h)
 
     def log_phi(self, u: torch.Tensor, layer: int = 4) -> torch.Tensor:
         """The effective model ``log phi~^(layer)(u)`` of Eqs. (20) and (25) for patches ``u (..., D)``."""
-        return self.layer_log_phi(self.layer_input(u, layer), layer)
+        view = self.layer(layer)
+        return view.log_phi(view.input(u))
 
     def extra_repr(self) -> str:
         return (", ".join(f"{k}={v}" for k, v in self.sizes.items())
                 + f", init={self.init}, l3={self.l3_nonlinearity}, l3_centre={self.l3_centre}")
+
+
+class Layer:
+    """Layer ``number`` of an :class:`ImageNetwork` (:meth:`ImageNetwork.layer`): what the greedy
+    training of that layer reads, with the layer fixed once. While layer L is trained the layers
+    below it are frozen: :meth:`input` is their output, :meth:`log_phi` the trainable top."""
+
+    def __init__(self, net: ImageNetwork, layer: int):
+        net._check_layer(layer)
+        self.net, self.number = net, int(layer)
+
+    @property
+    def W(self) -> nn.Parameter:
+        return getattr(self.net, f"W{self.number}")
+
+    @property
+    def b(self) -> nn.Parameter:
+        return getattr(self.net, f"b{self.number}")
+
+    def below(self) -> Layer:
+        """The layer under this one (layer 1 has none)."""
+        return Layer(self.net, self.number - 1)
+
+    def params(self) -> list[nn.Parameter]:
+        """The weights and thresholds the training of this layer moves: ``[W, b]``."""
+        return [self.W, self.b]
+
+    def input(self, u: torch.Tensor) -> torch.Tensor:
+        """The input of this layer given whitened patches ``u (..., D)``, through the frozen
+        layers below it: ``u~`` (L1), ``z1`` (L2), ``u3`` (L3), ``z3`` (L4)."""
+        net, L = self.net, self.number
+        if L == 1:
+            return gain_control(u)
+        h = net.z1(u)
+        if L == 2:
+            return h
+        h = net.u3(net.z2(h))
+        if L == 3:
+            return h
+        return net.z3(h)
+
+    def output(self, h: torch.Tensor) -> torch.Tensor:
+        """Pre-threshold outputs of this layer from its input ``h``: ``log(z1**2 + 1)`` for L1
+        (the extra nonlinearity of Sec. 4.1), ``z2``, ``z3`` (``max(z3, 0)`` with
+        ``l3_nonlinearity="max"``), ``z4``."""
+        net, L = self.net, self.number
+        if L == 1:
+            return torch.log1p((h @ net.W1.T) ** 2)
+        if L == 2:
+            return net.z2(h)
+        if L == 3:
+            z = net.z3(h)
+            return torch.relu(z) if net.l3_nonlinearity == "max" else z
+        return net.z4(h)
+
+    def log_phi(self, h: torch.Tensor) -> torch.Tensor:
+        """Eq. (25): ``log phi~^(L) = sum_j f_th(z_j^(L) + b_j^(L))`` from the layer input ``h``."""
+        return f_th(self.output(h) + self.b).sum(-1)
+
+    def __repr__(self) -> str:
+        return f"Layer({self.number} of {self.net.extra_repr()})"

@@ -4,10 +4,12 @@ name every random draw, the eps rules, the batches, the optimisers and the pooli
 Each layer runs ``meta_iters`` *meta-iterations* (the authors' schedule, ``CNCEstimator.m``):
 take this meta-iteration's patches (:func:`meta_batch`), draw fresh noise, set eps with the
 image-model rule, then optimise on that sample (:func:`run_meta_iteration`). The trainer
-(:mod:`cnce.images.train`) loops over layers and meta-iterations and keeps the state; it calls
-this module once at a layer's start (:func:`start_layer`) and once per meta-iteration
-(:func:`meta_iteration`, everything of one meta-iteration: patches, seeds, optimiser, eps,
-update, diagnostics). This module holds no state of its own.
+(:mod:`cnce.images.train`) loops over layers and meta-iterations and keeps the run's state. At
+a layer's start it hands this module the layer, once, as the network's per-layer view
+(:class:`cnce.images.network.Layer`): :func:`start_layer` makes it trainable and returns a
+:class:`LayerRecipe`, whose :meth:`~LayerRecipe.meta_iteration` is everything of one
+meta-iteration (patches, seeds, optimiser, eps, update, diagnostics). Below that, code works
+with the view; layer numbers go only to the seed streams and the config's per-layer sizes.
 
 Noise lives in the whitened input space: ``y = u + eps * xi`` (Eq. 13) is the effective
 conditional noise of Eqs. (19)-(20); it is symmetric, so ``G = log phi~(u) - log phi~(y)``
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import enum
 import math
+from dataclasses import dataclass
 
 import torch
 
@@ -28,10 +31,10 @@ from cnce.losses import cnce_loss, nce_loss
 from cnce.images.cg import CGSettings, ConjugateGradients
 from cnce.images.configs import ImageConfig
 from cnce.images.data import PatchSource
-from cnce.images.network import ImageNetwork
+from cnce.images.network import ImageNetwork, Layer
 
 __all__ = ["Stream", "stream_seed", "image_seed", "whitener_seed", "choose_eps_carry", "choose_eps_authors", "run_meta_iteration", "meta_batch",
-           "main_set_index", "make_optimizer", "start_pooling_layer", "start_layer", "meta_iteration",
+           "main_set_index", "make_optimizer", "start_pooling_layer", "start_layer", "LayerRecipe",
            "fit_layer3_whitening"]
 
 
@@ -109,22 +112,22 @@ def _batched(fn, x: torch.Tensor, chunk: int) -> torch.Tensor:
     return torch.cat([fn(x[i:i + chunk]) for i in range(0, x.shape[0], chunk)])
 
 
-def _noisy_inputs(net, layer, cfg, u, method, eps, xi):
+def _noisy_inputs(layer: Layer, cfg, u, method, eps, xi):
     """Layer inputs of the noise of data ``u``: ``u + eps * xi`` (CNCE) or ``xi`` itself (NCE)."""
     chunk = max(1, int(cfg.chunk))
     if method == "cnce":
-        return torch.cat([net.layer_input(u[a:a + chunk, None, :] + eps * xi[a:a + chunk], layer)
+        return torch.cat([layer.input(u[a:a + chunk, None, :] + eps * xi[a:a + chunk])
                           for a in range(0, u.shape[0], chunk)])
-    return _batched(lambda v: net.layer_input(v, layer), xi, chunk)
+    return _batched(layer.input, xi, chunk)
 
 
-def _loss_fn(net, layer, method, extra, kappa):
+def _loss_fn(layer: Layer, method, extra, kappa):
     """``loss(hx, hy)``: the CNCE loss (Eq. 8 with G of Eq. 20) or the NCE loss of layer inputs."""
     log_nu = math.log(kappa)
 
     def loss(hx, hy):
-        lx = net.layer_log_phi(hx, layer)
-        ly = net.layer_log_phi(hy, layer)
+        lx = layer.log_phi(hx)
+        ly = layer.log_phi(hy)
         if method == "cnce":
             return cnce_loss(lx, ly)
         c = extra["c"]
@@ -152,8 +155,8 @@ def _mean_loss(loss, hx, hy, chunk: int) -> float:
     return float(_chunked_mean(loss, hx, hy, chunk))
 
 
-def run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_eps=True, unseen=None):
-    """One meta-iteration on the batch ``u``: fresh noise, the eps rule (``cfg.eps_rule``;
+def run_meta_iteration(layer: Layer, cfg, u, method, eps, gen, extra, opt, tune_eps=True, unseen=None):
+    """One meta-iteration of ``layer`` (the network's per-layer view) on the batch ``u``: fresh noise, the eps rule (``cfg.eps_rule``;
     skipped when ``tune_eps`` is False), then the optimiser (one call of the authors' conjugate
     gradients or ``steps`` L-BFGS iterations on the whole batch, or one pass of Adam
     minibatches), then the memorisation diagnostics.
@@ -170,31 +173,32 @@ def run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_ep
     kappa = cfg.kappa
     chunk = max(1, int(cfg.chunk))  # data points per chunk, each with its kappa noise points
     n_e = min(cfg.eps_n, N)
-    loss_of = _loss_fn(net, layer, method, extra, kappa)
+    loss_of = _loss_fn(layer, method, extra, kappa)
+    cap = cfg.eps_cap[layer.number - 1]
     with torch.no_grad():
-        hx = _batched(lambda v: net.layer_input(v, layer), u, chunk)
+        hx = _batched(layer.input, u, chunk)
         if method == "cnce":
             xi = torch.randn(N, kappa, D, generator=gen, device=u.device)
-            lx_e = _batched(lambda h: net.layer_log_phi(h, layer), hx[:n_e], chunk)
+            lx_e = _batched(layer.log_phi, hx[:n_e], chunk)
 
             def J_of_eps(e):
                 total = torch.zeros((), device=u.device)
                 for a in range(0, n_e, chunk):
                     b = min(a + chunk, n_e)
-                    ly = net.layer_log_phi(net.layer_input(u[a:b, None, :] + e * xi[a:b], layer), layer)  # noqa: F821 (called before the del below)
+                    ly = layer.log_phi(layer.input(u[a:b, None, :] + e * xi[a:b]))  # noqa: F821 (called before the del below)
                     total += cnce_loss(lx_e[a:b], ly) * (b - a)
                 return total / n_e
 
             if tune_eps and cfg.eps_rule == "authors":
-                eps, trace = choose_eps_authors(J_of_eps, eps_base=cfg.eps_base, cap=cfg.eps_cap[layer - 1])
+                eps, trace = choose_eps_authors(J_of_eps, eps_base=cfg.eps_base, cap=cap)
             elif tune_eps:
-                eps, trace = choose_eps_carry(J_of_eps, eps0=eps, cap=cfg.eps_cap[layer - 1])
+                eps, trace = choose_eps_carry(J_of_eps, eps0=eps, cap=cap)
             else:
                 trace = [(eps, float(J_of_eps(eps)))]
         else:
             xi = torch.randn(N, kappa, D, generator=gen, device=u.device)
             trace = []
-        hy = _noisy_inputs(net, layer, cfg, u, method, eps, xi)
+        hy = _noisy_inputs(layer, cfg, u, method, eps, xi)
         del xi
 
     def loss_on(idx):
@@ -232,13 +236,13 @@ def run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_ep
         train_loss = _mean_loss(loss_of, hx[:n_e], hy[:n_e], chunk)
         del hy
         xi2 = torch.randn(n_e, kappa, D, generator=gen, device=u.device)
-        fresh = _mean_loss(loss_of, hx[:n_e], _noisy_inputs(net, layer, cfg, u[:n_e], method, eps, xi2), chunk)
+        fresh = _mean_loss(loss_of, hx[:n_e], _noisy_inputs(layer, cfg, u[:n_e], method, eps, xi2), chunk)
         unseen_loss = float("nan")
         if unseen is not None:
             m = unseen.shape[0]
             xi3 = torch.randn(m, kappa, D, generator=gen, device=u.device)
-            hxu = _batched(lambda v: net.layer_input(v, layer), unseen, chunk)
-            unseen_loss = _mean_loss(loss_of, hxu, _noisy_inputs(net, layer, cfg, unseen, method, eps, xi3), chunk)
+            hxu = _batched(layer.input, unseen, chunk)
+            unseen_loss = _mean_loss(loss_of, hxu, _noisy_inputs(layer, cfg, unseen, method, eps, xi3), chunk)
     return dict(eps=float(eps), loss=loss, train_loss=train_loss, loss_fresh_noise=fresh, loss_unseen=unseen_loss,
                 opt_loss=opt_loss, eps_trace=trace, **rec_opt)
 
@@ -254,45 +258,65 @@ def fit_layer3_whitening(net: ImageNetwork, source: PatchSource, cfg: ImageConfi
     return net.fit_whitening2(z2)
 
 
-def start_layer(net: ImageNetwork, cfg: ImageConfig, layer: int, method: str, seed: int, dev, *, fresh: bool,
-                c0: float) -> tuple[list, dict]:
-    """Make ``layer`` trainable: the planted start of a pooling layer (``cfg.pool_start``; a
-    ``fresh`` layer only), its weights' gradients on, and NCE's log-normaliser ``c`` (from
-    ``c0``). Returns the parameters the optimiser moves and ``extra`` (``{"c": c}``)."""
-    if layer in (2, 4) and fresh and cfg.pool_start == "planted":
-        start_pooling_layer(net, layer, stream_seed(seed, layer, 0, Stream.POOLING_START))
-    for p in net.layer_params(layer):
+def start_layer(layer: Layer, cfg: ImageConfig, method: str, seed: int, dev, *, fresh: bool, c0: float,
+                eps: float) -> LayerRecipe:
+    """Make ``layer`` (the network's per-layer view) trainable: the planted start of a pooling
+    layer (``cfg.pool_start``; a ``fresh`` layer only), its weights' gradients on, and NCE's
+    log-normaliser ``c`` (from ``c0``). Returns the :class:`LayerRecipe` whose
+    :meth:`~LayerRecipe.meta_iteration` runs the layer's meta-iterations, eps starting at ``eps``."""
+    if layer.number in (2, 4) and fresh and cfg.pool_start == "planted":
+        start_pooling_layer(layer, stream_seed(seed, layer.number, 0, Stream.POOLING_START))
+    for p in layer.params():
         p.requires_grad_(True)
     extra = {"c": torch.tensor(c0, device=dev, requires_grad=True)}
-    return net.layer_params(layer) + ([extra["c"]] if method == "nce" else []), extra
+    params = layer.params() + ([extra["c"]] if method == "nce" else [])
+    return LayerRecipe(layer=layer, cfg=cfg, method=method, seed=seed, dev=dev, params=params, extra=extra, eps=eps)
 
 
-def meta_iteration(net: ImageNetwork, source: PatchSource, cfg: ImageConfig, layer: int, m: int, seed: int, dev, *,
-                   method: str, eps: float, params: list, extra: dict, opt_state: dict | None, cache: dict):
-    """Meta-iteration ``m`` of ``layer``, whole: its patches (:func:`meta_batch`), its noise
-    generator (:attr:`Stream.NOISE`), a fresh optimiser (Adam's state from ``opt_state``), the
-    unseen patches (:attr:`Stream.UNSEEN`), then :func:`run_meta_iteration`. Returns the record
-    and the optimiser."""
-    u = meta_batch(source, cfg, layer, m, seed, dev, cache)
-    gen = torch.Generator(device=dev).manual_seed(stream_seed(seed, layer, m, Stream.NOISE))
-    opt = make_optimizer(cfg, params, layer)
-    if cfg.optimizer == "adam" and opt_state is not None:
-        opt.load_state_dict(opt_state)
-    # The authors' rule runs at every meta-iteration. With the "carry" rule and the
-    # orthonormal start, G is close to 0 for every eps at a layer's initialisation, so
-    # that rule starts at eps_base and applies from the second meta-iteration on.
-    tune = cfg.eps_rule == "authors" or m > 0
-    if cfg.nce_c == "reset":
-        with torch.no_grad():
-            extra["c"].zero_()  # their NCEstimator.m: theta rebuilt with c = 0
-    unseen = source.draw(min(cfg.eps_n, cfg.n_patches[layer - 1]), stream_seed(seed, layer, m, Stream.UNSEEN), dev)  # never trained on
-    rec = run_meta_iteration(net, layer, cfg, u, method, eps, gen, extra, opt, tune_eps=tune, unseen=unseen)
-    return rec, opt
+@dataclass
+class LayerRecipe:
+    """One layer under training, as its meta-iterations see it (made by :func:`start_layer`):
+    the layer (the network's per-layer view), the settings, the parameters the optimiser moves
+    (the layer's weights, and NCE's log-normaliser ``c`` in ``extra``) and eps as the next
+    meta-iteration starts from it."""
+
+    layer: Layer
+    cfg: ImageConfig
+    method: str
+    seed: int
+    dev: torch.device
+    params: list
+    extra: dict
+    eps: float
+
+    def meta_iteration(self, m: int, source: PatchSource, *, opt_state: dict | None, cache: dict):
+        """Meta-iteration ``m``, whole: its patches (:func:`meta_batch`), its noise generator
+        (:attr:`Stream.NOISE`), a fresh optimiser (Adam's state from ``opt_state``), the unseen
+        patches (:attr:`Stream.UNSEEN`), then :func:`run_meta_iteration`; eps moves on to the
+        record's. Returns the record and the optimiser."""
+        cfg, seed, dev, L = self.cfg, self.seed, self.dev, self.layer.number
+        u = meta_batch(source, cfg, L, m, seed, dev, cache)
+        gen = torch.Generator(device=dev).manual_seed(stream_seed(seed, L, m, Stream.NOISE))
+        opt = make_optimizer(cfg, self.params, L)
+        if cfg.optimizer == "adam" and opt_state is not None:
+            opt.load_state_dict(opt_state)
+        # The authors' rule runs at every meta-iteration. With the "carry" rule and the
+        # orthonormal start, G is close to 0 for every eps at a layer's initialisation, so
+        # that rule starts at eps_base and applies from the second meta-iteration on.
+        tune = cfg.eps_rule == "authors" or m > 0
+        if cfg.nce_c == "reset":
+            with torch.no_grad():
+                self.extra["c"].zero_()  # their NCEstimator.m: theta rebuilt with c = 0
+        unseen = source.draw(min(cfg.eps_n, cfg.n_patches[L - 1]), stream_seed(seed, L, m, Stream.UNSEEN), dev)  # never trained on
+        rec = run_meta_iteration(self.layer, cfg, u, self.method, self.eps, gen, self.extra, opt, tune_eps=tune, unseen=unseen)
+        self.eps = rec["eps"]
+        return rec, opt
 
 
 @torch.no_grad()
-def start_pooling_layer(net: ImageNetwork, layer: int, seed: int, rest: float = 0.1) -> None:
-    """Start pooling layer ``layer`` (2 or 4) where the model below it ended.
+def start_pooling_layer(layer: Layer, seed: int, rest: float = 0.1) -> None:
+    """Start pooling layer ``layer`` (the network's view of layer 2 or 4) where the model below
+    it ended.
 
     Each pooling unit j gets weight 1 on one distinct, randomly chosen unit pi(j) of the layer
     below and the threshold of that unit; the random dense weights it started with are scaled
@@ -303,10 +327,10 @@ def start_pooling_layer(net: ImageNetwork, layer: int, seed: int, rest: float = 
     of the initialisation, which sums the energy of all first-layer units, the loss of layer 2
     started above 2 log 2 and Adam did not recover from there.
     """
-    if layer not in (2, 4):
-        raise ValueError(f"layer must be 2 or 4; got {layer!r}")
-    W, b = getattr(net, f"W{layer}"), getattr(net, f"b{layer}")
-    b_below = getattr(net, f"b{layer - 1}")
+    if layer.number not in (2, 4):
+        raise ValueError(f"layer must be 2 or 4; got {layer.number!r}")
+    W, b = layer.W, layer.b
+    b_below = layer.below().b
     K, K_below = W.shape
     g = torch.Generator().manual_seed(int(seed))
     pick = torch.randperm(K_below, generator=g)[:K].to(W.device)

@@ -64,7 +64,7 @@ from cnce.constraints import Integer, validate
 from cnce.images.configs import ImageConfig, get_config
 from cnce.images.data import PatchSource, Whitener, load_images, load_skimage_images, prepare_image
 from cnce.images.network import ImageNetwork
-from cnce.images.recipe import fit_layer3_whitening, meta_iteration, start_layer, whitener_seed
+from cnce.images.recipe import LayerRecipe, fit_layer3_whitening, start_layer, whitener_seed
 from cnce.images.runs import (STATE_FILE, DirtyTreeError, cnce_tree, git_commit, load_checkpoint,
                               write_provenance, writes_dirty_weights)
 
@@ -169,22 +169,19 @@ def torch_switches(dev: torch.device, *, threads: int | None = None, tf32: bool 
 
 @dataclass
 class LayerRun:
-    """The explicit state of the layer being trained: its history (the records of the
-    meta-iterations done, shared with the run's state), its sizes, the parameters the optimiser
-    moves (the layer's weights, and NCE's log-normaliser ``c`` in ``extra``), and eps as the
-    next meta-iteration starts from it."""
+    """The explicit state of the layer being trained: its number, its history (the records of
+    the meta-iterations done, shared with the run's state), how many meta-iterations it runs,
+    and its :class:`~cnce.images.recipe.LayerRecipe` (the network's view of the layer, the
+    parameters the optimiser moves, NCE's ``c``, eps as the next meta-iteration starts from it)."""
 
-    layer: int
+    number: int
     hist: list
     n_meta: int
-    N: int
-    params: list
-    extra: dict
-    eps: float
+    recipe: LayerRecipe
 
     @property
     def key(self) -> str:
-        return str(self.layer)
+        return str(self.number)
 
 
 class Trainer:
@@ -193,10 +190,11 @@ class Trainer:
     ``state`` is what ``<out>/state.pt`` holds (config, method, seed, network, whitening,
     histories, optimiser states, sessions): loaded when the file exists, else new; ``net`` and
     ``source`` are the network and the patches it trains on; :class:`LayerRun` is the layer being
-    trained. :meth:`run` trains layers; each layer is :meth:`train_layer`, each meta-iteration
-    :meth:`meta_iteration` (the recipe's :func:`~cnce.images.recipe.run_meta_iteration` on this
-    meta-iteration's patches, noise and optimiser), after which the whole state is written
-    atomically. :func:`train` is the function to call; it builds a trainer inside
+    trained. :meth:`run` trains layers; each layer is :meth:`train_layer`, which turns the layer
+    number into the network's view of the layer (:meth:`ImageNetwork.layer`) once and hands it
+    to the recipe (:func:`~cnce.images.recipe.start_layer`); each meta-iteration is
+    :meth:`meta_iteration` (the recipe's :meth:`~cnce.images.recipe.LayerRecipe.meta_iteration`),
+    after which the whole state is written atomically. :func:`train` is the function to call; it builds a trainer inside
     :func:`torch_switches`."""
 
     def __init__(self, cfg: ImageConfig, *, out, method, dev, seed, images=None, source=None, snapshots=False,
@@ -287,15 +285,16 @@ class Trainer:
         if layer > 1 and len(state["history"].get(str(layer - 1), [])) < cfg.meta_iters[layer - 2]:
             raise ValueError(f"layers={tuple(layers)!r}: layer {layer} needs layer {layer - 1} trained first")
         hist = state["history"].setdefault(lk, [])
-        n_meta, N = cfg.meta_iters[layer - 1], cfg.n_patches[layer - 1]
+        n_meta = cfg.meta_iters[layer - 1]
         if layer == 3 and state["wh2_retained"] is None:
             state["wh2_retained"] = fit_layer3_whitening(net, self.source, cfg, self.seed, dev)
         if len(hist) >= n_meta:
             return
         c0 = 0.0 if cfg.nce_c == "reset" else float(state["nce_c"].get(lk, 0.0))
-        params, extra = start_layer(net, cfg, layer, self.method, self.seed, dev, fresh=not hist, c0=c0)
         eps = hist[-1]["eps"] if hist and cfg.eps_rule == "carry" else cfg.eps_base
-        run = LayerRun(layer=layer, hist=hist, n_meta=n_meta, N=N, params=params, extra=extra, eps=eps)
+        view = net.layer(layer)  # the layer number becomes the network's view of the layer, once
+        recipe = start_layer(view, cfg, self.method, self.seed, dev, fresh=not hist, c0=c0, eps=eps)
+        run = LayerRun(number=layer, hist=hist, n_meta=n_meta, recipe=recipe)
         if self.snapshots and layer == 1 and 0 not in state["snapshots"]:
             state["snapshots"][0] = net.W1.detach().cpu().half()
         bar = Job.progress(len(hist), n_meta, desc=f"{cfg.name} {self.method} layer {layer}", enabled=self.progress)
@@ -303,34 +302,34 @@ class Trainer:
             rec = self.meta_iteration(run, m)
             post = {"loss": f"{rec['loss']:.4f}"}
             if self.method == "cnce":
-                post["eps"] = f"{run.eps:.3f}"
+                post["eps"] = f"{recipe.eps:.3f}"
             bar.set_postfix(post)
         bar.close()
-        for p in net.layer_params(layer):
+        for p in view.params():
             p.requires_grad_(False)
 
     def meta_iteration(self, run: LayerRun, m: int) -> dict:
-        """Meta-iteration ``m`` of ``run``'s layer: its patches, noise generator and optimiser,
-        the recipe's step, then the record kept and the whole state written atomically."""
-        cfg, state, net, dev, seed, lk = self.cfg, self.state, self.net, self.dev, self.seed, run.key
+        """Meta-iteration ``m`` of ``run``'s layer (the recipe's
+        :meth:`~cnce.images.recipe.LayerRecipe.meta_iteration`: its patches, noise, optimiser,
+        eps and update), then the record kept and the whole state written atomically."""
+        cfg, state, net, dev, lk = self.cfg, self.state, self.net, self.dev, run.key
         t0 = time.perf_counter()
-        rec, opt = meta_iteration(net, self.source, cfg, run.layer, m, seed, dev, method=self.method, eps=run.eps,
-                                  params=run.params, extra=run.extra, opt_state=state["opt"].get(lk), cache=self.main_cache)
+        rec, opt = run.recipe.meta_iteration(m, self.source, opt_state=state["opt"].get(lk), cache=self.main_cache)
+        c = run.recipe.extra["c"]
         if self.method == "nce":
-            rec["c"] = run.extra["c"].item()
+            rec["c"] = c.item()
         if self.monitor is not None:
-            rec.update({k: float(v) for k, v in self.monitor(net, run.layer, self.source.whitener).items()})
+            rec.update({k: float(v) for k, v in self.monitor(net, run.number, self.source.whitener).items()})
         if cfg.optimizer == "adam":
             state["opt"][lk] = opt.state_dict()
-        run.eps = rec["eps"]
         rec.update(meta=m, seconds=time.perf_counter() - t0)
         run.hist.append(rec)
         state["seconds"][lk] = state["seconds"].get(lk, 0.0) + rec["seconds"]
         state["network"] = {k: v.detach().cpu().clone() for k, v in net.state_dict().items()}
-        state["nce_c"][lk] = run.extra["c"].item()
+        state["nce_c"][lk] = c.item()
         if m + 1 == run.n_meta:
             state["opt"].pop(lk, None)  # a finished layer is never resumed: keep the file small
-        if self.snapshots and run.layer == 1:
+        if self.snapshots and run.number == 1:
             state["snapshots"][m + 1] = net.W1.detach().cpu().half()
         state["device"] = str(dev)
         self.job.save(state)

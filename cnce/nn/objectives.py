@@ -43,7 +43,7 @@ import torch
 from .._validation import check_applies, check_positive_int, check_rows
 from ..constraints import Boolean, validate
 from ..errors import InputError, InputTypeError
-from ..eps import NETWORK_RULE, EpsRule, choose_eps, data_scale, eps_schedule, resolve_eps
+from ..eps import NETWORK_RULE, EpsRule, EpsSpec, Fixed, Schedule, choose_eps, data_scale, parse_eps, resolve_eps
 from ..noise import ConditionalNoise, GaussianNoise, NCEGaussianNoise
 from ._checks import as_number, check_seed, positive_number
 from . import losses as L
@@ -59,6 +59,8 @@ EPS_CAP = NETWORK_RULE.cap
 #: DSM's default noise level, in data scales of the first minibatch
 DSM_SIGMA = 0.1
 SCHEDULES = ("once", "rechoose", "carry", "upward", "scale")
+#: the schedules that run the heuristic again every ``every`` calls
+RECHOOSING = ("rechoose", "carry", "upward")
 #: what ``eps="auto"`` means: the candidate of the eps-rule study of notebook 08
 #: (``data/results/paper/nn-study.csv``, 5 seeds, 8 cases) that is never significantly below
 #: the best fixed eps of any case and has the highest mean: eps = 0.3 data scales, no search
@@ -274,34 +276,45 @@ class CNCELoss(EnergyLoss):
                  reduction: str = "mean"):
         super().__init__(kappa, seed=seed, generator=generator, energy=energy, reduction=reduction)
         eps = "auto" if eps is None else eps
-        self.schedule = eps_schedule(eps, SCHEDULES, DEFAULT_SCHEDULE) or "fixed"
-        if every is not None and self.schedule not in ("rechoose", "carry", "upward"):
-            raise InputError(f"every applies to the re-choosing eps schedules ('rechoose', 'carry', 'upward'); "
+        #: eps as :func:`cnce.eps.parse_eps` read it, once: ``Fixed(value)`` or ``Schedule(name)``
+        self.spec: EpsSpec = parse_eps(eps, kinds=(Fixed, Schedule), schedules=SCHEDULES, default=DEFAULT_SCHEDULE,
+                                       low="> 0")
+        if isinstance(self.spec, Schedule) and self.spec.name not in SCHEDULES:  # a spec given as such
+            raise InputError(f"eps must be 'auto', one of {SCHEDULES} or a number > 0; got {eps!r}")
+        spec = self.spec
+        fixed = isinstance(spec, Fixed)
+        if every is not None and not (isinstance(spec, Schedule) and spec.name in RECHOOSING):
+            raise InputError(f"every applies to the re-choosing eps schedules {RECHOOSING}; "
                              f"got every={every!r} with eps={eps!r}")
         self.every = DEFAULT_EVERY if every is None else check_positive_int(every, "every")
-        if factor is not None and self.schedule != "scale":
+        if factor is not None and not (isinstance(spec, Schedule) and spec.name == "scale"):
             raise InputError(f"factor applies to eps='scale' only; got factor={factor!r} with eps={eps!r}")
         self.factor = (positive_number(factor, "factor") if factor is not None
-                       else DEFAULT_FACTOR if eps == "auto" else 1.0)
+                       else DEFAULT_FACTOR if isinstance(spec, Schedule) and spec.auto else 1.0)
         if rule is not None and not isinstance(rule, EpsRule):
             raise InputTypeError(f"rule must be a cnce.eps.EpsRule; got {type(rule).__name__}")
-        if rule is not None and self.schedule in ("fixed", "scale"):
+        if rule is not None and (fixed or spec.name == "scale"):
             raise InputError(f"rule applies to a searched eps ('auto', 'once', 'rechoose', 'carry', 'upward'); "
                              f"got rule with eps={eps!r}")
         if noise is not None and not isinstance(noise, ConditionalNoise):
             raise InputTypeError(f"noise must be a cnce.noise.ConditionalNoise; got {type(noise).__name__}")
-        if warmup is not None and self.schedule == "fixed":
+        if warmup is not None and fixed:
             raise InputError(f"warmup applies to an automatic eps; got warmup={warmup!r} with eps={eps!r}")
         self.warmup = DEFAULT_WARMUP if warmup is None else check_positive_int(warmup, "warmup", 0)
         self.noise = GaussianNoise() if noise is None else noise
         # the noise's largest admissible eps bounds a given eps, the searches and the scale rule
         self.rule = (NETWORK_RULE if rule is None else rule).bounded(self.noise.eps_max)
-        self._eps = (float(resolve_eps(as_number(eps, "eps"), self.noise, positive=True)[0])
-                     if self.schedule == "fixed" else None)
+        self._eps = float(resolve_eps(as_number(spec.value, "eps"), self.noise, positive=True)[0]) if fixed else None
         self.eps_runs = []
         self._choice = {"schedule": self.schedule, "eps": self._eps, "rows": 0, "data_scale": None,
-                        "call": None, "why": "given" if self.schedule == "fixed" else "not chosen yet"}
+                        "call": None, "why": "given" if fixed else "not chosen yet"}
         self._pool = None  # warm-up: rows seen, per-coordinate sums (float64), rows kept for a search
+
+    @property
+    def schedule(self) -> str:
+        """The eps schedule's name (:data:`SCHEDULES`), or ``"fixed"`` for a given eps (the name
+        the loss's state and :attr:`eps_choice` record)."""
+        return "fixed" if isinstance(self.spec, Fixed) else self.spec.name
 
     @property
     def eps(self) -> float | None:
@@ -382,9 +395,10 @@ class CNCELoss(EnergyLoss):
         return float(var.clamp_min(0).sqrt().mean())
 
     def _before(self, net, x):
-        s, c = self.schedule, self.calls
-        if s == "fixed":
+        spec, c = self.spec, self.calls
+        if isinstance(spec, Fixed):
             return
+        s = spec.name
         if self._eps is None:
             unit = float(data_scale(x.detach().double()))
             if self.warmup:
@@ -409,18 +423,19 @@ class CNCELoss(EnergyLoss):
                                                f"batches (data scale {unit:.4g} against {ref:.4g} of the first)")
             if c == self.warmup - 1:
                 self._pool = None  # the warm-up is over
-        if s in ("once", "scale") or c % self.every:
+        if s not in RECHOOSING or c % self.every:
             return
-        if s == "rechoose":
-            self.choose_eps(net, x, why=f"rechoose every {self.every} calls")
-        elif s == "carry":
-            self.choose_eps(net, x, start=self._eps, why=f"carry every {self.every} calls")
-        else:  # upward
-            old = self._eps
-            e = self.choose_eps(net, x, why=f"upward every {self.every} calls")
-            if old > e:
-                self._eps = old
-                self._choice["eps"] = old
+        match spec:
+            case Schedule(name="rechoose"):
+                self.choose_eps(net, x, why=f"rechoose every {self.every} calls")
+            case Schedule(name="carry"):
+                self.choose_eps(net, x, start=self._eps, why=f"carry every {self.every} calls")
+            case Schedule(name="upward"):
+                old = self._eps
+                e = self.choose_eps(net, x, why=f"upward every {self.every} calls")
+                if old > e:
+                    self._eps = old
+                    self._choice["eps"] = old
 
     def _loss(self, f, x, g, draw_on=None):
         if self._eps is None:
