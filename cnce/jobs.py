@@ -14,15 +14,23 @@ resumes from the file. :class:`Job` holds what every such runner needs:
 * **progress**: :meth:`Job.progress` is a tqdm bar over the units still to do, starting at the
   units done.
 
-Runners that use it: the image trainer (:class:`cnce.images.train.Trainer`). The experiments'
-runner, the network study and the lent machine's driver keep their own files for now (their
-checkpoint formats are part of committed results).
+The checkpoint is written by ``kind`` (``torch``, ``json``) or by the runner's own ``saver``
+(a results table keeps its committed format: the experiments' CSV, the network study's CSV);
+a runner that shares its folder with others names its own lock (``lock_file``), and one that
+should queue behind another run rather than be refused asks to ``wait``.
+
+Runners that use it: the image trainer (:class:`cnce.images.train.Trainer`), the network study
+(:func:`cnce.nn.study.write_study`), the experiments' runner (:func:`cnce.experiments.runner.run`,
+one job per study).
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import socket
+import sys
+import time
 from pathlib import Path
 
 from .errors import RunError
@@ -52,33 +60,49 @@ class Job:
     Args:
         folder: the job's folder (created).
         state_file: the checkpoint's name in ``folder``.
-        kind: ``"torch"`` (``torch.save``) or ``"json"``: how :meth:`save` writes the state.
+        kind: ``"torch"`` (``torch.save``), ``"json"`` or ``"text"`` (a ``str``, or what
+            ``saver`` writes): how :meth:`save` writes the state.
         loader: ``loader(path) -> state`` for :meth:`load` (default: ``torch.load`` with
-            ``weights_only=True``, or ``json.loads``).
+            ``weights_only=True``, ``json.loads`` or the text).
+        saver: ``saver(state, fh)`` writes the state to an open file (text, or binary for
+            ``"torch"``) in place of the kind's writer; the write stays atomic.
+        lock_file: the lock's name in ``folder`` (default ``.lock``; a folder shared by several
+            jobs gives each its own).
+        wait: when another live run holds the lock, wait for it (a line on stderr says so) instead
+            of raising :class:`JobLockedError`.
 
     Use as a context manager (``with Job(...) as job:``), or :meth:`acquire` / :meth:`release`:
     the lock is held from acquiring to releasing, also when the run fails.
     """
 
-    def __init__(self, folder, state_file: str, *, kind: str = "torch", loader=None):
-        if kind not in ("torch", "json"):
-            raise ValueError(f"kind must be 'torch' or 'json'; got {kind!r}")
+    def __init__(self, folder, state_file: str, *, kind: str = "torch", loader=None, saver=None,
+                 lock_file: str = LOCK_FILE, wait: bool = False):
+        if kind not in ("torch", "json", "text"):
+            raise ValueError(f"kind must be 'torch', 'json' or 'text'; got {kind!r}")
         self.folder = Path(folder)
         self.path = self.folder / state_file
-        self.kind, self.loader = kind, loader
+        self.kind, self.loader, self.saver = kind, loader, saver
+        self.lock_file, self.wait = lock_file, wait
         self._held = False
 
     # ------------------------------------------------------------------------------ lock
     @property
     def lock_path(self) -> Path:
-        return self.folder / LOCK_FILE
+        return self.folder / self.lock_file
 
     def acquire(self) -> "Job":
-        """Take the folder's lock (creating the folder); :class:`JobLockedError` if a live run holds it."""
-        self.folder.mkdir(parents=True, exist_ok=True)
+        """Take the folder's lock (creating the folder); :class:`JobLockedError` if a live run holds
+        it (or, with ``wait``, once it is free). A folder that cannot be written raises
+        :class:`~cnce.errors.StorageError` naming it."""
+        from .provenance import storage_error
+
         me = {"host": socket.gethostname(), "pid": os.getpid()}
-        for _ in range(2):
+        said = False
+        while True:
             try:
+                if self.folder.exists() and not self.folder.is_dir():
+                    raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(self.folder))
+                self.folder.mkdir(parents=True, exist_ok=True)
                 fd = os.open(self.lock_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:
                 try:
@@ -86,16 +110,23 @@ class Job:
                 except (OSError, ValueError):
                     holder = {}
                 stale = holder.get("host") == me["host"] and isinstance(holder.get("pid"), int) and not _alive(holder["pid"])
-                if not stale:
+                if stale:
+                    self.lock_path.unlink(missing_ok=True)  # left by a process that no longer exists: take it over
+                    continue
+                if not self.wait:
                     raise JobLockedError(f"{str(self.folder)!r} is in use by another run ({holder or 'unreadable lock'}); "
                                          f"wait for it, or delete {str(self.lock_path)!r} if that run is gone") from None
-                self.lock_path.unlink(missing_ok=True)  # left by a process that no longer exists: take it over
+                if not said:  # a status line, on stderr: what a page prints must not depend on who ran first
+                    print(f"waiting for another run that holds {str(self.lock_path)!r} ...", file=sys.stderr, flush=True)
+                    said = True
+                time.sleep(0.1)
                 continue
+            except OSError as exc:
+                raise storage_error(exc, self.lock_path) from exc
             with os.fdopen(fd, "w") as f:
                 json.dump(me, f)
             self._held = True
             return self
-        raise JobLockedError(f"could not take the lock {str(self.lock_path)!r}")  # pragma: no cover - a race lost twice
 
     def release(self) -> None:
         if self._held:
@@ -120,6 +151,8 @@ class Job:
             return self.loader(self.path)
         if self.kind == "json":
             return json.loads(self.path.read_text())
+        if self.kind == "text":
+            return self.path.read_text(encoding="utf-8")
         import torch
 
         return torch.load(self.path, map_location="cpu", weights_only=True)
@@ -128,8 +161,12 @@ class Job:
         """Write ``state`` atomically (the old file stays whole until the new one is complete)."""
         from . import provenance
 
-        if self.kind == "json":
+        if self.saver is not None:
+            provenance.atomic_write(self.path, lambda fh: self.saver(state, fh), binary=self.kind == "torch")
+        elif self.kind == "json":
             provenance.atomic_write_text(self.path, json.dumps(state, indent=1, sort_keys=True))
+        elif self.kind == "text":
+            provenance.atomic_write_text(self.path, state)
         else:
             provenance.atomic_torch_save(state, self.path)
 
@@ -140,3 +177,14 @@ class Job:
         from tqdm.auto import tqdm
 
         return tqdm(range(done, total), desc=desc, disable=not enabled, initial=done, total=total)
+
+    @staticmethod
+    def bar(total: int, *, desc: str = "", unit: str = "it", enabled: bool = True):
+        """A tqdm bar of ``total`` units that the runner advances itself (``bar.update(n)``), for a
+        run whose units are spread over several jobs (the experiments' studies); ``None`` when
+        not ``enabled``."""
+        if not enabled:
+            return None
+        from tqdm.auto import tqdm
+
+        return tqdm(total=total, desc=desc, unit=unit, dynamic_ncols=True)
