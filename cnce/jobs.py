@@ -38,6 +38,8 @@ from .errors import RunError
 __all__ = ["Job", "JobLockedError", "LOCK_FILE"]
 
 LOCK_FILE = ".lock"
+#: an empty or unreadable lock file older than this (seconds) is taken over
+STALE_EMPTY_SECONDS = 10.0
 
 
 class JobLockedError(RunError):
@@ -110,6 +112,11 @@ class Job:
                 except (OSError, ValueError):
                     holder = {}
                 stale = holder.get("host") == me["host"] and isinstance(holder.get("pid"), int) and not _alive(holder["pid"])
+                if not holder:  # empty or unreadable: a lock of the older flock scheme, or a creator that died before
+                    try:        # writing its name; not one being written right now (given a few seconds)
+                        stale = time.time() - self.lock_path.stat().st_mtime > STALE_EMPTY_SECONDS
+                    except OSError:
+                        stale = True  # gone meanwhile: try again
                 if stale:
                     self.lock_path.unlink(missing_ok=True)  # left by a process that no longer exists: take it over
                     continue
