@@ -61,7 +61,8 @@ class Job:
 
     Args:
         folder: the job's folder (created).
-        state_file: the checkpoint's name in ``folder``.
+        state_file: the checkpoint's name in ``folder`` (``None``: a job that only locks, e.g. the
+            GPU driver's packing, which several workers take in turn).
         kind: ``"torch"`` (``torch.save``), ``"json"`` or ``"text"`` (a ``str``, or what
             ``saver`` writes): how :meth:`save` writes the state.
         loader: ``loader(path) -> state`` for :meth:`load` (default: ``torch.load`` with
@@ -72,19 +73,20 @@ class Job:
             jobs gives each its own).
         wait: when another live run holds the lock, wait for it (a line on stderr says so) instead
             of raising :class:`JobLockedError`.
+        quiet: wait without the line on stderr (workers of one run taking turns).
 
     Use as a context manager (``with Job(...) as job:``), or :meth:`acquire` / :meth:`release`:
     the lock is held from acquiring to releasing, also when the run fails.
     """
 
-    def __init__(self, folder, state_file: str, *, kind: str = "torch", loader=None, saver=None,
-                 lock_file: str = LOCK_FILE, wait: bool = False):
+    def __init__(self, folder, state_file: str | None, *, kind: str = "torch", loader=None, saver=None,
+                 lock_file: str = LOCK_FILE, wait: bool = False, quiet: bool = False):
         if kind not in ("torch", "json", "text"):
             raise ValueError(f"kind must be 'torch', 'json' or 'text'; got {kind!r}")
         self.folder = Path(folder)
-        self.path = self.folder / state_file
+        self.path = None if state_file is None else self.folder / state_file
         self.kind, self.loader, self.saver = kind, loader, saver
-        self.lock_file, self.wait = lock_file, wait
+        self.lock_file, self.wait, self.quiet = lock_file, wait, quiet
         self._held = False
 
     # ------------------------------------------------------------------------------ lock
@@ -123,7 +125,7 @@ class Job:
                 if not self.wait:
                     raise JobLockedError(f"{str(self.folder)!r} is in use by another run ({holder or 'unreadable lock'}); "
                                          f"wait for it, or delete {str(self.lock_path)!r} if that run is gone") from None
-                if not said:  # a status line, on stderr: what a page prints must not depend on who ran first
+                if not said and not self.quiet:  # a status line, on stderr: what a page prints must not depend on who ran first
                     print(f"waiting for another run that holds {str(self.lock_path)!r} ...", file=sys.stderr, flush=True)
                     said = True
                 time.sleep(0.1)
@@ -148,7 +150,7 @@ class Job:
 
     # ------------------------------------------------------------------------- checkpoint
     def exists(self) -> bool:
-        return self.path.is_file()
+        return self.path is not None and self.path.is_file()
 
     def load(self, new):
         """The checkpoint's state when the file exists (resume), else ``new()`` (a new run)."""
@@ -168,6 +170,8 @@ class Job:
         """Write ``state`` atomically (the old file stays whole until the new one is complete)."""
         from . import provenance
 
+        if self.path is None:
+            raise ValueError(f"this job in {str(self.folder)!r} only locks: it has no checkpoint to save")
         if self.saver is not None:
             provenance.atomic_write(self.path, lambda fh: self.saver(state, fh), binary=self.kind == "torch")
         elif self.kind == "json":
