@@ -11,6 +11,8 @@ resumes from the file. :class:`Job` holds what every such runner needs:
 * the **checkpoint** (``<folder>/<state_file>``): :meth:`Job.load` reads it (with the runner's
   ``loader``, e.g. a ``weights_only`` torch load) or starts a new state, :meth:`Job.save`
   writes it atomically (a temporary file, then a rename: :mod:`cnce.provenance`);
+* **interruption**: :func:`interruptible` computes a unit in a worker thread so that Ctrl-C is
+  answered at once, :func:`interrupts_held` holds Ctrl-C while a finished unit is written;
 * **progress**: :meth:`Job.progress` is a tqdm bar over the units still to do, starting at the
   units done.
 
@@ -25,17 +27,20 @@ one job per study).
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
+import signal
 import socket
 import sys
+import threading
 import time
 from pathlib import Path
 
 from .errors import RunError
 
-__all__ = ["Job", "JobLockedError", "LOCK_FILE"]
+__all__ = ["Job", "JobLockedError", "LOCK_FILE", "interruptible", "interrupts_held"]
 
 LOCK_FILE = ".lock"
 #: an empty or unreadable lock file older than this (seconds) is taken over
@@ -199,3 +204,54 @@ class Job:
         from tqdm.auto import tqdm
 
         return tqdm(total=total, desc=desc, unit=unit, dynamic_ncols=True)
+
+
+def interruptible(fn, *args, **kwargs):
+    """``(fn(*args, **kwargs), interrupted)``, computed in a worker thread so that Ctrl-C is
+    answered within a fraction of a second even while a compiled kernel (which does not look at
+    signals) runs. On Ctrl-C: ``(result, True)`` when the work had finished anyway (it is then
+    stored, never discarded), else ``(None, True)`` -- the unfinished unit is abandoned (its
+    daemon thread is left to end on its own) and the caller raises
+    :class:`~cnce.errors.RunInterrupted`. Off the main thread it simply calls ``fn``. (The
+    experiments' runner computes each cell through it.)"""
+    if threading.current_thread() is not threading.main_thread():
+        return fn(*args, **kwargs), False
+    box: dict = {}
+    done = threading.Event()  # not Thread.is_alive: a join interrupted by Ctrl-C can misreport it
+
+    def work():
+        try:
+            box["out"] = fn(*args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["err"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="cnce-cell", daemon=True).start()
+    try:
+        while not done.wait(0.2):
+            pass
+    except KeyboardInterrupt:
+        if not done.is_set():
+            return None, True
+        interrupted = True
+    else:
+        interrupted = False
+    if "err" in box:
+        raise box["err"]
+    return box["out"], interrupted
+
+
+@contextlib.contextmanager
+def interrupts_held():
+    """Hold Ctrl-C while a finished unit is written (a table and its provenance record together);
+    yields a list that is non-empty afterwards if Ctrl-C came meanwhile (the caller then stops)."""
+    late: list = []
+    if threading.current_thread() is not threading.main_thread():
+        yield late
+        return
+    previous = signal.signal(signal.SIGINT, lambda *_: late.append(True))
+    try:
+        yield late
+    finally:
+        signal.signal(signal.SIGINT, previous)

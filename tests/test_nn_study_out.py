@@ -96,3 +96,30 @@ def test_a_table_another_run_holds_is_refused_and_the_lock_is_released(tmp_path,
     assert fake_study == ["tiny"]
     study.write_study("tiny", "s", out=tmp_path, allow_dirty=True, log=lambda line: None)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.csv", "s.json", "t.csv", "t.json"]
+
+
+def test_ctrl_c_while_a_cell_is_written_stores_it_whole_then_stops(tmp_path, fake_study, monkeypatch):
+    """Ctrl-C that comes while the table and its provenance are written is held until both are
+    written, then the run stops with RunInterrupted (the CLI's one-line interruption)."""
+    import os
+    import signal
+
+    from cnce.errors import RunInterrupted
+
+    real = study._write_study
+
+    def write_then_ctrl_c(job, *a):
+        save = job.save
+
+        def save_and_interrupt(df):
+            os.kill(os.getpid(), signal.SIGINT)  # arrives while the table is being written
+            save(df)
+
+        job.save = save_and_interrupt
+        return real(job, *a)
+
+    monkeypatch.setattr(study, "_write_study", write_then_ctrl_c)
+    with pytest.raises(RunInterrupted, match="every finished cell .*stored"):
+        study.write_study("tiny", "s", out=tmp_path, allow_dirty=True, log=lambda line: None)
+    rows, prov = study.load("s", tmp_path)
+    assert len(rows) == 1 and prov["runs"][-1]["rows_total"] == 1

@@ -30,11 +30,8 @@ rewritten atomically, so an interrupted run resumes where it stopped.
 """
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import os
-import signal
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,7 +41,7 @@ import pandas as pd
 import torch
 
 from ..errors import IncompleteResultsError, InputError, MissingProvenanceError, RunInterrupted, WrongScaleError
-from ..jobs import Job
+from ..jobs import Job, interruptible, interrupts_held
 from ..provenance import derive_seed, environment_record, generator, package_source_hash  # noqa: F401 (re-exported)
 from .configs import EPS_RULES, PILOT_RULES, KAPPA_METHODS, STUDIES, Cell, ExperimentConfig, Study, eps_factor, get_config
 from .store import CELL_KEYS, ResultStore, default_results_dir
@@ -375,12 +372,12 @@ def _run_study(config, store, job, study, cells, env, bar, fit, draw_base, devic
         for cell in cells:
             if bar is not None:
                 bar.set_postfix_str(str(cell))
-            rows, interrupted = _interruptible(run_cell, problem, cell, fit=fit, device=device)
+            rows, interrupted = interruptible(run_cell, problem, cell, fit=fit, device=device)
             if rows is None:
                 raise RunInterrupted(
                     f"interrupted during cell {cell} of study {study!r}; the {n_run} cell(s) finished in this run "
                     f"and every earlier one are stored in {store.root}: run the same command again to resume")
-            with _sigint_deferred() as late:  # a finished cell is always stored whole
+            with interrupts_held() as late:  # a finished cell is always stored whole
                 stored = store.append(study, rows, n_sims=config.n_sims)
                 if cell.method == "cnce" and cell.eps_setting.is_default and cell.kappa is not None:
                     problem.remember_eps(stored)  # as stored (9 digits), whether or not the run is resumed
@@ -406,56 +403,6 @@ def _run_study(config, store, job, study, cells, env, bar, fit, draw_base, devic
         store.write_provenance(study, prov)
         del problem
     return n_run
-
-
-def _interruptible(fn, *args, **kwargs):
-    """``(fn(*args, **kwargs), interrupted)``, computed in a worker thread so that Ctrl-C is
-    answered within a fraction of a second even while a compiled kernel (which does not look at
-    signals) runs. On Ctrl-C: ``(result, True)`` when the work had finished anyway (it is then
-    stored, never discarded), else ``(None, True)`` -- the unfinished cell is abandoned (its
-    daemon thread is left to end on its own) and the caller raises
-    :class:`~cnce.errors.RunInterrupted`. Off the main thread it simply calls ``fn``."""
-    if threading.current_thread() is not threading.main_thread():
-        return fn(*args, **kwargs), False
-    box: dict = {}
-    done = threading.Event()  # not Thread.is_alive: a join interrupted by Ctrl-C can misreport it
-
-    def work():
-        try:
-            box["out"] = fn(*args, **kwargs)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            box["err"] = exc
-        finally:
-            done.set()
-
-    threading.Thread(target=work, name="cnce-cell", daemon=True).start()
-    try:
-        while not done.wait(0.2):
-            pass
-    except KeyboardInterrupt:
-        if not done.is_set():
-            return None, True
-        interrupted = True
-    else:
-        interrupted = False
-    if "err" in box:
-        raise box["err"]
-    return box["out"], interrupted
-
-
-@contextlib.contextmanager
-def _sigint_deferred():
-    """Hold Ctrl-C while a finished cell is written; yields a list that is non-empty afterwards
-    if Ctrl-C came meanwhile (the caller then stops)."""
-    late: list = []
-    if threading.current_thread() is not threading.main_thread():
-        yield late
-        return
-    previous = signal.signal(signal.SIGINT, lambda *_: late.append(True))
-    try:
-        yield late
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def load_results(name: str | ExperimentConfig, scale: str = "quick", seed: int = 0, *,

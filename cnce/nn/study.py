@@ -34,8 +34,8 @@ from dataclasses import asdict, dataclass
 import torch
 
 from ..eps import Fixed, Schedule, eps_label
-from ..jobs import Job
-from ..errors import DirtyTreeError, InputError, ResultsError, TrainingError, WrongScaleError
+from ..jobs import Job, interrupts_held
+from ..errors import DirtyTreeError, InputError, ResultsError, RunInterrupted, TrainingError, WrongScaleError
 from ..locations import data_dir
 from ..provenance import atomic_write_text, derive_seed, environment_record
 from .objectives import CNCELoss, DSMLoss, NCELoss, SSMLoss
@@ -287,8 +287,12 @@ def _write_study(job, settings, name, out, env, limit_seconds, log, progress):
                  package_source_sha256=env["package_source_sha256"], runs=runs), indent=1, default=str))
 
     def save(df):
-        job.save(df)
-        write_prov(len(df))
+        with interrupts_held() as late:  # the table and its provenance are written together
+            job.save(df)
+            write_prov(len(df))
+        if late:
+            raise RunInterrupted(f"interrupted; every finished cell ({len(df)} rows) is stored in {p}: run the same "
+                                 "command again to resume")
 
     df = run_study(settings, stored=old[0] if old else None, save=save, log=log, limit_seconds=limit_seconds,
                    progress=progress)
