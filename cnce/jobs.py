@@ -195,15 +195,17 @@ class Job:
         return tqdm(range(done, total), desc=desc, disable=not enabled, initial=done, total=total)
 
     @staticmethod
-    def bar(total: int, *, desc: str = "", unit: str = "it", enabled: bool = True):
-        """A tqdm bar of ``total`` units that the runner advances itself (``bar.update(n)``), for a
-        run whose units are spread over several jobs (the experiments' studies); ``None`` when
-        not ``enabled``."""
+    def bar(total: int, *, initial: int = 0, desc: str = "", unit: str = "it", leave: bool = True,
+            enabled: bool = True):
+        """A tqdm bar (on stderr) of ``total`` units, ``initial`` of them done, that the runner
+        advances itself (``bar.update(n)``): for units spread over several jobs (the experiments'
+        studies) or finer than the checkpoints (``cnce.nn.train``'s steps); ``None`` when not
+        ``enabled``."""
         if not enabled:
             return None
         from tqdm.auto import tqdm
 
-        return tqdm(total=total, desc=desc, unit=unit, dynamic_ncols=True)
+        return tqdm(total=total, initial=initial, desc=desc, unit=unit, leave=leave, dynamic_ncols=True, file=sys.stderr)
 
 
 def interruptible(fn, *args, **kwargs):

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -246,8 +245,10 @@ def train(log_phi, x, method="cnce", *, kappa: int = 10, eps=None, sigma=None, s
             every ``checkpoint_every`` steps (default: 10 times per run) and at the end. If
             it exists, training resumes from it: the settings, the network's architecture
             and the data (a fingerprint) must match; ``steps`` may grow (for every method),
-            and the run continues exactly as without the interruption.
-        progress: show a progress bar (tqdm).
+            and the run continues exactly as without the interruption. The file is a
+            :class:`cnce.jobs.Job`'s checkpoint: while this call runs, ``.<name>.lock`` beside it
+            refuses a second training into the same file (:class:`~cnce.jobs.JobLockedError`).
+        progress: show a progress bar (tqdm, :meth:`cnce.jobs.Job.bar`).
         threads: torch's CPU threads while training (restored afterwards); ``None`` (default):
             one thread for a network of at most :data:`SMALL_NETWORK` parameters on the CPU
             (for small networks, torch's thread pool costs more than it saves: see
@@ -376,12 +377,8 @@ def train(log_phi, x, method="cnce", *, kappa: int = 10, eps=None, sigma=None, s
                                    optimizer=opt.state_dict(), batches=batches.get_state(), history=res.history,
                                    val=res.val))
 
-        bar = None
-        if progress and start < steps:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=steps, initial=start, desc=f"cnce.nn.train {method}", unit="step", file=sys.stderr,
-                       leave=False)
+        bar = Job.bar(steps, initial=start, desc=f"cnce.nn.train {method}", unit="step", leave=False,
+                      enabled=progress and start < steps)
         check = HealthCheck(loss, lr=lr) if health else None
         saved = [start if ckpt is not None and start else None]
         n_params = sum(p.numel() for p in params)
