@@ -198,8 +198,8 @@ class Worker:
                 st0 = load_checkpoint(parent / "state.pt")
                 rel = parent.relative_to(parent.parents[1]) if a.scale == "smoke" else parent.relative_to(
                     Path(__file__).resolve().parents[1] / "data" / "weights")
-                out.mkdir(parents=True, exist_ok=True)
-                provenance.atomic_torch_save(branch_state(st0, job.config, parent_name=rel.as_posix()), out / "state.pt")
+                with RunJob(out, "state.pt") as run_job:  # the branch's first checkpoint, under the run's lock
+                    run_job.save(branch_state(st0, job.config, parent_name=rel.as_posix()))
         layers = {"full": (1, 2, 3, 4), "layer1": (1,), "branch": (1, 2, 3, 4)}[job.kind]
         st = train(job.config, out=runs / job.tag, layers=layers, seed=job.seed,
                    source=self.source_for(job.config, job.seed, job.images), device=a.device, progress=False,
