@@ -29,7 +29,6 @@ package source and the hash of this driver (:func:`driver_hash`), which
 from __future__ import annotations
 
 import argparse
-import fcntl
 import hashlib
 import io
 import json
@@ -46,6 +45,7 @@ import torch
 
 from cnce import provenance
 from cnce.images import measures
+from cnce.jobs import Job as RunJob
 from cnce.images.configs import ablation_config, get_config
 from cnce.images.recipe import whitener_seed
 from cnce.images.runs import lent_machine_session
@@ -137,10 +137,10 @@ class Worker:
         self.t_end = args.t_end
         self.sources: dict = {}
         self.monitor = measures.Layer1Monitor()
-        self.results = {"runs": {}, "jobs": {}}
-        self.res_path = self.work / f"results-{index}.json"
-        if self.res_path.is_file():
-            self.results = json.loads(self.res_path.read_text())
+        # the worker's record is a cnce.jobs.Job's checkpoint: resumed by a later call, written atomically
+        self.job = RunJob(self.work, f"results-{index}.json", kind="json",
+                          saver=lambda st, fh: fh.write(json.dumps(st) + "\n"), lock_file=f".results-{index}.lock")
+        self.results = self.job.load(lambda: {"runs": {}, "jobs": {}})
 
     def log(self, *a):
         msg = time.strftime("%H:%M:%S ") + f"[w{self.index}] " + " ".join(str(x) for x in a)
@@ -198,8 +198,8 @@ class Worker:
                 st0 = load_checkpoint(parent / "state.pt")
                 rel = parent.relative_to(parent.parents[1]) if a.scale == "smoke" else parent.relative_to(
                     Path(__file__).resolve().parents[1] / "data" / "weights")
-                out.mkdir(parents=True, exist_ok=True)
-                provenance.atomic_torch_save(branch_state(st0, job.config, parent_name=rel.as_posix()), out / "state.pt")
+                with RunJob(out, "state.pt") as run_job:  # the branch's first checkpoint, under the run's lock
+                    run_job.save(branch_state(st0, job.config, parent_name=rel.as_posix()))
         layers = {"full": (1, 2, 3, 4), "layer1": (1,), "branch": (1, 2, 3, 4)}[job.kind]
         st = train(job.config, out=runs / job.tag, layers=layers, seed=job.seed,
                    source=self.source_for(job.config, job.seed, job.images), device=a.device, progress=False,
@@ -238,7 +238,7 @@ class Worker:
                 self.results["jobs"][job.name] = dict(seconds=time.time() - t, estimate=job.estimate, worker=self.index)
             except Exception:
                 self.log(f"  {job.name} FAILED\n" + traceback.format_exc())
-            provenance.atomic_write_text(self.res_path, json.dumps(self.results) + "\n")
+            self.job.save(self.results)
             pack(self.work, self.out, self.log)
 
 
@@ -269,8 +269,7 @@ def _items(work: Path) -> list[tuple[Path, str]]:
 def pack(work: Path, out: Path, log) -> None:
     """Everything worth keeping in at most 8 files under ``out`` (one worker at a time):
     ``results.json``, ``log.txt`` and tars of the runs (first fit, largest first)."""
-    with open(work / "pack.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with RunJob(work, None, lock_file="pack.lock", wait=True, quiet=True):  # cnce.jobs: a lock the packers take in turn
         try:
             provenance.atomic_write_text(out / "results.json", json.dumps(_merged_results(work)) + "\n")
             bins: list[list] = []
@@ -330,7 +329,9 @@ def main(argv=None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     if args.worker is not None:
         torch.set_num_threads(2)
-        Worker(args, args.worker).loop()
+        w = Worker(args, args.worker)
+        with w.job:  # one worker per index and work folder
+            w.loop()
         return 0
     t_end = time.time() + args.budget
     call = time.strftime("%H%M%S")

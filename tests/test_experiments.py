@@ -393,12 +393,27 @@ def test_study_lock_makes_a_second_runner_wait(tmp_path):
     got = threading.Event()
 
     def second():
-        with ResultStore(tmp_path).lock("fake-a"):
+        with ResultStore(tmp_path).job("fake-a"):
             got.set()
 
-    with st.lock("fake-a"):
+    with st.job("fake-a"):
         t = threading.Thread(target=second)
         t.start()
         assert not got.wait(0.3)  # blocked while the first holder computes
     assert got.wait(5)
     t.join()
+    assert not (tmp_path / ".fake-a.lock").exists()
+
+
+def test_an_empty_lock_file_of_the_older_scheme_is_taken_over(fake, tmp_path):
+    """Runs before cnce.jobs left an empty .<study>.lock (fcntl.flock) in the folder: an old one does not
+    block the runner (a fresh empty one, a lock being written, still does)."""
+    import os
+    import time
+
+    lock = tmp_path / ".fake-a.lock"
+    lock.write_text("")
+    old = time.time() - 60
+    os.utime(lock, (old, old))
+    _run(fake, tmp_path, FakeFit())
+    assert (tmp_path / "fake-a.csv").is_file() and not lock.exists()

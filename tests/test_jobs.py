@@ -67,3 +67,41 @@ def test_the_image_trainer_holds_its_folder(tmp_path):
         with pytest.raises(JobLockedError, match="in use by another run"):
             train("smoke", out=tmp_path / "run", layers=(1,), device="cpu", progress=False)
     assert not (tmp_path / "run" / "state.pt").exists()
+
+
+def test_a_waiting_job_queues_and_a_lock_only_job_has_no_checkpoint(tmp_path, capsys):
+    """``wait``: the second run waits for the first (one line on stderr, none when ``quiet``);
+    ``state_file=None``: a lock the GPU driver's packers take in turn, with nothing to save."""
+    import threading
+    import time
+
+    order = []
+
+    def second(quiet):
+        with Job(tmp_path, None, lock_file="pack.lock", wait=True, quiet=quiet):
+            order.append("second")
+
+    for quiet in (False, True):
+        order.clear()
+        with Job(tmp_path, None, lock_file="pack.lock") as job:
+            t = threading.Thread(target=second, args=(quiet,))
+            t.start()
+            time.sleep(0.3)
+            order.append("first")
+            with pytest.raises(ValueError, match="only locks"):
+                job.save({})
+        t.join(5)
+        assert order == ["first", "second"] and not (tmp_path / "pack.lock").exists()
+        assert ("waiting for another run" in capsys.readouterr().err) is not quiet
+
+
+def test_a_saver_keeps_the_runners_format_and_a_file_in_place_of_the_folder_is_a_storage_error(tmp_path):
+    from cnce.errors import StorageError
+
+    job = Job(tmp_path / "run", "table.csv", kind="text", saver=lambda rows, fh: fh.write("".join(f"{r}\n" for r in rows)))
+    with job:
+        job.save([1, 2])
+    assert (tmp_path / "run" / "table.csv").read_text() == "1\n2\n" and job.load(lambda: "") == "1\n2\n"
+    (tmp_path / "file").write_text("")
+    with pytest.raises(StorageError, match="cannot write .*not a folder"):
+        Job(tmp_path / "file", "x.json", kind="json").acquire()

@@ -552,3 +552,22 @@ def test_cnce_loss_holds_its_eps_as_a_spec():
         nn.CNCELoss(3, eps="once", every=5)
     with pytest.raises(InputError, match="got rule with eps='scale'"):
         nn.CNCELoss(3, eps="scale", rule=cnce_eps.NETWORK_RULE)
+
+
+def test_a_checkpoint_in_use_is_refused_and_its_lock_released_after_a_refusal(tmp_path):
+    """The checkpoint is a cnce.jobs.Job: a second training into a file another run holds is refused; a
+    refused resume (other data) releases the lock, so the next call with the right data resumes."""
+    from cnce.jobs import Job, JobLockedError
+
+    x = _x()
+    kw = dict(kappa=2, batch_size=16, lr=1e-2, seed=0, progress=False)
+    ck = tmp_path / "a.pt"
+    with Job(tmp_path, "a.pt", lock_file=".a.pt.lock"):
+        with pytest.raises(JobLockedError, match="in use by another run"):
+            nn.train(_net(), x, steps=2, checkpoint=ck, **kw)
+    assert not ck.exists()
+    nn.train(_net(), x, steps=2, checkpoint=ck, **kw)
+    with pytest.raises(ValueError, match="x is not the data checkpoint"):
+        nn.train(_net(), x.flip(1), steps=3, checkpoint=ck, **kw)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.pt"]  # no lock left behind
+    assert nn.train(_net(), x, steps=3, checkpoint=ck, **kw).resumed_from == 2

@@ -17,7 +17,7 @@ from cnce.nn.train import _read_checkpoint
 def fake_study(monkeypatch):
     calls = []
 
-    def run_study(settings, *, stored=None, save=None, log=None, limit_seconds=None):
+    def run_study(settings, *, stored=None, save=None, log=None, limit_seconds=None, progress=False):
         calls.append(settings)
         df = pd.DataFrame([dict(seed=0, arch="mlp", dataset="ring", variant="x", ll_val=-1.0, ll_test=-1.1,
                                 error="")])
@@ -82,3 +82,44 @@ def test_other_architecture_message_does_not_say_delete(tmp_path):
     with pytest.raises(ValueError) as e:
         _same_architecture({"w": torch.zeros(2)}, {"w": torch.zeros(3)}, tmp_path / "c.pt")
     assert "another checkpoint path" in str(e.value) and "delete" not in str(e.value).lower()
+
+
+def test_a_table_another_run_holds_is_refused_and_the_lock_is_released(tmp_path, fake_study):
+    """The study is a cnce.jobs.Job: its lock .<name>.lock refuses a second run of the same table (and
+    not a study of another name in the same folder); the lock is gone when the run ends."""
+    from cnce.jobs import JobLockedError
+
+    with study._job("s", tmp_path):
+        with pytest.raises(JobLockedError, match="in use by another run"):
+            study.write_study("tiny", "s", out=tmp_path, allow_dirty=True, log=lambda line: None)
+        study.write_study("tiny", "t", out=tmp_path, allow_dirty=True, log=lambda line: None)
+    assert fake_study == ["tiny"]
+    study.write_study("tiny", "s", out=tmp_path, allow_dirty=True, log=lambda line: None)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.csv", "s.json", "t.csv", "t.json"]
+
+
+def test_ctrl_c_while_a_cell_is_written_stores_it_whole_then_stops(tmp_path, fake_study, monkeypatch):
+    """Ctrl-C that comes while the table and its provenance are written is held until both are
+    written, then the run stops with RunInterrupted (the CLI's one-line interruption)."""
+    import os
+    import signal
+
+    from cnce.errors import RunInterrupted
+
+    real = study._write_study
+
+    def write_then_ctrl_c(job, *a):
+        save = job.save
+
+        def save_and_interrupt(df):
+            os.kill(os.getpid(), signal.SIGINT)  # arrives while the table is being written
+            save(df)
+
+        job.save = save_and_interrupt
+        return real(job, *a)
+
+    monkeypatch.setattr(study, "_write_study", write_then_ctrl_c)
+    with pytest.raises(RunInterrupted, match="every finished cell .*stored"):
+        study.write_study("tiny", "s", out=tmp_path, allow_dirty=True, log=lambda line: None)
+    rows, prov = study.load("s", tmp_path)
+    assert len(rows) == 1 and prov["runs"][-1]["rows_total"] == 1

@@ -23,16 +23,15 @@ Each cell is one call ``cnce.fit(model, x[:, :N], method, kappa, noise_base=...)
 ``S`` simulations batched. A cell of the eps experiment at ``"x<f>"`` fits at the fixed eps
 ``f * eps_h``, with ``eps_h`` the heuristic's eps of each simulation as stored by the
 heuristic's cell of the same ``N`` and ``kappa`` (computed first), and with the same noise
-base: the noise is ``x + eps * xi`` with the same ``xi`` at every eps. After each cell the study's table is rewritten atomically
-(:mod:`cnce.experiments.store`), so an interrupted run resumes where it stopped.
+base: the noise is ``x + eps * xi`` with the same ``xi`` at every eps. Each study is a
+:class:`cnce.jobs.Job` (:meth:`~cnce.experiments.store.ResultStore.job`): its lock is held while its
+cells run (a second process waits), and after each cell its table, the job's checkpoint, is
+rewritten atomically, so an interrupted run resumes where it stopped.
 """
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import os
-import signal
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +41,7 @@ import pandas as pd
 import torch
 
 from ..errors import IncompleteResultsError, InputError, MissingProvenanceError, RunInterrupted, WrongScaleError
+from ..jobs import Job, interruptible, interrupts_held
 from ..provenance import derive_seed, environment_record, generator, package_source_hash  # noqa: F401 (re-exported)
 from .configs import EPS_RULES, PILOT_RULES, KAPPA_METHODS, STUDIES, Cell, ExperimentConfig, Study, eps_factor, get_config
 from .store import CELL_KEYS, ResultStore, default_results_dir
@@ -310,24 +310,20 @@ def run(name: str | ExperimentConfig, scale: str = "quick", seed: int = 0, *, re
     for study in config.studies:
         _check_provenance(store.read_provenance(study), config, study, store.provenance_path(study), store)
     env = environment_record(device) if todo else None
-    bar = None
-    if progress and todo:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(todo), desc=f"{config.name} ({config.scale})", unit="cell", dynamic_ncols=True)
+    bar = Job.bar(len(todo), desc=f"{config.name} ({config.scale})", unit="cell", enabled=progress and bool(todo))
     n_run = 0
     try:
         for study in config.studies:
             if not any(c.study == study for c in todo):
                 continue
-            with store.lock(study):
+            with store.job(study, n_sims=config.n_sims) as job:
                 # another process may have stored some of these cells while we waited
                 done = store.done_cells(study, n_sims=config.n_sims)
                 cells = [c for c in todo if c.study == study and c.key() not in done]
                 if bar is not None and len(cells) < sum(c.study == study for c in todo):
                     bar.update(sum(c.study == study for c in todo) - len(cells))
                 if cells:
-                    n_run += _run_study(config, store, study, cells, env, bar, fit, draw_base, device)
+                    n_run += _run_study(config, store, job, study, cells, env, bar, fit, draw_base, device)
     finally:
         if bar is not None:
             bar.close()
@@ -342,8 +338,9 @@ def run(name: str | ExperimentConfig, scale: str = "quick", seed: int = 0, *, re
     }
 
 
-def _run_study(config, store, study, cells, env, bar, fit, draw_base, device) -> int:
-    """Compute ``cells`` of one study, appending each to the store; returns how many ran."""
+def _run_study(config, store, job, study, cells, env, bar, fit, draw_base, device) -> int:
+    """Compute ``cells`` of one study (its :class:`cnce.jobs.Job` ``job`` held), appending each to
+    the store; returns how many ran."""
     n_run = 0
     prov = store.read_provenance(study) or {
         "study": study,
@@ -370,17 +367,17 @@ def _run_study(config, store, study, cells, env, bar, fit, draw_base, device) ->
     if bar is not None:
         bar.set_postfix_str(f"{study}: drawing data")
     problem = build_problem(study, config.n_sims, config.N_max, config.seed, draw_base=draw_base)
-    problem.remember_eps(store.load(study, n_sims=config.n_sims))
+    problem.remember_eps(job.load(store.empty))  # resume: the heuristic's eps as stored
     try:
         for cell in cells:
             if bar is not None:
                 bar.set_postfix_str(str(cell))
-            rows, interrupted = _interruptible(run_cell, problem, cell, fit=fit, device=device)
+            rows, interrupted = interruptible(run_cell, problem, cell, fit=fit, device=device)
             if rows is None:
                 raise RunInterrupted(
                     f"interrupted during cell {cell} of study {study!r}; the {n_run} cell(s) finished in this run "
                     f"and every earlier one are stored in {store.root}: run the same command again to resume")
-            with _sigint_deferred() as late:  # a finished cell is always stored whole
+            with interrupts_held() as late:  # a finished cell is always stored whole
                 stored = store.append(study, rows, n_sims=config.n_sims)
                 if cell.method == "cnce" and cell.eps_setting.is_default and cell.kappa is not None:
                     problem.remember_eps(stored)  # as stored (9 digits), whether or not the run is resumed
@@ -406,56 +403,6 @@ def _run_study(config, store, study, cells, env, bar, fit, draw_base, device) ->
         store.write_provenance(study, prov)
         del problem
     return n_run
-
-
-def _interruptible(fn, *args, **kwargs):
-    """``(fn(*args, **kwargs), interrupted)``, computed in a worker thread so that Ctrl-C is
-    answered within a fraction of a second even while a compiled kernel (which does not look at
-    signals) runs. On Ctrl-C: ``(result, True)`` when the work had finished anyway (it is then
-    stored, never discarded), else ``(None, True)`` -- the unfinished cell is abandoned (its
-    daemon thread is left to end on its own) and the caller raises
-    :class:`~cnce.errors.RunInterrupted`. Off the main thread it simply calls ``fn``."""
-    if threading.current_thread() is not threading.main_thread():
-        return fn(*args, **kwargs), False
-    box: dict = {}
-    done = threading.Event()  # not Thread.is_alive: a join interrupted by Ctrl-C can misreport it
-
-    def work():
-        try:
-            box["out"] = fn(*args, **kwargs)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            box["err"] = exc
-        finally:
-            done.set()
-
-    threading.Thread(target=work, name="cnce-cell", daemon=True).start()
-    try:
-        while not done.wait(0.2):
-            pass
-    except KeyboardInterrupt:
-        if not done.is_set():
-            return None, True
-        interrupted = True
-    else:
-        interrupted = False
-    if "err" in box:
-        raise box["err"]
-    return box["out"], interrupted
-
-
-@contextlib.contextmanager
-def _sigint_deferred():
-    """Hold Ctrl-C while a finished cell is written; yields a list that is non-empty afterwards
-    if Ctrl-C came meanwhile (the caller then stops)."""
-    late: list = []
-    if threading.current_thread() is not threading.main_thread():
-        yield late
-        return
-    previous = signal.signal(signal.SIGINT, lambda *_: late.append(True))
-    try:
-        yield late
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def load_results(name: str | ExperimentConfig, scale: str = "quick", seed: int = 0, *,

@@ -6,8 +6,9 @@ Layout under a results directory (default ``data/results/<scale>/``)::
     <study>.provenance.json   seed, grids, and one entry per run (package version, git
                               commit, library versions, device, wall time)
 
-Every write goes to a temporary file in the same directory followed by ``os.replace``
-(:func:`cnce.provenance.atomic_write`), so a
+A study is a :class:`cnce.jobs.Job` (:meth:`ResultStore.job`): its table is the checkpoint and
+``.<study>.lock`` its lock. Every write goes to a temporary file in the same directory followed by
+``os.replace`` (:func:`cnce.provenance.atomic_write`), so a
 file on disk is always either the old or the new complete version: an interrupted run
 loses at most the cell it was computing. Reading checks the table (whole rows, columns,
 types, whole cells) and raises :class:`CorruptResultsError` (a ``ValueError``) naming the file,
@@ -16,13 +17,10 @@ the problem and what to do; a folder that cannot be written raises
 """
 from __future__ import annotations
 
-import contextlib
 import csv
-import errno
 import io
 import json
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +28,7 @@ import pandas as pd
 
 from ..errors import CorruptResultsError
 from ..locations import data_dir
-from ..provenance import atomic_write, atomic_write_text, storage_error
+from ..provenance import atomic_write_text
 
 __all__ = ["COLUMNS", "CorruptResultsError", "ResultStore", "atomic_write_text", "default_results_dir"]
 
@@ -94,36 +92,16 @@ class ResultStore:
     def provenance_path(self, study: str) -> Path:
         return self.root / f"{study}.provenance.json"
 
-    @contextlib.contextmanager
-    def lock(self, study: str):
-        """Hold an exclusive lock on a study while cells are computed and appended.
+    def job(self, study: str, *, n_sims: int | None = None):
+        """The study's :class:`cnce.jobs.Job`: its table is the checkpoint (read by :meth:`load`,
+        written whole and atomically in the store's format by :meth:`write`), its lock
+        ``.<study>.lock`` in the folder. A second process running the same study waits for the
+        first (a line on stderr says so) and then finds the cells the first one stored."""
+        from ..jobs import Job
 
-        A second process running the same study waits here (``fcntl.flock``; a no-op where
-        ``fcntl`` is missing) and then finds the cells the first one stored.
-        """
-        try:
-            if self.root.exists() and not self.root.is_dir():
-                raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(self.root))
-            self.root.mkdir(parents=True, exist_ok=True)
-            open(self.root / f".{study}.lock", "a").close()
-        except OSError as exc:
-            raise storage_error(exc, self.root / f".{study}.lock") from exc
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows
-            yield
-            return
-        with open(self.root / f".{study}.lock", "a") as fh:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                # a status line, on stderr: what a page prints (stdout) must not depend on who ran first
-                print(f"waiting for another run that holds {study!r} in {self.root} ...", file=sys.stderr, flush=True)
-                fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+        return Job(self.root, self.path(study).name, kind="text", loader=lambda _: self.load(study, n_sims=n_sims),
+                   saver=lambda df, fh: df.to_csv(fh, index=False, float_format="%.9g"), lock_file=f".{study}.lock",
+                   wait=True)
 
     def studies(self) -> list[str]:
         return sorted(p.name[: -len(".csv")] for p in self.root.glob("*.csv"))
@@ -266,7 +244,7 @@ class ResultStore:
             if (df[c] == v).all():
                 df = df.drop(columns=c)
         self._cache.pop(study, None)
-        atomic_write(self.path(study), lambda fh: df.to_csv(fh, index=False, float_format="%.9g"))
+        self.job(study).save(df)
 
     # -------------------------------------------------------------- provenance
     def read_provenance(self, study: str) -> dict | None:

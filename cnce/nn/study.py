@@ -19,9 +19,10 @@ validation log-likelihood among three (CNCE: the three fixed eps; DSM: three sig
 SSM: three learning rates), and reports its test log-likelihood: every method gets the same
 budget of three trained candidates and the same validation data.
 
-``python -m cnce nn-study`` (:func:`write_study`) writes ``data/results/paper/nn-study.csv`` row
-by row (atomically; rerunning resumes where it stopped, and refuses to mix code versions) and its
-provenance ``nn-study.json``; ``--out DIR`` writes into another folder (settings other than
+``python -m cnce nn-study`` (:func:`write_study`) writes ``data/results/paper/nn-study.csv`` cell
+by cell (a :class:`cnce.jobs.Job`: the table is its checkpoint, written atomically; the folder's
+``.nn-study.lock`` refuses a second run of the same table; rerunning resumes where it stopped, and
+refuses to mix code versions) and its provenance ``nn-study.json``; ``--out DIR`` writes into another folder (settings other than
 ``paper`` go to ``data/results/quick/`` by default, which git ignores).
 """
 from __future__ import annotations
@@ -33,7 +34,8 @@ from dataclasses import asdict, dataclass
 import torch
 
 from ..eps import Fixed, Schedule, eps_label
-from ..errors import DirtyTreeError, InputError, ResultsError, TrainingError, WrongScaleError
+from ..jobs import Job, interrupts_held
+from ..errors import DirtyTreeError, InputError, ResultsError, RunInterrupted, TrainingError, WrongScaleError
 from ..locations import data_dir
 from ..provenance import atomic_write_text, derive_seed, environment_record
 from .objectives import CNCELoss, DSMLoss, NCELoss, SSMLoss
@@ -168,18 +170,24 @@ def _run(arch, dataset, seed, method, value, sc, xtr, xva, xte, unit):
     return row | ll | dict(outside=c.outside, resolution=c.resolution, proper=c.ok)
 
 
-def run_study(settings: str | StudySettings = "paper", *, stored=None, save=None, log=None, limit_seconds=None):
+def run_study(settings: str | StudySettings = "paper", *, stored=None, save=None, log=None, limit_seconds=None,
+              progress: bool = False):
     """Compute the rows not in ``stored`` (a DataFrame or ``None``); ``save(df)`` after each
-    cell. Returns the DataFrame of all rows."""
+    cell; ``progress``: a bar over the cells (:meth:`cnce.jobs.Job.bar`). Returns the DataFrame
+    of all rows."""
     import pandas as pd
 
     sc = SETTINGS[settings] if isinstance(settings, str) else settings
     rows = [] if stored is None else stored.to_dict("records")
     done = {(r["seed"], r["arch"], r["dataset"], r["variant"]) for r in rows}
     t_start = time.perf_counter()
-    for seed, arch, dataset in cells(sc):
+    all_cells = cells(sc)
+    bar = Job.bar(len(all_cells), desc="nn-study", unit="cell", enabled=progress)
+    for seed, arch, dataset in all_cells:
         todo = [c for c in candidates(sc) if (seed, arch, dataset, c[1]) not in done]
         if not todo:
+            if bar is not None:
+                bar.update(1)
             continue
         if limit_seconds is not None and time.perf_counter() - t_start > limit_seconds:
             break
@@ -197,29 +205,48 @@ def run_study(settings: str | StudySettings = "paper", *, stored=None, save=None
                     f"{'' if r['proper'] else '(normaliser check fails) '}{r['seconds']:.1f} s")
         if save:
             save(pd.DataFrame(rows))
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
     return pd.DataFrame(rows)
+
+
+def _read_table(path):
+    import pandas as pd
+
+    return pd.read_csv(path, keep_default_na=True, dtype={"error": "string"}).fillna({"error": ""})
+
+
+def _job(name: str, out) -> Job:
+    """The study's job: its table ``<name>.csv`` in ``out`` is the checkpoint (written whole and
+    atomically after every cell), its lock ``.<name>.lock`` (ignored by git)."""
+    p = results_path(name, out)
+    return Job(p.parent, p.name, kind="text", loader=_read_table, saver=lambda df, fh: fh.write(df.to_csv(index=False)),
+               lock_file=f".{name}.lock")
 
 
 def load(name: str = "nn-study", out=None):
     """``(rows, provenance)`` of the study ``name`` in ``out`` (default: the committed one), or ``None``."""
-    import pandas as pd
-
-    p = results_path(name, out)
-    if not p.exists():
+    job = _job(name, out)
+    rows = job.load(lambda: None)
+    if rows is None:
         return None
-    prov = json.loads(p.with_suffix(".json").read_text()) if p.with_suffix(".json").exists() else {}
-    return pd.read_csv(p, keep_default_na=True, dtype={"error": "string"}).fillna({"error": ""}), prov
+    prov_path = job.path.with_suffix(".json")
+    return rows, (json.loads(prov_path.read_text()) if prov_path.exists() else {})
 
 
 def write_study(settings: str = "paper", name: str = "nn-study", *, out=None, limit_seconds: float | None = None,
-                allow_dirty: bool = False, log=print):
+                allow_dirty: bool = False, log=print, progress: bool = False):
     """Run the study with the named ``settings`` into ``<out>/<name>.csv`` and its provenance
     ``<name>.json`` (what ``python -m cnce nn-study`` runs, :mod:`cnce.nn.cli`). ``out``: a folder,
     default :func:`default_out` (``data/results/paper`` for the paper settings, where the
     committed study lives; ``data/results/quick``, ignored by git, for the others).
 
-    Rows are written atomically as they finish; a second call resumes where the first stopped.
-    Raises :class:`~cnce.errors.DirtyTreeError` when ``cnce/`` has uncommitted changes (unless
+    Rows are written atomically as they finish (the table is the checkpoint of a
+    :class:`cnce.jobs.Job`); a second call resumes where the first stopped, and a call while
+    another run holds the table raises :class:`~cnce.jobs.JobLockedError`. ``progress``: a bar
+    over the cells. Raises :class:`~cnce.errors.DirtyTreeError` when ``cnce/`` has uncommitted changes (unless
     ``allow_dirty``, for trying the code out), :class:`~cnce.errors.WrongScaleError` when the
     stored table holds other settings and :class:`~cnce.errors.ResultsError` when it was computed
     by other code (one table, one version of the code): the stored table is valid and kept, and
@@ -232,7 +259,12 @@ def write_study(settings: str = "paper", name: str = "nn-study", *, out=None, li
         raise DirtyTreeError("cnce/ has uncommitted changes: commit first (results must come from a clean commit), "
                              "or pass --allow-dirty to try the code out")
     out = default_out(settings) if out is None else out
-    p = results_path(name, out)
+    with _job(name, out) as job:
+        return _write_study(job, settings, name, out, env, limit_seconds, log, progress)
+
+
+def _write_study(job, settings, name, out, env, limit_seconds, log, progress):
+    p = job.path
     old = load(name, out)
     prov = old[1] if old else {}
     elsewhere = ("it is kept: write this run into another folder (--out DIR) or under another name (--name NAME); "
@@ -255,11 +287,15 @@ def write_study(settings: str = "paper", name: str = "nn-study", *, out=None, li
                  package_source_sha256=env["package_source_sha256"], runs=runs), indent=1, default=str))
 
     def save(df):
-        p.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(p, df.to_csv(index=False))
-        write_prov(len(df))
+        with interrupts_held() as late:  # the table and its provenance are written together
+            job.save(df)
+            write_prov(len(df))
+        if late:
+            raise RunInterrupted(f"interrupted; every finished cell ({len(df)} rows) is stored in {p}: run the same "
+                                 "command again to resume")
 
-    df = run_study(settings, stored=old[0] if old else None, save=save, log=log, limit_seconds=limit_seconds)
+    df = run_study(settings, stored=old[0] if old else None, save=save, log=log, limit_seconds=limit_seconds,
+                   progress=progress)
     save(df)
     total = len(cells(SETTINGS[settings])) * len(candidates(SETTINGS[settings]))
     log(f"{len(df)} of {total} rows in {p} ({time.time() - t0:.0f} s this run)")

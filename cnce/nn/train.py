@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -34,7 +33,8 @@ from .._torch import resolve_device
 from .._validation import check_positive_int, check_rows
 from ..constraints import Boolean, validate
 from ..noise import ConditionalNoise
-from ..provenance import atomic_torch_save, derive_seed, generator
+from ..jobs import Job
+from ..provenance import derive_seed, generator
 from . import losses as L
 from ._checks import check_seed, positive_number
 from ..errors import TrainingError
@@ -245,8 +245,10 @@ def train(log_phi, x, method="cnce", *, kappa: int = 10, eps=None, sigma=None, s
             every ``checkpoint_every`` steps (default: 10 times per run) and at the end. If
             it exists, training resumes from it: the settings, the network's architecture
             and the data (a fingerprint) must match; ``steps`` may grow (for every method),
-            and the run continues exactly as without the interruption.
-        progress: show a progress bar (tqdm).
+            and the run continues exactly as without the interruption. The file is a
+            :class:`cnce.jobs.Job`'s checkpoint: while this call runs, ``.<name>.lock`` beside it
+            refuses a second training into the same file (:class:`~cnce.jobs.JobLockedError`).
+        progress: show a progress bar (tqdm, :meth:`cnce.jobs.Job.bar`).
         threads: torch's CPU threads while training (restored afterwards); ``None`` (default):
             one thread for a network of at most :data:`SMALL_NETWORK` parameters on the CPU
             (for small networks, torch's thread pool costs more than it saves: see
@@ -326,63 +328,68 @@ def train(log_phi, x, method="cnce", *, kappa: int = 10, eps=None, sigma=None, s
                       loss=loss)
     data_fp = fingerprint(x) if ckpt is not None else None
     start = 0
-    if ckpt is not None and ckpt.exists():
-        state = _read_checkpoint(ckpt, dev)
-        if state["settings"] != settings:
-            diff = sorted(k for k in settings if state["settings"].get(k) != settings[k])
-            raise ValueError(f"checkpoint {str(ckpt)!r} was written with other settings ({', '.join(diff)}); "
-                             "pass the same settings to resume it, or another checkpoint path to train these (the checkpoint is "
-                             "kept)")
-        if state["data"] != data_fp:
-            raise ValueError(f"x is not the data checkpoint {str(ckpt)!r} was trained on (same shape {N} x {D}, "
-                             "other values: the fingerprints differ); pass the same x to resume it, or another checkpoint path "
-                             "to train on this x (the checkpoint is kept)")
-        if isinstance(log_phi, torch.nn.Module):
-            _same_architecture(state["module"], log_phi.state_dict(), ckpt)
-            log_phi.load_state_dict(state["module"])
-        else:
-            if [tuple(p.shape) for p in state["params"]] != [tuple(p.shape) for p in params]:
-                raise ValueError(f"params have other shapes than those in checkpoint {str(ckpt)!r}")
-            with torch.no_grad():
-                for p, q in zip(params, state["params"]):
-                    p.copy_(q)
-        try:
-            loss.load_state_dict(state["loss"])
-        except (ValueError, RuntimeError) as exc:
-            raise ValueError(f"the loss's settings differ from those in checkpoint {str(ckpt)!r}: {exc}") from exc
-        opt.load_state_dict(state["optimizer"])
-        batches.set_state(state["batches"])
-        start = state["step"]
-        res.history, res.val = state["history"], state["val"]
-        res.resumed_from = start
-        if start > steps:
-            raise ValueError(f"steps must be >= the checkpoint's step {start}; got {steps}")
+    # the checkpoint's job (cnce.jobs): a lock beside the file (a second training into it is refused), the
+    # checkpoint read on resume and written atomically; the lock is held until this call ends, also on failure
+    job = None if ckpt is None else Job(ckpt.parent, ckpt.name, loader=lambda p: _read_checkpoint(p, dev),
+                                        lock_file=f".{ckpt.name}.lock").acquire()
+    try:  # until the main loop's own try: the lock is released when resuming fails
+        state = job.load(lambda: None) if job is not None and job.exists() else None
+        if state is not None:
+            if state["settings"] != settings:
+                diff = sorted(k for k in settings if state["settings"].get(k) != settings[k])
+                raise ValueError(f"checkpoint {str(ckpt)!r} was written with other settings ({', '.join(diff)}); "
+                                 "pass the same settings to resume it, or another checkpoint path to train these (the checkpoint is "
+                                 "kept)")
+            if state["data"] != data_fp:
+                raise ValueError(f"x is not the data checkpoint {str(ckpt)!r} was trained on (same shape {N} x {D}, "
+                                 "other values: the fingerprints differ); pass the same x to resume it, or another checkpoint path "
+                                 "to train on this x (the checkpoint is kept)")
+            if isinstance(log_phi, torch.nn.Module):
+                _same_architecture(state["module"], log_phi.state_dict(), ckpt)
+                log_phi.load_state_dict(state["module"])
+            else:
+                if [tuple(p.shape) for p in state["params"]] != [tuple(p.shape) for p in params]:
+                    raise ValueError(f"params have other shapes than those in checkpoint {str(ckpt)!r}")
+                with torch.no_grad():
+                    for p, q in zip(params, state["params"]):
+                        p.copy_(q)
+            try:
+                loss.load_state_dict(state["loss"])
+            except (ValueError, RuntimeError) as exc:
+                raise ValueError(f"the loss's settings differ from those in checkpoint {str(ckpt)!r}: {exc}") from exc
+            opt.load_state_dict(state["optimizer"])
+            batches.set_state(state["batches"])
+            start = state["step"]
+            res.history, res.val = state["history"], state["val"]
+            res.resumed_from = start
+            if start > steps:
+                raise ValueError(f"steps must be >= the checkpoint's step {start}; got {steps}")
 
-    def record_val(step):
-        v = loss(log_phi, x_val, generator=generator(seed, "val"))  # score-matching losses need autograd in x: computed, then dropped
-        res.val["step"].append(step)
-        res.val["val_loss"].append(float(v.detach()))
+        def record_val(step):
+            v = loss(log_phi, x_val, generator=generator(seed, "val"))  # score-matching losses need autograd in x: computed, then dropped
+            res.val["step"].append(step)
+            res.val["val_loss"].append(float(v.detach()))
 
-    def save(step):
-        atomic_torch_save(dict(format=CHECKPOINT_FORMAT, settings=settings, data=data_fp, step=step,
-                               module=log_phi.state_dict() if isinstance(log_phi, torch.nn.Module) else None,
-                               params=[p.detach().cpu() for p in params], loss=loss.state_dict(),
-                               optimizer=opt.state_dict(), batches=batches.get_state(), history=res.history,
-                               val=res.val), ckpt)
+        def save(step):
+            job.save(dict(format=CHECKPOINT_FORMAT, settings=settings, data=data_fp, step=step,
+                                   module=log_phi.state_dict() if isinstance(log_phi, torch.nn.Module) else None,
+                                   params=[p.detach().cpu() for p in params], loss=loss.state_dict(),
+                                   optimizer=opt.state_dict(), batches=batches.get_state(), history=res.history,
+                                   val=res.val))
 
-    bar = None
-    if progress and start < steps:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=steps, initial=start, desc=f"cnce.nn.train {method}", unit="step", file=sys.stderr,
-                   leave=False)
-    check = HealthCheck(loss, lr=lr) if health else None
-    saved = [start if ckpt is not None and start else None]
-    n_params = sum(p.numel() for p in params)
-    want = threads if threads is not None else (1 if dev.type == "cpu" and n_params <= SMALL_NETWORK else None)
-    threads_before = torch.get_num_threads()
-    if want is not None:
-        torch.set_num_threads(want)
+        bar = Job.bar(steps, initial=start, desc=f"cnce.nn.train {method}", unit="step", leave=False,
+                      enabled=progress and start < steps)
+        check = HealthCheck(loss, lr=lr) if health else None
+        saved = [start if ckpt is not None and start else None]
+        n_params = sum(p.numel() for p in params)
+        want = threads if threads is not None else (1 if dev.type == "cpu" and n_params <= SMALL_NETWORK else None)
+        threads_before = torch.get_num_threads()
+        if want is not None:
+            torch.set_num_threads(want)
+    except BaseException:
+        if job is not None:
+            job.release()
+        raise
     t0 = time.perf_counter()
     try:  # torch's thread setting is restored in the finally clause
         for t in range(start, steps):
@@ -419,6 +426,8 @@ def train(log_phi, x, method="cnce", *, kappa: int = 10, eps=None, sigma=None, s
             torch.set_num_threads(threads_before)
         if bar is not None:
             bar.close()
+        if job is not None:
+            job.release()
     res.seconds = time.perf_counter() - t0
     runs = getattr(loss, "eps_runs", [])
     res.eps_runs = {"step": [r[0] for r in runs], "eps": [r[1] for r in runs], "evaluations": [r[2] for r in runs]}
