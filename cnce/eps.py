@@ -55,7 +55,7 @@ from .errors import InputError, InputTypeError
 from .losses import LOG4
 
 __all__ = ["EpsSpec", "Fixed", "Heuristic", "Multiple", "Schedule", "parse_eps", "format_eps", "eps_label",
-           "parse_eps_label", "EpsRule", "EpsSearch", "EpsSetting", "eps_schedule", "AUTHORS_RULE", "BERNOULLI_RULE", "SCALE_RULE", "NETWORK_RULE",
+           "parse_eps_label", "EpsRule", "EpsSearch", "EpsSetting", "AUTHORS_RULE", "BERNOULLI_RULE", "SCALE_RULE", "NETWORK_RULE",
            "IMAGE_AUTHORS_RULE", "IMAGE_CARRY_RULE", "IMAGE_LAYER_CAPS", "RULES", "PILOT", "image_rule",
            "resolve_eps", "data_scale", "choose_eps"]
 
@@ -415,15 +415,6 @@ def resolve_eps(eps, noise=None, *, S: int = 1, rule: EpsRule | None = None, pos
     if upper is not None and (e > upper).any():
         raise InputError(f"eps must lie in [0, {upper}] for this noise (its eps_max); got {shown}")
     return e
-
-
-def eps_schedule(eps, schedules: tuple[str, ...], default: str) -> str | None:
-    """How a trainer that re-runs the heuristic (``cnce.nn.CNCELoss``) reads its ``eps``
-    argument, by :func:`parse_eps`: a :class:`Schedule`'s name (``"auto"`` is ``default``;
-    others must be in ``schedules``), or ``None`` for a :class:`Fixed` eps (the trainer checks
-    the number). :class:`~cnce.errors.InputError` naming the value otherwise."""
-    spec = parse_eps(eps, kinds=(Fixed, Schedule), schedules=schedules, default=default, low="> 0")
-    return spec.name if isinstance(spec, Schedule) else None
 
 
 @dataclass(frozen=True)
