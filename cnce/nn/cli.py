@@ -7,13 +7,15 @@ __all__ = ["register"]
 
 
 def _run(args: argparse.Namespace) -> int:
+    import sys
+
     import torch
 
     from cnce.nn.study import write_study
 
     torch.set_num_threads(1)  # the study's numbers are stated for one CPU thread
     write_study(args.settings, args.name, out=args.out, limit_seconds=args.limit_seconds, allow_dirty=args.allow_dirty,
-                log=lambda line: print(line, flush=True))
+                log=lambda line: print(line, flush=True), progress=not args.no_progress and sys.stderr.isatty())
     return 0
 
 
@@ -32,4 +34,6 @@ def register(subparsers) -> None:
                         "study lives; data/results/quick, ignored by git, for other settings)")
     p.add_argument("--limit-seconds", type=float, default=None, help="stop (resumably) after this long")
     p.add_argument("--allow-dirty", action="store_true", help="for trying the code out only")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no bar over the cells (it is shown only on a terminal; each finished run prints a line)")
     p.set_defaults(func=_run)
