@@ -32,7 +32,7 @@ import numpy as np
 from cnce.images.verdicts import Measured, seed_interval
 
 __all__ = ["PAGE", "D2_HEDGE", "ClaimRow", "badge", "row_from_measured", "row_from_parts", "layer1_row", "recipe_row",
-           "pca_row", "layer1_inputs", "chapter_rows", "CLAIMS_FILE", "SETTINGS_FILE", "row_from_settings", "settings_table", "pca_variance_claim", "DECIDING_GROUP", "image_claims", "seed_table", "format_interval", "save_measured", "load_measured"]
+           "pca_row", "layer1_inputs", "chapter_rows", "CLAIMS_FILE", "SETTINGS_FILE", "LAYER1_FILE", "row_from_settings", "settings_table", "pca_variance_claim", "DECIDING_GROUP", "image_claims", "seed_table", "format_interval", "save_measured", "load_measured"]
 
 #: the page that shows the evidence
 PAGE = "06_image_model"
@@ -276,6 +276,9 @@ def load_measured(path) -> tuple[dict[str, Measured], dict, dict]:
 
 #: the committed claim measures (``scripts/image_claims.py``), relative to ``data/``
 CLAIMS_FILE = "checks/image-claims.json"
+#: layer 1 Gabor-like (localised AND oriented AND band-pass) under two settings, on the bundled
+#: and photo-pack runs (``scripts/image_layer1.py``), relative to ``data/``
+LAYER1_FILE = "checks/image-layer1.json"
 #: the deciding claims under two measure settings each, with null distributions
 #: (``scripts/image_settings.py``), relative to ``data/``
 SETTINGS_FILE = "checks/image-settings.json"
