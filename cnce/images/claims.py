@@ -301,8 +301,9 @@ def row_from_settings(m: Measured, *, claim: str, paper: str, percent: bool | st
         short = words
     return ClaimRow(claim=claim, paper=paper, measured=m.verdict, short=short, verdict=v)
 #: the group of runs whose measures decide the rows of layers 2-4: the photo pack, whose first
-#: layer spans the frequencies that the frequency claims need (the bundled photographs give a
-#: single-scale first layer, under one octave)
+#: layer spans the frequencies that the frequency claims need in both pictures of a unit (on the
+#: bundled photographs the receptive fields span under one octave, the features just over one:
+#: ``scripts/image_layer1.py``)
 DECIDING_GROUP = "photos/"
 
 
