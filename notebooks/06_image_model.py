@@ -1080,8 +1080,8 @@ plots.glue_figure("fig_pca_test", plots.plot_pca_test(attribution.pca_histories(
 # unit: its preferred frequencies spread over {glue:text}`ss_rf_octaves` octaves as receptive
 # fields but {glue:text}`ss_feat_octaves` as features (10th to 90th percentile, per seed). So
 # layer 2's pooling by frequency cannot be tested there in the first picture (the test needs
-# one octave) and can in the second, where it is {glue:text}`ss_l2f_word`:
-# {glue:text}`ss_l2f_feat` (`scripts/image_layer1.py`). The photo pack ({glue:text}`pack_n` Debian
+# one octave) and can in the second, where it is {glue:text}`ss_l2f_word`
+# ({glue:text}`ss_l2f_feat`; `scripts/image_layer1.py`). The photo pack ({glue:text}`pack_n` Debian
 # wallpaper photographs, {doc}`../book/image-data`; {glue:text}`pack_ratio` times the bundled
 # set's patch positions) was trained with the `paper` recipe at the paper's sizes, all four
 # layers, three seeds, with the authors' layer-3 input (each sample's mean over its 200
