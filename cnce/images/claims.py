@@ -376,6 +376,13 @@ def chapter_rows(measured: dict[str, Measured] | None = None, *, layer1: dict | 
         measured = load_measured(runs.weights_dir().parent / CLAIMS_FILE)[0]
     if settings is None and (runs.weights_dir().parent / SETTINGS_FILE).is_file():
         settings = load_measured(runs.weights_dir().parent / SETTINGS_FILE)[0]
+    l1_file = runs.weights_dir().parent / LAYER1_FILE
+    l1_measured, _, l1_meta = load_measured(l1_file) if l1_file.is_file() else ({}, {}, {})
+    if layer1 is None and l1_measured and l1_meta["args"]["seed"] == seed:
+        # the oriented share per seed of the runs shown, as layer1_inputs measures it (the same
+        # localised-noise threshold and seed), committed by scripts/image_layer1.py
+        first = next(m for k, m in l1_measured.items() if k.startswith("layer1_gabor | bundled photographs | "))
+        layer1 = {"oriented_by_seed": first.extra["parts per seed"]["oriented"]}
     if layer1 is None:
         shown = json.loads((runs.weights_dir().parent / CLAIMS_FILE).read_text())["meta"]["groups"][""]["runs"]
         layer1 = layer1_inputs(shown, seed=seed)
@@ -392,6 +399,7 @@ def chapter_rows(measured: dict[str, Measured] | None = None, *, layer1: dict | 
     if settings:
         return _settings_rows(settings, measured, layer1, similar, recipe, decides, pca, data, where)
     return [
+        gabor_row(l1_measured) if l1_measured else
         layer1_row(layer1["oriented_by_seed"], chance=layer1["chance"], control=layer1["control"],
                    negatives=layer1["negatives"], data=data),
         row_from_parts({k: measured[f"{g}layer2_{k}"] for k in ("position", "orientation", "frequency")},
