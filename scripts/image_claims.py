@@ -17,6 +17,13 @@ measure (atomically), with the commit they were computed at; a rerun at the same
 skips the measures already there (resume). It refuses to run on a working tree whose
 ``cnce/`` or ``scripts/`` differ from the commit, unless ``--allow-dirty`` (then the file says
 so and the page shows it).
+
+    .venv/bin/python scripts/image_claims.py --adopt FILE [--out data/checks/image-claims.json]
+
+merges ``FILE`` (written by this script at a clean commit, e.g. for ``--groups ''`` alone) into
+``--out`` instead of measuring: its keys replace those of ``--out``, and the keys it lacks are
+kept with the commit, source hash and arguments that computed them (``meta["kept"]``, one entry
+per earlier commit), so that every key names where it came from.
 """
 from __future__ import annotations
 
@@ -63,6 +70,33 @@ def network(run: str):
     return runs.network_from_state(runs.load_state(runs.weights_dir() / run))
 
 
+def adopt(src: Path, out: Path, ap) -> int:
+    """Merge ``src`` into ``out`` (see the module's docstring); refuses a ``src`` measured on a
+    dirty tree, and runs only on a clean one."""
+    if _dirty():
+        ap.error("cnce/ or scripts/ have uncommitted changes: commit first")
+    new_m, new_t, new_meta = claims.load_measured(src)
+    if new_meta.get("dirty_cnce_or_scripts") or new_meta.get("args", {}).get("allow_dirty"):
+        ap.error(f"--adopt {src}: it was measured on a dirty tree")
+    old_m, old_t, old_meta = claims.load_measured(out)
+    own = [k for k in list(old_m) + list(old_t) if not any(k in e["keys"] for e in old_meta.get("kept", []))]
+    earlier = old_meta.get("kept", []) + [{**{k: old_meta[k] for k in ("git", "source_hash", "args")}, "keys": own}]
+    kept = []
+    for e in earlier:  # each earlier commit keeps the keys that the adopted file does not replace
+        keys = [k for k in e["keys"] if k not in new_m and k not in new_t]
+        if keys:
+            kept.append({**{k: e[k] for k in ("git", "source_hash", "args")}, "keys": keys})
+    meta = dict(new_meta)
+    meta["kept"] = kept
+    meta["adopted"] = {"from": str(src), "at": provenance.git_state()}
+    measured = {k: new_m.get(k, old_m.get(k)) for k in list(old_m) + [k for k in new_m if k not in old_m]}
+    tables = {k: new_t.get(k, old_t.get(k)) for k in list(old_t) + [k for k in new_t if k not in old_t]}
+    provenance.atomic_write_text(out, claims.save_measured(measured, tables, meta))
+    print(f"adopted {len(new_m) + len(new_t)} keys from {src} into {out}; kept {sum(len(e['keys']) for e in kept)} "
+          f"from {len(kept)} earlier commit(s)")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="data/checks/image-claims.json")
@@ -72,7 +106,10 @@ def main(argv=None) -> int:
     ap.add_argument("--n-random", type=int, default=200, help="random sets per pooling unit")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--allow-dirty", action="store_true")
+    ap.add_argument("--adopt", metavar="FILE", help="merge FILE (this script's output at a clean commit) into --out")
     a = ap.parse_args(argv)
+    if a.adopt:
+        return adopt(Path(a.adopt), Path(a.out), ap)
     if a.n_random < 20:
         ap.error(f"--n-random must be at least 20; got {a.n_random}")
     bad = [g for g in a.groups if g not in GROUPS]

@@ -116,7 +116,8 @@ def test_chapter_rows_from_the_committed_runs():
     # from the settings file: layer-2 sparsity and the PCA variance follow the others
     assert [r.claim.split(", ", 1)[1] for r in rows[9:]] == ["layer 2 sparsity (photo pack)", "PCA to D = 600 (Sec. 4.1)"]
     assert "null 95th percentiles" in rows[2].measured and rows[5].verdict == "not reproduced"
-    assert "3 seeds" in rows[0].measured
+    # layer 1 from data/checks/image-layer1.json: Gabor-like in three parts, both data groups
+    assert "Gabor-like" in rows[0].short and "band-pass" in rows[0].measured and "photo pack" in rows[0].measured
     assert all(r.verdict in C.VERDICTS for r in rows)
     a, b = (runs.load_state(runs.weights_dir() / r)["config"] for r in ("paper", "paper-seed2"))
     assert runs.same_recipe(a, b) and not runs.same_recipe(a, runs.load_state(runs.weights_dir() / "photos" / "paper-seed0")["config"])

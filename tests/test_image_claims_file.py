@@ -27,6 +27,10 @@ def test_provenance_is_a_clean_commit_of_this_repository(committed):
     if provenance.git("rev-parse", "HEAD") is None:
         pytest.skip("not a git checkout")
     assert provenance.git("merge-base", "--is-ancestor", commit, "HEAD") is not None, f"{commit} is not in this history"
+    for e in meta.get("kept", []):  # keys kept from earlier commits (scripts/image_claims.py --adopt) name theirs
+        assert e["keys"] and not e["args"].get("allow_dirty"), e["keys"][:3]
+        c = e["git"]["git_commit"]
+        assert provenance.git("merge-base", "--is-ancestor", c, "HEAD") is not None, f"{c} is not in this history"
 
 
 def test_every_group_and_d2_seed_was_measured(committed):

@@ -53,3 +53,16 @@ def test_image_claims_compute_from_the_committed_files():
     assert rows["image-layer-4-corners"].verdict == "not testable here"
     assert all(r.verdict == "reproduced" or r.why for r in rows.values())
     assert any("null" in k for k in rows["image-layer-4-orientation"].numbers)
+
+
+def test_layer1_is_gabor_like_in_three_parts_from_the_committed_file():
+    from companion.claims import ledger
+
+    (c, r), = ledger.compute(only={"image-layer-1"})
+    assert c.id == "image-layer-1" and r.verdict in ("reproduced", "partly reproduced", "not reproduced",
+                                                       "not testable here")
+    # every data group and setting reports the three parts and the controls beside the share
+    for group in ("bundled photographs", "photo pack"):
+        for part in ("localised", "oriented", "band-pass", "Gabor-like", "controls (Gabor-like share)"):
+            assert sum(k.startswith(group) and k.endswith(part) for k in r.numbers) == 2, (group, part)
+    assert "localised" in r.short and "band-pass" in r.short

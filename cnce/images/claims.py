@@ -13,8 +13,9 @@ The measures and their rules are those of :mod:`cnce.images.layer_claims`,
 :class:`~cnce.images.verdicts.Measured` whose verdict sentence starts with "supported",
 "partly", "not supported", "contradicted" or "not testable here"); :func:`row_from_measured`
 turns one into a row, :func:`row_from_parts` several parts of one sentence of the paper (layer
-2's position, orientation and frequency). Layer 1 and the authors' recipe, measured on the page
-itself, have their own rules (:func:`layer1_row`, :func:`recipe_row`).
+2's position, orientation and frequency). Layer 1 (Gabor-like: localised AND oriented AND
+band-pass) comes from :data:`LAYER1_FILE` (:func:`gabor_row`; :func:`layer1_row`, the oriented part
+alone, only where that file is absent); the authors' recipe has its own rule (:func:`recipe_row`).
 
 The page reads the measures of the committed runs from ``data/checks/image-claims.json``,
 written by ``scripts/image_claims.py`` (:func:`save_measured`, :func:`load_measured`), so that
@@ -31,8 +32,8 @@ import numpy as np
 
 from cnce.images.verdicts import Measured, seed_interval
 
-__all__ = ["PAGE", "D2_HEDGE", "ClaimRow", "badge", "row_from_measured", "row_from_parts", "layer1_row", "recipe_row",
-           "pca_row", "layer1_inputs", "chapter_rows", "CLAIMS_FILE", "SETTINGS_FILE", "row_from_settings", "settings_table", "pca_variance_claim", "DECIDING_GROUP", "image_claims", "seed_table", "format_interval", "save_measured", "load_measured"]
+__all__ = ["PAGE", "D2_HEDGE", "ClaimRow", "badge", "row_from_measured", "row_from_parts", "layer1_row", "gabor_row", "recipe_row",
+           "pca_row", "layer1_inputs", "chapter_rows", "CLAIMS_FILE", "SETTINGS_FILE", "LAYER1_FILE", "row_from_settings", "settings_table", "pca_variance_claim", "DECIDING_GROUP", "image_claims", "seed_table", "format_interval", "save_measured", "load_measured"]
 
 #: the page that shows the evidence
 PAGE = "06_image_model"
@@ -162,6 +163,20 @@ def layer1_row(oriented_by_seed, *, chance: float, control: float, negatives: fl
         verdict=verdict)
 
 
+def gabor_row(layer1: dict[str, Measured]) -> ClaimRow:
+    """Layer 1 Gabor-like (localised AND oriented AND band-pass) from :data:`LAYER1_FILE`
+    (``scripts/image_layer1.py``): one part per data group, each that group's two settings
+    combined (:func:`cnce.images.layer_claims.over_settings`), by :func:`row_from_parts`."""
+    groups = {k.split(" | ")[1]: m for k, m in layer1.items() if k.startswith("layer1_gabor | ") and k.count(" | ") == 1}
+    if not groups:
+        raise ValueError(f"layer1 must hold 'layer1_gabor | <group>' entries; got {sorted(layer1)[:4]}")
+    row = row_from_parts(groups, claim="Image model, layer 1",
+                         paper="greedy CNCE on natural image patches learns Gabor-like first-layer features")
+    seeds = sum(m.n_seeds for m in groups.values())
+    return ClaimRow(claim=row.claim, paper=row.paper, verdict=row.verdict, short=row.short + " Gabor-like",
+                    measured=f"{seeds} seeds; " + row.measured)
+
+
 def recipe_row(oriented_by_seed, *, decides: str) -> ClaimRow:
     """The authors' recipe (their minimiser, main sets and eps rule, from their code) at the
     paper's sizes: a question of ours that the paper does not ask, so its row is marked
@@ -276,6 +291,9 @@ def load_measured(path) -> tuple[dict[str, Measured], dict, dict]:
 
 #: the committed claim measures (``scripts/image_claims.py``), relative to ``data/``
 CLAIMS_FILE = "checks/image-claims.json"
+#: layer 1 Gabor-like (localised AND oriented AND band-pass) under two settings, on the bundled
+#: and photo-pack runs (``scripts/image_layer1.py``), relative to ``data/``
+LAYER1_FILE = "checks/image-layer1.json"
 #: the deciding claims under two measure settings each, with null distributions
 #: (``scripts/image_settings.py``), relative to ``data/``
 SETTINGS_FILE = "checks/image-settings.json"
@@ -298,8 +316,9 @@ def row_from_settings(m: Measured, *, claim: str, paper: str, percent: bool | st
         short = words
     return ClaimRow(claim=claim, paper=paper, measured=m.verdict, short=short, verdict=v)
 #: the group of runs whose measures decide the rows of layers 2-4: the photo pack, whose first
-#: layer spans the frequencies that the frequency claims need (the bundled photographs give a
-#: single-scale first layer, under one octave)
+#: layer spans the frequencies that the frequency claims need in both pictures of a unit (on the
+#: bundled photographs the receptive fields span under one octave, the features just over one:
+#: ``scripts/image_layer1.py``)
 DECIDING_GROUP = "photos/"
 
 
@@ -357,6 +376,13 @@ def chapter_rows(measured: dict[str, Measured] | None = None, *, layer1: dict | 
         measured = load_measured(runs.weights_dir().parent / CLAIMS_FILE)[0]
     if settings is None and (runs.weights_dir().parent / SETTINGS_FILE).is_file():
         settings = load_measured(runs.weights_dir().parent / SETTINGS_FILE)[0]
+    l1_file = runs.weights_dir().parent / LAYER1_FILE
+    l1_measured, _, l1_meta = load_measured(l1_file) if l1_file.is_file() else ({}, {}, {})
+    if layer1 is None and l1_measured and l1_meta["args"]["seed"] == seed:
+        # the oriented share per seed of the runs shown, as layer1_inputs measures it (the same
+        # localised-noise threshold and seed), committed by scripts/image_layer1.py
+        first = next(m for k, m in l1_measured.items() if k.startswith("layer1_gabor | bundled photographs | "))
+        layer1 = {"oriented_by_seed": first.extra["parts per seed"]["oriented"]}
     if layer1 is None:
         shown = json.loads((runs.weights_dir().parent / CLAIMS_FILE).read_text())["meta"]["groups"][""]["runs"]
         layer1 = layer1_inputs(shown, seed=seed)
@@ -373,6 +399,7 @@ def chapter_rows(measured: dict[str, Measured] | None = None, *, layer1: dict | 
     if settings:
         return _settings_rows(settings, measured, layer1, similar, recipe, decides, pca, data, where)
     return [
+        gabor_row(l1_measured) if l1_measured else
         layer1_row(layer1["oriented_by_seed"], chance=layer1["chance"], control=layer1["control"],
                    negatives=layer1["negatives"], data=data),
         row_from_parts({k: measured[f"{g}layer2_{k}"] for k in ("position", "orientation", "frequency")},
@@ -398,10 +425,11 @@ def chapter_rows(measured: dict[str, Measured] | None = None, *, layer1: dict | 
 def _settings_rows(st: dict, measured: dict, layer1: dict, similar, recipe, decides, pca, data, where) -> list[ClaimRow]:
     """:func:`chapter_rows` with the layers 2-4 and D.2 "faster" rows from ``st`` (the settings
     file), in the same order, then layer-2 sparsity and the PCA variance."""
-    from cnce.images import attribution
+    from cnce.images import attribution, runs
 
+    l1_file = runs.weights_dir().parent / LAYER1_FILE
     return [
-        layer1_row(layer1["oriented_by_seed"], chance=layer1["chance"], control=layer1["control"],
+        gabor_row(load_measured(l1_file)[0]) if l1_file.is_file() else layer1_row(layer1["oriented_by_seed"], chance=layer1["chance"], control=layer1["control"],
                    negatives=layer1["negatives"], data=data),
         row_from_parts({k: st[f"layer2_{k}"] for k in ("position", "orientation", "frequency")},
                        claim="Image model, layer 2" + where,

@@ -4,6 +4,11 @@ random-weight and shuffled baselines, with an interval over units and seeds, ret
 
 The paper's words and the measure of each:
 
+* Layer 1 learns "Gabor-like" features (:func:`gabor_claim`): the share of first-layer units
+  that are localised AND oriented AND band-pass (:func:`cnce.images.measures.gabor_like`),
+  under the two settings of :data:`cnce.images.measures.GABOR_SETTINGS`, certified by
+  positive controls (Gabor functions, FastICA) and negative ones (noise, blobs, differences
+  of Gaussians, the initialisation).
 * Layer 2 "tends to pool these features according to frequency, orientation and locality"
   (:func:`pooling_claim` with ``prop`` = ``"frequency"``, ``"orientation"``, ``"position"``):
   for every second-layer unit, the units it pools (at most ten, or as many as hold 90 % of its
@@ -66,7 +71,7 @@ from cnce.constraints import Integer, validate
 __all__ = ["pooling_claim", "contour_claim", "orientation_across_frequency_claim", "layer3_unit_properties",
            "permute_rows", "coherent_units", "claims_from_networks", "pooling_claims", "contour_controls", "corner_controls",
            "CHANCE", "N_PERM", "N_REFERENCE", "QUANTILES", "permutation_p", "null_summary", "over_settings", "random_layer3_draws",
-           "sparsity_claim", "pooled_count"]
+           "sparsity_claim", "pooled_count", "gabor_claim", "GABOR_POSITIVE", "GABOR_NEGATIVE"]
 
 #: A unit counts as coherent when fewer than this share of random sets are as alike: the share
 #: of coherent units that random pooling gives.
@@ -719,3 +724,60 @@ def sparsity_claim(q_learned, baselines: dict, *, mass: float = 0.9, layer: int 
                     value=value, baselines={k: q["mean"] for k, q in quant.items()}, interval=ci, rule=rule,
                     verdict=text, n_units=int(sum(len(q) for q in qs)), n_seeds=len(qs),
                     extra={"per_seed": med, "null quantiles": quant, "mass": mass})
+
+
+#: The reference sets of the layer-1 test (:func:`cnce.images.measures.gabor_baselines`): the
+#: positive controls that must be Gabor-like (at least half of them) and the negative controls
+#: and nulls that must not (at most 10 %) before the test certifies anything.
+GABOR_POSITIVE = ("Gabor bank", "FastICA")
+GABOR_NEGATIVE = ("initialisation", "white noise", "localised noise", "isotropic DoG", "Gaussian blobs")
+
+
+def gabor_claim(tables, setting: str, *, n_units: int = 0, data: str = "", share: float = 0.5) -> Measured:
+    """Layer 1 learns "Gabor-like" features (Sec. 4.2, Fig. 5): every first-layer unit is
+    localised AND oriented AND band-pass (:func:`cnce.images.measures.gabor_like`, thresholds the
+    95 % quantiles of noise passed through the same whitening), under one ``setting`` of
+    :data:`cnce.images.measures.GABOR_SETTINGS`.
+
+    ``tables``: one :func:`cnce.images.measures.gabor_table` per seed (the learned units as
+    ``"learned"``, the references of :data:`GABOR_POSITIVE` and :data:`GABOR_NEGATIVE` where
+    measured). Rule: not testable here unless every positive control present is at least half
+    Gabor-like and every negative control at most 10 %, in every seed; then supported when every
+    seed has at least ``share`` of its units Gabor-like, else not supported. The value is the
+    mean share over seeds with :func:`cnce.images.verdicts.seed_interval`; ``extra`` keeps per
+    seed the share of each part, the controls' shares and the thresholds."""
+    from cnce.images.verdicts import seed_interval
+
+    if not tables:
+        raise ValueError("tables must hold one gabor_table per seed")
+    rows = [t.xs(setting, level="setting") for t in tables]
+    parts = ("localised", "oriented", "band-pass", "Gabor-like")
+    per_seed = [float(r.loc["learned", "Gabor-like"]) for r in rows]
+    part_shares = {p: [float(r.loc["learned", p]) for r in rows] for p in parts}
+    refs = {name: [float(r.loc[name, "Gabor-like"]) for r in rows if name in r.index]
+            for name in GABOR_POSITIVE + GABOR_NEGATIVE}
+    refs = {k: v for k, v in refs.items() if v}
+    ref_parts = {name: {p: [float(r.loc[name, p]) for r in rows if name in r.index] for p in parts} for name in refs}
+    thresholds = [{k[len("threshold "):]: float(r.loc["learned", k]) for k in r.columns if k.startswith("threshold ")}
+                  for r in rows]
+    claim, measure = "layer 1 Gabor-like", "share of first-layer receptive fields localised, oriented and band-pass"
+    extra = {"per_seed": per_seed, "parts per seed": part_shares, "references per seed": ref_parts,
+             "thresholds per seed": thresholds, "setting": setting, "data": data}
+    failing = [f"{k} {min(v):.2f} Gabor-like (needs at least 0.50)" for k, v in refs.items()
+               if k in GABOR_POSITIVE and min(v) < 0.5]
+    failing += [f"{k} {max(v):.2f} Gabor-like (needs at most 0.10)" for k, v in refs.items()
+                if k in GABOR_NEGATIVE and max(v) > 0.10]
+    if failing:
+        return not_testable(claim, measure, "a control fails: " + "; ".join(failing), **extra)
+    value, ci, rule = seed_interval(per_seed, share=True)
+    ok = min(per_seed) >= share
+    each = ", ".join(f"{v:.2f}" for v in per_seed)
+    base = {k: float(np.mean(v)) for k, v in refs.items()}
+    verdict = (("supported" if ok else "not supported") + f": {each} of the units Gabor-like per seed "
+               f"({'every' if ok else 'not every'} seed at least {share:.0%}); localised "
+               f"{', '.join(f'{v:.2f}' for v in part_shares['localised'])}, oriented "
+               f"{', '.join(f'{v:.2f}' for v in part_shares['oriented'])}, band-pass "
+               f"{', '.join(f'{v:.2f}' for v in part_shares['band-pass'])}; controls: "
+               + ", ".join(f"{k} {v:.2f}" for k, v in base.items()))
+    return Measured(claim=claim, measure=measure, value=value, baselines=base, interval=ci, rule=rule,
+                    verdict=verdict, n_units=int(n_units), n_seeds=len(tables), extra=extra)

@@ -73,6 +73,18 @@ __all__ = [
     "osi_threshold",
     "oriented_share",
     "Layer1Monitor",
+    "GABOR_SETTINGS",
+    "GABOR_PARTS",
+    "localisation_index",
+    "bandpass_index",
+    "gabor_parts",
+    "gabor_thresholds",
+    "gabor_like",
+    "white_noise",
+    "gaussian_blobs",
+    "gabor_bank",
+    "gabor_baselines",
+    "gabor_table",
     "pooled_sets",
     "pooling_coherence",
     "so_rf_properties",
@@ -322,6 +334,196 @@ def osi_threshold(whitener: Whitener, *, K: int = 600, quantile: float = 0.95, s
 def oriented_share(W, whitener: Whitener, threshold: float, picture: str = "receptive fields") -> float:
     """The share of the units ``W (K, D)`` whose OSI exceeds ``threshold`` (:func:`osi_threshold`)."""
     return float(np.mean(filter_properties(unit_images(W, whitener)[picture]).osi > threshold))
+
+
+# -- layer 1: Gabor-like = localised AND oriented AND band-pass --------------------------------
+
+#: The two settings of the localised and band-pass measures (:func:`gabor_parts`): the disc's
+#: radius as a fraction of the patch side and the width in octaves of the frequency band around
+#: the peak; ``f_max`` is the highest peak frequency (cycles/pixel) that counts as away from
+#: Nyquist (0.5), 90 % of it in both. The layer-1 verdict is computed under both
+#: (:func:`cnce.images.layer_claims.gabor_claim`).
+GABOR_SETTINGS: dict[str, dict[str, float]] = {
+    "disc radius n/8, 1-octave band": dict(radius=1 / 8, octaves=1.0, f_max=0.45),
+    "disc radius 3n/16, 1.5-octave band": dict(radius=3 / 16, octaves=1.5, f_max=0.45),
+}
+#: the parts of Gabor-like, in the order the tables print them
+GABOR_PARTS = ("localised", "oriented", "band-pass")
+
+
+def localisation_index(filters, radius: float = 1 / 8) -> np.ndarray:
+    """How localised each filter in ``filters (K, n, n)`` is: the largest share of its energy
+    (squared values) inside a disc of radius ``radius * n`` pixels, over all disc centres in the
+    patch. 1 for a filter inside one such disc, about the disc's share of the patch area
+    (``pi radius**2``: 5 % for ``radius = 1/8``) for a plane wave or white noise."""
+    import scipy.fft
+
+    f = _as_stack(filters)
+    if not (0 < radius < 0.5):
+        raise ValueError(f"radius must be a fraction of the patch side in (0, 0.5); got {radius!r}")
+    n = f.shape[-1]
+    r = radius * n
+    k = int(math.ceil(r))
+    yy, xx = np.mgrid[-k:k + 1, -k:k + 1]
+    disc = (xx**2 + yy**2 <= r**2 + 1e-9).astype(float)
+    E = f**2
+    E = E / np.maximum(E.sum(axis=(1, 2), keepdims=True), 1e-300)
+    L = n + 2 * k  # the full convolution, no wrap-around; disc centres on the patch's pixels
+    full = scipy.fft.irfft2(scipy.fft.rfft2(E, s=(L, L)) * scipy.fft.rfft2(disc, s=(L, L)), s=(L, L))
+    inside = full[:, k:k + n, k:k + n]
+    return np.clip(inside.reshape(len(f), -1).max(1), 0.0, 1.0)
+
+
+def bandpass_index(filters, octaves: float = 1.0, pad: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    """Where each filter's Fourier power peaks and how much of it lies near that peak.
+
+    The power of each filter in ``filters (K, n, n)`` (its mean kept, so that a low-pass filter
+    peaks at DC), zero-padded to ``pad * n``, on the half plane (:func:`_half_plane_power`).
+    Returns ``(peak, share)``: the radial frequency of the largest power (cycles/pixel; 0 for a
+    low-pass filter) and the share of the power within the band of ``octaves`` octaves centred
+    (in log frequency) on that peak, ``peak * 2**(-octaves/2) <= |f| <= peak * 2**(octaves/2)``
+    (0 when the peak is at DC). Near 1 for a grating or a Gabor whose bandwidth is under
+    ``octaves``; lower for broadband filters (white noise spreads its power over the whole
+    plane)."""
+    import scipy.fft
+
+    f = _as_stack(filters)
+    if not (0 < octaves <= 4):
+        raise ValueError(f"octaves must lie in (0, 4]; got {octaves!r}")
+    if isinstance(pad, bool) or not isinstance(pad, int) or pad < 1:
+        raise ValueError(f"pad must be an int >= 1; got {pad!r}")
+    m = pad * f.shape[-1]
+    P = (np.abs(scipy.fft.rfft2(f, s=(m, m))) ** 2).reshape(len(f), -1)
+    fy, fx = np.meshgrid(np.fft.fftfreq(m), np.fft.rfftfreq(m), indexing="ij")
+    w = np.ones(fx.shape)
+    w[:, 0] = 0.5
+    if m % 2 == 0:
+        w[:, -1] = 0.5
+    rad = np.hypot(fx, fy).ravel()
+    Pw = P * w.ravel()
+    peak = rad[np.argmax(P, axis=1)]
+    lo, hi = peak * 2 ** (-octaves / 2), peak * 2 ** (octaves / 2)
+    order = np.argsort(rad, kind="stable")
+    rs = rad[order]
+    C = np.concatenate([np.zeros((len(f), 1)), np.cumsum(Pw[:, order], axis=1)], axis=1)
+    a = np.searchsorted(rs, lo - 1e-12, side="left")
+    b = np.searchsorted(rs, hi + 1e-12, side="right")
+    rows = np.arange(len(f))
+    share = (C[rows, b] - C[rows, a]) / np.maximum(C[:, -1], 1e-300)
+    return peak, np.where(peak > 0, share, 0.0)
+
+
+def gabor_parts(filters, *, radius: float = 1 / 8, octaves: float = 1.0, pad: int = 4) -> dict[str, np.ndarray]:
+    """The three measures behind *Gabor-like* for each filter in ``filters (K, n, n)``:
+    ``localisation`` (:func:`localisation_index`), ``osi`` (the Fourier orientation-selectivity
+    index of :func:`filter_properties`), ``peak`` and ``band_share``
+    (:func:`bandpass_index`)."""
+    f = _as_stack(filters)
+    peak, share = bandpass_index(f, octaves, pad)
+    return {"localisation": localisation_index(f, radius), "osi": filter_properties(f, pad).osi, "peak": peak,
+            "band_share": share}
+
+
+def gabor_thresholds(nulls: dict[str, dict[str, np.ndarray]], *, quantile: float = 0.95) -> dict[str, float]:
+    """The thresholds of :func:`gabor_like` from null distributions (:func:`gabor_parts` of
+    noise): *localised* above the ``quantile`` of the localisation of ``nulls["white noise"]``
+    (noise spread over the whole patch); *oriented* and *band-pass* above the ``quantile`` of the
+    OSI and band share of ``nulls["localised noise"]`` (localised, of no orientation, broadband),
+    as :func:`layer1_table` does for the OSI."""
+    missing = {"white noise", "localised noise"} - set(nulls)
+    if missing:
+        raise ValueError(f"nulls must hold 'white noise' and 'localised noise'; missing {sorted(missing)}")
+    return {"localisation": float(np.quantile(nulls["white noise"]["localisation"], quantile)),
+            "osi": float(np.quantile(nulls["localised noise"]["osi"], quantile)),
+            "band_share": float(np.quantile(nulls["localised noise"]["band_share"], quantile))}
+
+
+def gabor_like(parts: dict[str, np.ndarray], thresholds: dict[str, float], *, size: int,
+               f_max: float = 0.45) -> dict[str, np.ndarray]:
+    """Per filter (boolean arrays): ``localised`` (localisation above its threshold),
+    ``oriented`` (OSI above its threshold), ``band-pass`` (the power peaks away from DC, at
+    least one cycle per patch ``1 / size``, and away from Nyquist, at most ``f_max``
+    cycles/pixel, and the band share is above its threshold) and ``Gabor-like`` (all three)."""
+    if not (0 < f_max <= 0.5):
+        raise ValueError(f"f_max must lie in (0, 0.5] cycles/pixel; got {f_max!r}")
+    out = {"localised": parts["localisation"] > thresholds["localisation"],
+           "oriented": parts["osi"] > thresholds["osi"],
+           "band-pass": ((parts["peak"] >= 1.0 / size - 1e-12) & (parts["peak"] <= f_max + 1e-12)
+                         & (parts["band_share"] > thresholds["band_share"]))}
+    out["Gabor-like"] = out["localised"] & out["oriented"] & out["band-pass"]
+    return out
+
+
+def white_noise(size: int, K: int, *, seed: int = 0) -> np.ndarray:
+    """``K`` patches ``(K, size, size)`` of white noise: not localised, not oriented, broadband."""
+    return np.random.default_rng(seed).standard_normal((K, size, size))
+
+
+def gaussian_blobs(size: int, K: int, *, sigma=(1.5, 4.0), seed: int = 0) -> np.ndarray:
+    """``K`` Gaussian blobs ``(K, size, size)`` of width drawn from ``sigma`` at random centres:
+    localised, of no orientation and low-pass (their power peaks at DC)."""
+    rng = np.random.default_rng(seed)
+    s = rng.uniform(*sigma, size=K)[:, None, None]
+    c = _centres(rng, K, size, min(size / 4, 2 * max(sigma)))
+    yy, xx = np.mgrid[0:size, 0:size].astype(float)
+    return np.exp(-0.5 * ((xx - c[:, 0, None, None]) ** 2 + (yy - c[:, 1, None, None]) ** 2) / s**2)
+
+
+def gabor_bank(size: int, K: int, *, sigma=(2.0, 3.5), cycles=(0.6, 1.2), f_range=(0.06, 0.30),
+               seed: int = 0) -> np.ndarray:
+    """``K`` Gabor functions ``(K, size, size)`` (:func:`cnce.images.probes.gabor`) at random
+    centres, orientations and phases: envelope width ``sigma`` drawn from ``sigma`` (pixels),
+    frequency ``cycles / sigma`` with ``cycles`` drawn from ``cycles`` (so that the bandwidth is
+    about one to two octaves, as for simple cells), clipped to ``f_range`` (cycles/pixel): the
+    positive control of :func:`gabor_like` (localised, oriented, band-pass)."""
+    from cnce.images.probes import gabor
+
+    rng = np.random.default_rng(seed)
+    s = rng.uniform(*sigma, size=K)
+    f = np.clip(rng.uniform(*cycles, size=K) / s, *f_range)
+    c = _centres(rng, K, size, min(size / 4, 2 * max(sigma)))
+    return gabor(size, c[:, 0], c[:, 1], rng.uniform(0, np.pi, K), f, rng.uniform(0, 2 * np.pi, K), s)
+
+
+def gabor_baselines(whitener: Whitener, K: int, seed: int = 0) -> dict[str, torch.Tensor]:
+    """The reference sets of the Gabor-like test as whitened-space weights ``(K, D)``, each
+    passed through the same whitening (:func:`project_to_whitened`): the nulls ``white noise``
+    and ``localised noise``, the positive control ``Gabor bank`` (:func:`gabor_bank`), and the
+    negative controls ``isotropic DoG`` (localised, band-pass, not oriented) and ``Gaussian
+    blobs`` (localised, low-pass, not oriented)."""
+    n = int(round(math.sqrt(whitener.V.shape[0])))
+    return {"white noise": project_to_whitened(white_noise(n, K, seed=seed + 2), whitener),
+            **baseline_weights(whitener, K, seed=seed),
+            "Gaussian blobs": project_to_whitened(gaussian_blobs(n, K, seed=seed + 3), whitener),
+            "Gabor bank": project_to_whitened(gabor_bank(n, K, seed=seed + 4), whitener)}
+
+
+def gabor_table(weights: dict[str, torch.Tensor], whitener: Whitener, *, settings: dict | None = None,
+                picture: str = "receptive fields", quantile: float = 0.95):
+    """The Gabor-like test of several sets of whitened-space weights ``{name: W (K, D)}`` (the
+    learned units, controls, and the nulls ``white noise`` and ``localised noise``, e.g. from
+    :func:`gabor_baselines`) under each of ``settings`` (default :data:`GABOR_SETTINGS`), in
+    ``picture`` (:func:`unit_images`).
+
+    Returns ``(table, flags)``: a pandas DataFrame indexed by (setting, units) with the share of
+    units ``localised``, ``oriented``, ``band-pass`` and ``Gabor-like`` and the three thresholds
+    (each the ``quantile`` of its null, :func:`gabor_thresholds`), and the per-unit boolean flags
+    ``flags[setting, name]`` (:func:`gabor_like`)."""
+    import pandas as pd
+
+    settings = GABOR_SETTINGS if settings is None else settings
+    imgs = {name: unit_images(W, whitener)[picture] for name, W in weights.items()}
+    n = next(iter(imgs.values())).shape[-1]
+    rows, flags = [], {}
+    for sname, s in settings.items():
+        parts = {name: gabor_parts(im, radius=s["radius"], octaves=s["octaves"]) for name, im in imgs.items()}
+        thr = gabor_thresholds(parts, quantile=quantile)
+        for name in weights:
+            fl = gabor_like(parts[name], thr, size=n, f_max=s["f_max"])
+            flags[sname, name] = fl
+            rows.append({"setting": sname, "units": name, **{k: float(v.mean()) for k, v in fl.items()},
+                         **{f"threshold {k}": v for k, v in thr.items()}})
+    return pd.DataFrame(rows).set_index(["setting", "units"]), flags
 
 
 #: The two orientation measures of first-layer units: the Fourier index over all frequencies

@@ -35,7 +35,7 @@ CODE = ("companion/claims", "cnce/experiments/claims.py", "cnce/experiments/eps_
         "cnce/images/d2.py", "cnce/images/attribution.py", "cnce/images/measures.py", "companion/coverage.py")
 #: the inputs the records read (folders: every file in them)
 INPUTS = ("data/results/paper", "data/results/asymptotics", "data/checks/image-claims.json",
-          "data/checks/image-settings.json", "data/weights")
+          "data/checks/image-settings.json", "data/checks/image-layer1.json", "data/weights")
 
 
 class Context:
