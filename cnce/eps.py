@@ -46,6 +46,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from dataclasses import dataclass, field
+from typing import Union
 
 import torch
 
@@ -191,16 +192,17 @@ class Multiple:
 @dataclass(frozen=True)
 class Schedule:
     """eps re-chosen during training by a trainer's schedule ``name`` (``cnce.nn.CNCELoss``'s
-    :data:`~cnce.nn.objectives.SCHEDULES`); ``auto`` says it stands for ``eps="auto"`` (the
+    ``cnce.nn.objectives.SCHEDULES``); ``auto`` says it stands for ``eps="auto"`` (the
     trainer's default schedule)."""
 
     name: str
     auto: bool = False
 
 
-#: The eps specification: every eps input is parsed into one of these by :func:`parse_eps`,
-#: once, and code matches on the type.
-EpsSpec = Fixed | Heuristic | Multiple | Schedule
+EpsSpec = Union[Fixed, Heuristic, Multiple, Schedule]
+"""The eps specification, one of :class:`Fixed`, :class:`Heuristic`, :class:`Multiple` and
+:class:`Schedule`: every eps input is parsed into one of these by :func:`parse_eps`, once, and
+code matches on the type."""
 KINDS = (Fixed, Heuristic, Multiple, Schedule)
 def _forms(kinds, auto: str, rules: bool, schedules, low: str) -> str:
     forms = []
