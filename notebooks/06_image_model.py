@@ -692,8 +692,7 @@ plots.glue_figure("fig_l3_coherence", plots.plot_so_coherence(so3))
 #
 # Third-layer fields of the photo-pack run {glue:text}`l24_run` measured with our probe: orientation coherence (left; 1 for one
 # orientation everywhere) and frequency share (right; 1 for one probe frequency), learned
-# weights against random layer-3 weights in the same network. See: the two distributions
-# nearly coincide, so the learned layer adds little orientation structure of this kind.
+# weights against random layer-3 weights in the same network. See: {glue:text}`l3_see`.
 # ```
 
 # %% tags=["hide-input"]
@@ -704,6 +703,14 @@ l3_coherent = float(np.mean(so3["learned layer 3"]["orientation_coherence"] > l3
 l3_p = measures.above_chance(l3_coherent, len(so3["learned layer 3"]["orientation_coherence"]))
 glue_text("l3_coherent_share", pct(l3_coherent))
 glue_text("l3_words", "clear" if gap3 >= 0.2 else "weak" if gap3 >= 0.05 else "no")
+# the figure's "see" sentence, from the same medians (its caption stood typed before the numbers)
+fgap = t3.loc["learned layer 3", "frequency_share"] - t3.loc["random layer 3", "frequency_share"]
+glue_text("l3_see", (f"the learned fields are {'more' if gap3 >= 0.05 else 'hardly more'} coherent in orientation than "
+                     f"random ones (medians {t3.loc['learned layer 3', 'orientation_coherence']:.2f} against "
+                     f"{t3.loc['random layer 3', 'orientation_coherence']:.2f}), while their frequency shares "
+                     f"{'nearly coincide' if abs(fgap) < 0.05 else 'differ'} "
+                     f"({t3.loc['learned layer 3', 'frequency_share']:.2f} against "
+                     f"{t3.loc['random layer 3', 'frequency_share']:.2f})"))
 for col, fmt in (("orientation_coherence", ".2f"), ("frequency_share", ".2f"), ("extent", ".1f")):
     glue_text(f"l3_{col}", t3.loc["learned layer 3", col], fmt)
     glue_text(f"l3_{col}_random", t3.loc["random layer 3", col], fmt)

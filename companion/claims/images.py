@@ -158,7 +158,7 @@ def existence_by_settings(by: dict, *, n_units: int, alpha: float = 0.05) -> tup
                     "not reproduced" if all(w == "not reproduced" for w in seed_words) else "partly reproduced")
         numbers[f"{s}, share"] = f"{m.value:.2f} [{m.interval[0]:.2f}, {m.interval[1]:.2f}]"
     verdict, why = settings_verdict(words)
-    counts = [v for k, v in numbers.items() if ", seed " in k]
+    counts = [f"{k.rsplit(', ', 1)[1]}: {v}" for k, v in numbers.items() if ", seed " in k]
     if why and counts:  # the counts behind it, seed by seed
         why += "; " + "; ".join(counts)
     return verdict, why, numbers
