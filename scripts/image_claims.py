@@ -40,8 +40,8 @@ from cnce.images import claims, d2, layer_claims, probes, runs
 
 
 def _dirty() -> bool:
-    out = provenance.git("status", "--porcelain", "--", "cnce", "scripts")
-    return bool(out) if out is not None else True
+    """Whether cnce/ or scripts/ have uncommitted changes (True without git: nothing proves them clean)."""
+    return provenance.git_dirty("cnce", "scripts") is not False
 
 
 #: the groups of runs measured, each one configuration over its seeds: ``prefix -> (description,

@@ -42,8 +42,8 @@ GROUPS = {"bundled photographs": ["paper", "paper-seed1", "paper-seed2"],
 
 
 def _dirty() -> bool:
-    out = provenance.git("status", "--porcelain", "--", "cnce", "scripts")
-    return bool(out) if out is not None else True
+    """Whether cnce/ or scripts/ have uncommitted changes (True without git: nothing proves them clean)."""
+    return provenance.git_dirty("cnce", "scripts") is not False
 
 
 def main(argv=None) -> int:
