@@ -25,7 +25,20 @@ from .paths import DATA, REPO_ROOT
 #: the driver of the GPU runs, whose hash every run records
 DRIVER = "scripts/gpu_section4.py"
 
-__all__ = ["DRIVER", "adopt_device_runs", "commit_source_hash", "commit_driver_hash"]
+__all__ = ["DRIVER", "adopt_device_runs", "commit_source_hash", "commit_driver_hash", "check_file_state"]
+
+
+def check_file_state(ap, allow_dirty: bool = False) -> dict:
+    """The state of the tree that a committed check file (``data/checks/*.json``, written by the
+    ``scripts/image_*.py`` measures) records: ``git`` (:func:`cnce.provenance.git_state`),
+    ``dirty_cnce_or_scripts`` and ``source_hash``. ``ap.error`` (the script's argument parser)
+    refuses uncommitted changes under ``cnce/`` or ``scripts/`` unless ``allow_dirty`` (a trial);
+    without git nothing proves the tree clean, so it counts as dirty."""
+    dirty = provenance.git_dirty("cnce", "scripts") is not False
+    if dirty and not allow_dirty:
+        ap.error("cnce/ or scripts/ have uncommitted changes: commit first (or pass --allow-dirty for a trial, "
+                 "where the command offers it)")
+    return dict(git=provenance.git_state(), dirty_cnce_or_scripts=dirty, source_hash=provenance.package_source_hash(()))
 
 
 # -- taking GPU runs into the repository ---------------------------------------------------------

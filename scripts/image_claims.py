@@ -38,10 +38,7 @@ import torch
 from cnce import provenance
 from cnce.images import claims, d2, layer_claims, probes, runs
 
-
-def _dirty() -> bool:
-    """Whether cnce/ or scripts/ have uncommitted changes (True without git: nothing proves them clean)."""
-    return provenance.git_dirty("cnce", "scripts") is not False
+from companion.adopt import check_file_state
 
 
 #: the groups of runs measured, each one configuration over its seeds: ``prefix -> (description,
@@ -73,8 +70,7 @@ def network(run: str):
 def adopt(src: Path, out: Path, ap) -> int:
     """Merge ``src`` into ``out`` (see the module's docstring); refuses a ``src`` measured on a
     dirty tree, and runs only on a clean one."""
-    if _dirty():
-        ap.error("cnce/ or scripts/ have uncommitted changes: commit first")
+    check_file_state(ap)
     new_m, new_t, new_meta = claims.load_measured(src)
     if new_meta.get("dirty_cnce_or_scripts") or new_meta.get("args", {}).get("allow_dirty"):
         ap.error(f"--adopt {src}: it was measured on a dirty tree")
@@ -115,14 +111,11 @@ def main(argv=None) -> int:
     bad = [g for g in a.groups if g not in GROUPS]
     if bad:
         ap.error(f"--groups must be drawn from {list(GROUPS)}; got {bad}")
-    dirty = _dirty()
-    if dirty and not a.allow_dirty:
-        ap.error("cnce/ or scripts/ have uncommitted changes: commit first (or pass --allow-dirty for a trial)")
+    state = check_file_state(ap, a.allow_dirty)
     torch.set_num_threads(2)
     out = Path(a.out)
-    git = provenance.git_state()
-    meta = dict(git=git, dirty_cnce_or_scripts=dirty, source_hash=provenance.package_source_hash(()),
-                args={k: v for k, v in vars(a).items() if k != "groups"}, seconds={},
+    git = state["git"]
+    meta = dict(**state, args={k: v for k, v in vars(a).items() if k != "groups"}, seconds={},
                 groups={g: {"description": d, "runs": r} for g, (d, r) in GROUPS.items()})
     measured, tables = {}, {}
     if out.is_file():  # resume: keep what the same commit and arguments computed, key by key

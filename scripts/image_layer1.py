@@ -36,14 +36,11 @@ import torch
 from cnce import provenance
 from cnce.images import claims, layer_claims, measures, runs
 
+from companion.adopt import check_file_state
+
 #: data group -> its runs under data/weights
 GROUPS = {"bundled photographs": ["paper", "paper-seed1", "paper-seed2"],
           "photo pack": [f"photos/paper-seed{k}" for k in range(3)]}
-
-
-def _dirty() -> bool:
-    """Whether cnce/ or scripts/ have uncommitted changes (True without git: nothing proves them clean)."""
-    return provenance.git_dirty("cnce", "scripts") is not False
 
 
 def main(argv=None) -> int:
@@ -55,13 +52,10 @@ def main(argv=None) -> int:
                     help="random sets per set size in the coherence test's reference")
     ap.add_argument("--allow-dirty", action="store_true")
     a = ap.parse_args(argv)
-    dirty = _dirty()
-    if dirty and not a.allow_dirty:
-        ap.error("cnce/ or scripts/ have uncommitted changes: commit first (or pass --allow-dirty for a trial)")
+    state = check_file_state(ap, a.allow_dirty)
     torch.set_num_threads(2)
     out = Path(a.out)
-    meta = dict(git=provenance.git_state(), dirty_cnce_or_scripts=dirty, source_hash=provenance.package_source_hash(()),
-                args=vars(a), seconds={}, groups=GROUPS, settings=measures.GABOR_SETTINGS,
+    meta = dict(**state, args=vars(a), seconds={}, groups=GROUPS, settings=measures.GABOR_SETTINGS,
                 picture="receptive fields")
     measured, tables = {}, {}
     ica = runs.load_pt("ica/paper.pt")

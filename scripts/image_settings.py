@@ -34,6 +34,8 @@ import torch
 from cnce import provenance
 from cnce.images import claims, d2, layer_claims, measures, probes, runs
 
+from companion.adopt import check_file_state
+
 #: the deciding group: the photo pack, three seeds
 PHOTO_RUNS = [f"photos/paper-seed{k}" for k in range(3)]
 #: the runs the page has shown from the start (bundled photographs), for the PCA variance
@@ -44,11 +46,6 @@ PICTURES = {"receptive fields": "receptive fields", "features": "features"}
 WHY = {"layer2_frequency": "the picture sets how far the first layer's preferred frequencies spread",
        "layer3_contours": "the extended range adds frequencies at which the measure's positive control fails",
        "layer4_orientation_across_frequency": "the probe range sets the layer-3 units' best frequencies"}
-
-
-def _dirty() -> bool:
-    """Whether cnce/ or scripts/ have uncommitted changes (True without git: nothing proves them clean)."""
-    return provenance.git_dirty("cnce", "scripts") is not False
 
 
 def main(argv=None) -> int:
@@ -63,13 +60,10 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.n_perm < 100:
         ap.error(f"--n-perm must be at least 100; got {a.n_perm}")
-    dirty = _dirty()
-    if dirty and not a.allow_dirty:
-        ap.error("cnce/ or scripts/ have uncommitted changes: commit first (or pass --allow-dirty for a trial)")
+    state = check_file_state(ap, a.allow_dirty)
     torch.set_num_threads(2)
     out = Path(a.out)
-    meta = dict(git=provenance.git_state(), dirty_cnce_or_scripts=dirty, source_hash=provenance.package_source_hash(()),
-                args=vars(a), seconds={}, runs=PHOTO_RUNS)
+    meta = dict(**state, args=vars(a), seconds={}, runs=PHOTO_RUNS)
     measured, tables = {}, {}
 
     def save(key, value, t0):
