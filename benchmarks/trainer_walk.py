@@ -15,7 +15,7 @@ as ``self`` (the view's own methods, ``LayerRecipe.meta_iteration``) are not on 
 ``--strict`` also follows the object: a call is on the strict walk when any argument, ``self``
 included, is a ``Layer`` or holds one or a field named ``layer`` (as an attribute, or an
 attribute's attribute): the view's methods and properties, the recipe's ``LayerRecipe``, the
-trainer's ``LayerRun`` (in older trees a record with the layer's number).
+trainer's per-layer records (in older trees ``LayerRun``, a record with the layer's number).
 
     PYTHONPATH=<tree> python benchmarks/trainer_walk.py [--strict]
 """

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from cnce import provenance
-from cnce.images.recipe import Stream, stream_seed, whitener_seed
+from cnce.images.draws import Stream, stream_seed, whitener_seed
 from cnce.images.train import make_source
 
 

@@ -47,7 +47,7 @@ from cnce import provenance
 from cnce.images import measures
 from cnce.jobs import Job as RunJob
 from cnce.images.configs import ablation_config, get_config
-from cnce.images.recipe import whitener_seed
+from cnce.images.draws import whitener_seed
 from cnce.images.runs import lent_machine_session
 from cnce.images.train import branch_state, make_source, train, train_comparison
 

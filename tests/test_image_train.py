@@ -136,28 +136,54 @@ def test_patch_source_whitens_on_device():
 
 
 def test_main_set_batches_alternate_within_an_epoch():
-    from cnce.images.recipe import meta_batch
+    from cnce.images.draws import LayerDraws, Stream, stream_seed
 
     src = _source()
     src.fit_whitener(2000, 20, seed=0)
     cfg = replace(get_config("smoke"), n_patches=(100, 100, 100, 100), main_set=(300, 200, 100, 100), epoch=(4, 3, 2, 2),
-                  redraw="blocks")
-    cache: dict = {}
-    b = [meta_batch(src, cfg, 1, m, 0, "cpu", cache) for m in range(6)]
-    main0 = src.draw(300, seed=__import__("cnce.images.recipe", fromlist=["image_seed"]).image_seed(0, 1, 0, 2))
+                  redraw="blocks", meta_iters=(6, 1, 1, 1))
+    draws = LayerDraws.of(cfg, 0, 1)
+    b = [src.draw_rows(d.n, d.seed, d.start, d.stop) for d in draws.batches]
+    main0 = src.draw(300, seed=stream_seed(0, 1, 0, Stream.MAIN_SET))
     for m, j in zip(range(4), (0, 1, 2, 0)):  # epoch 0: batches 0, 1, 2 of the main set, then 0 again
         torch.testing.assert_close(b[m], main0[j * 100:(j + 1) * 100])
     assert not torch.equal(b[4], b[0])  # epoch 1: a new main set
-    fresh = replace(cfg, main_set=None)
-    assert not torch.equal(meta_batch(src, fresh, 1, 0, 0, "cpu", {}), meta_batch(src, fresh, 1, 1, 0, "cpu", {}))
+    assert draws.batches[4].seed == stream_seed(0, 1, 1, Stream.MAIN_SET)
+    fresh = LayerDraws.of(replace(cfg, main_set=None), 0, 1)
+    assert [(d.n, d.start, d.stop) for d in fresh.batches[:2]] == [(100, 0, 100)] * 2
+    assert not torch.equal(*(src.draw_rows(d.n, d.seed, d.start, d.stop) for d in fresh.batches[:2]))
     with pytest.raises(ValueError, match="main_set"):
         replace(cfg, main_set=(50, 100, 100, 100))
+
+
+def test_draw_rows_keeps_one_set_and_follows_the_whitener():
+    src = _source()
+    src.fit_whitener(2000, 20, seed=0)
+    a = src.draw_rows(300, 5, 0, 100)
+    assert src.draw_rows(300, 5, 100, 200).data_ptr() == a.data_ptr() + 100 * 20 * 4  # the same draw, kept
+    torch.testing.assert_close(src.draw_rows(300, 5, 100, 200), src.draw(300, 5)[100:200])
+    src.fit_whitener(2000, 10, seed=1)  # another whitener: the kept set is not reused
+    assert src.draw_rows(300, 5, 0, 100).shape == (100, 10)
+
+
+def test_run_draws_name_every_seed_of_a_run():
+    from cnce import provenance
+    from cnce.images.draws import RunDraws
+
+    cfg = replace(get_config("smoke"), meta_iters=(3, 2, 2, 2))
+    d = RunDraws.of(cfg, 7)
+    assert d.whitener == provenance.int_seed(7, 0, 0, 99) and d.layer3_pca == provenance.int_seed(7, 3, 0, 98)
+    L2 = d.layers[2]
+    assert L2.pooling_start == provenance.int_seed(7, 2, 0, 97) and L2.noise == tuple(provenance.int_seed(7, 2, m, 1) for m in range(2))
+    assert L2.unseen == tuple(provenance.int_seed(7, 2, m, 3) for m in range(2)) and len(L2.batches) == 2
+    seeds = [d.whitener, d.layer3_pca] + [s for L in d.layers.values() for s in (L.pooling_start, *L.noise, *L.unseen)]
+    assert len(set(seeds)) == len(seeds)  # no two draws share a seed
 
 
 def test_main_sets_are_drawn_when_the_authors_code_draws_them():
     """CNCEstimator.m: a new main set at the first meta-iteration and whenever the 1-based
     meta-iteration is a multiple of the epoch size; batches alternate and restart at each set."""
-    from cnce.images.recipe import main_set_index
+    from cnce.images.draws import main_set_index
 
     idx = [main_set_index(m, 20) for m in range(40)]
     starts = [m for m, (e, k) in enumerate(idx) if k == 0]
@@ -361,7 +387,7 @@ def test_torch_switches_are_restored_after_a_run(tmp_path):
 
 def test_named_seed_streams_are_the_committed_keys():
     from cnce import provenance
-    from cnce.images.recipe import Stream, stream_seed, whitener_seed
+    from cnce.images.draws import Stream, stream_seed, whitener_seed
 
     assert [int(s) for s in Stream] == [0, 1, 2, 3, 55, 97, 98, 99]
     assert stream_seed(3, 2, 5, Stream.NOISE) == provenance.int_seed(3, 2, 5, 1)

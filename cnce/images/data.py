@@ -353,6 +353,7 @@ class PatchSource:
         self.size = size
         self.whitener = whitener
         self._on: dict[str, list[torch.Tensor]] = {}
+        self._kept: tuple | None = None  # (arguments, whitener, patches) of the last draw_rows set
 
     def _images_on(self, device) -> list[torch.Tensor]:
         key = str(torch.device(device))
@@ -386,3 +387,14 @@ class PatchSource:
         if getattr(self, "_wh_key", None) != (key, id(self.whitener)):
             self._wh_dev, self._wh_key = self.whitener.to(dev), (key, id(self.whitener))
         return self._wh_dev.transform(self.raw_torch(n, seed, dev))
+
+    def draw_rows(self, n: int, seed: int, start: int, stop: int, device="cpu") -> torch.Tensor:
+        """Rows ``start`` to ``stop`` of :meth:`draw` ``(n, seed, device)``. The last set drawn is
+        kept, so the batches of one large set (the authors' main sets) share one draw; a set of
+        other arguments (or another whitener) replaces it (a resumed run draws its set again, the
+        same patches)."""
+        key = (int(n), int(seed), str(torch.device(device)))
+        if self._kept is None or self._kept[0] != key or self._kept[1] is not self.whitener:
+            self._kept = None  # free the last set before drawing the next
+            self._kept = (key, self.whitener, self.draw(n, seed, device))
+        return self._kept[2][start:stop]

@@ -1,15 +1,15 @@
-"""One meta-iteration of the image model's greedy training, and what it reads: the seeds that
-name every random draw, the eps rules, the batches, the optimisers and the pooling start.
+"""One meta-iteration of the image model's greedy training, given its sample: the eps rules,
+the optimisers, the losses, the update and its diagnostics, and a layer's start.
 
 Each layer runs ``meta_iters`` *meta-iterations* (the authors' schedule, ``CNCEstimator.m``):
-take this meta-iteration's patches (:func:`meta_batch`), draw fresh noise, set eps with the
-image-model rule, then optimise on that sample (:func:`run_meta_iteration`). The trainer
-(:mod:`cnce.images.train`) loops over layers and meta-iterations and keeps the run's state. At
-a layer's start it hands this module the layer, once, as the network's per-layer view
-(:class:`cnce.images.network.Layer`): :func:`start_layer` makes it trainable and returns a
-:class:`LayerRecipe`, whose :meth:`~LayerRecipe.meta_iteration` is everything of one
-meta-iteration (patches, seeds, optimiser, eps, update, diagnostics). Below that, code works
-with the view; layer numbers go only to the seed streams and the config's per-layer sizes.
+take this meta-iteration's patches, draw fresh noise, set eps with the image-model rule, then
+optimise on that sample (:func:`run_meta_iteration`). The trainer (:mod:`cnce.images.train`)
+loops over layers and meta-iterations, draws the patches (seeds: :mod:`cnce.images.draws`) and
+keeps the run's state. At a layer's start it hands this module the layer, once, as the
+network's per-layer view (:class:`cnce.images.network.Layer`): :func:`start_layer` makes it
+trainable and returns a :class:`LayerRecipe`, whose :meth:`~LayerRecipe.meta_iteration` is one
+meta-iteration on the patches and noise seed it is given (optimiser, eps, update, diagnostics).
+Below that, code works with the view; no seed is derived here.
 
 Noise lives in the whitened input space: ``y = u + eps * xi`` (Eq. 13) is the effective
 conditional noise of Eqs. (19)-(20); it is symmetric, so ``G = log phi~(u) - log phi~(y)``
@@ -19,56 +19,19 @@ the same space, whose Gaussian term cancels against Eq. (18) just as in CNCE, so
 """
 from __future__ import annotations
 
-import enum
 import math
 from dataclasses import dataclass
 
 import torch
 
 from cnce import eps as _eps
-from cnce import provenance
 from cnce.losses import cnce_loss, nce_loss
 from cnce.images.cg import CGSettings, ConjugateGradients
 from cnce.images.configs import ImageConfig
-from cnce.images.data import PatchSource
 from cnce.images.network import ImageNetwork, Layer
 
-__all__ = ["Stream", "stream_seed", "image_seed", "whitener_seed", "choose_eps_carry", "choose_eps_authors", "run_meta_iteration", "meta_batch",
-           "main_set_index", "make_optimizer", "start_pooling_layer", "start_layer", "LayerRecipe",
-           "fit_layer3_whitening"]
-
-
-class Stream(enum.IntEnum):
-    """The named seed streams of an image-model run: every random draw of a run has one, and its
-    seed is :func:`stream_seed` ``(seed, layer, m, stream)`` (the numbers are the keys the
-    committed runs were drawn with; a new draw gets a new name here, never a literal)."""
-
-    FRESH_PATCHES = 0  # the patches of a meta-iteration (fresh-patch schedules)
-    NOISE = 1  # the noise generator of a meta-iteration
-    MAIN_SET = 2  # one of the main sets (the authors' schedule)
-    UNSEEN = 3  # patches never trained on (the held-out loss, eps chosen on unseen data)
-    WHITEN_CHECK = 55  # the held-out patches of the whitening check (scripts/check_whitening.py)
-    POOLING_START = 97  # the planted start of a pooling layer (layers 2 and 4)
-    LAYER3_PCA = 98  # the sample the layer-3 PCA is fitted on
-    WHITENER = 99  # the patches the input PCA is fitted on (layer 0, meta-iteration 0)
-
-
-def stream_seed(seed: int, layer: int, m: int, stream: Stream) -> int:
-    """The seed of ``stream`` in meta-iteration ``m`` of ``layer`` of a run with ``seed``:
-    :func:`cnce.provenance.int_seed` of ``(seed, layer, m, stream)``."""
-    if not isinstance(stream, Stream):
-        raise TypeError(f"stream must be a cnce.images.recipe.Stream; got {stream!r}")
-    return provenance.int_seed(seed, layer, m, int(stream))
-
-
-#: :func:`cnce.provenance.int_seed` of ``(seed, layer, m, k)``: the scheme under
-#: :func:`stream_seed` (kept for callers that hold a stream's number)
-image_seed = provenance.int_seed
-
-
-def whitener_seed(seed: int) -> int:
-    """The seed of the patches the input PCA of a run with ``seed`` is fitted on."""
-    return stream_seed(seed, 0, 0, Stream.WHITENER)
+__all__ = ["choose_eps_carry", "choose_eps_authors", "run_meta_iteration", "make_optimizer", "start_pooling_layer",
+           "start_layer", "LayerRecipe", "fit_layer3_whitening"]
 
 
 def _run_rule(J_of_eps, rule, unit: float = 1.0):
@@ -248,29 +211,28 @@ def run_meta_iteration(layer: Layer, cfg, u, method, eps, gen, extra, opt, tune_
 
 
 
-def fit_layer3_whitening(net: ImageNetwork, source: PatchSource, cfg: ImageConfig, seed: int, dev):
-    """Fit the whitening of layer 3's input (the PCA of layer-2 outputs) on its own sample
-    (:attr:`Stream.LAYER3_PCA`); returns what :meth:`ImageNetwork.fit_whitening2` returns."""
+def fit_layer3_whitening(net: ImageNetwork, u: torch.Tensor, cfg: ImageConfig) -> float:
+    """Fit the whitening of layer 3's input (the PCA of layer-2 outputs) on the whitened patches
+    ``u`` (the trainer draws them from :attr:`cnce.images.draws.Stream.LAYER3_PCA`); returns what
+    :meth:`ImageNetwork.fit_whitening2` returns."""
     with torch.no_grad():
-        u = source.draw(cfg.whiten3_samples(), stream_seed(seed, 3, 0, Stream.LAYER3_PCA), dev)
         z2 = _batched(lambda v: net.z2(net.z1(v)), u, cfg.chunk)
-        del u
     return net.fit_whitening2(z2)
 
 
-def start_layer(layer: Layer, cfg: ImageConfig, method: str, seed: int, dev, *, fresh: bool, c0: float,
+def start_layer(layer: Layer, cfg: ImageConfig, method: str, dev, *, pooling_seed: int, fresh: bool, c0: float,
                 eps: float) -> LayerRecipe:
     """Make ``layer`` (the network's per-layer view) trainable: the planted start of a pooling
-    layer (``cfg.pool_start``; a ``fresh`` layer only), its weights' gradients on, and NCE's
-    log-normaliser ``c`` (from ``c0``). Returns the :class:`LayerRecipe` whose
-    :meth:`~LayerRecipe.meta_iteration` runs the layer's meta-iterations, eps starting at ``eps``."""
+    layer (``cfg.pool_start``; a ``fresh`` layer only; drawn with ``pooling_seed``), its weights'
+    gradients on, and NCE's log-normaliser ``c`` (from ``c0``). Returns the :class:`LayerRecipe`
+    whose :meth:`~LayerRecipe.meta_iteration` runs the layer's meta-iterations, eps starting at ``eps``."""
     if layer.number in (2, 4) and fresh and cfg.pool_start == "planted":
-        start_pooling_layer(layer, stream_seed(seed, layer.number, 0, Stream.POOLING_START))
+        start_pooling_layer(layer, pooling_seed)
     for p in layer.params():
         p.requires_grad_(True)
     extra = {"c": torch.tensor(c0, device=dev, requires_grad=True)}
     params = layer.params() + ([extra["c"]] if method == "nce" else [])
-    return LayerRecipe(layer=layer, cfg=cfg, method=method, seed=seed, dev=dev, params=params, extra=extra, eps=eps)
+    return LayerRecipe(layer=layer, cfg=cfg, method=method, dev=dev, params=params, extra=extra, eps=eps)
 
 
 @dataclass
@@ -283,21 +245,19 @@ class LayerRecipe:
     layer: Layer
     cfg: ImageConfig
     method: str
-    seed: int
     dev: torch.device
     params: list
     extra: dict
     eps: float
 
-    def meta_iteration(self, m: int, source: PatchSource, *, opt_state: dict | None, cache: dict):
-        """Meta-iteration ``m``, whole: its patches (:func:`meta_batch`), its noise generator
-        (:attr:`Stream.NOISE`), a fresh optimiser (Adam's state from ``opt_state``), the unseen
-        patches (:attr:`Stream.UNSEEN`), then :func:`run_meta_iteration`; eps moves on to the
+    def meta_iteration(self, m: int, u: torch.Tensor, unseen: torch.Tensor, noise_seed: int, *, opt_state: dict | None):
+        """Meta-iteration ``m`` on the whitened patches ``u``: its noise generator (seeded with
+        ``noise_seed``), a fresh optimiser (Adam's state from ``opt_state``), then
+        :func:`run_meta_iteration` (the held-out loss on ``unseen``); eps moves on to the
         record's. Returns the record and the optimiser."""
-        cfg, seed, dev, L = self.cfg, self.seed, self.dev, self.layer.number
-        u = meta_batch(source, cfg, L, m, seed, dev, cache)
-        gen = torch.Generator(device=dev).manual_seed(stream_seed(seed, L, m, Stream.NOISE))
-        opt = make_optimizer(cfg, self.params, L)
+        cfg, dev = self.cfg, self.dev
+        gen = torch.Generator(device=dev).manual_seed(int(noise_seed))
+        opt = make_optimizer(cfg, self.params, self.layer.number)
         if cfg.optimizer == "adam" and opt_state is not None:
             opt.load_state_dict(opt_state)
         # The authors' rule runs at every meta-iteration. With the "carry" rule and the
@@ -307,7 +267,6 @@ class LayerRecipe:
         if cfg.nce_c == "reset":
             with torch.no_grad():
                 self.extra["c"].zero_()  # their NCEstimator.m: theta rebuilt with c = 0
-        unseen = source.draw(min(cfg.eps_n, cfg.n_patches[L - 1]), stream_seed(seed, L, m, Stream.UNSEEN), dev)  # never trained on
         rec = run_meta_iteration(self.layer, cfg, u, self.method, self.eps, gen, self.extra, opt, tune_eps=tune, unseen=unseen)
         self.eps = rec["eps"]
         return rec, opt
@@ -337,39 +296,6 @@ def start_pooling_layer(layer: Layer, seed: int, rest: float = 0.1) -> None:
     W.mul_(rest)
     W[torch.arange(K, device=W.device), pick] = 1.0
     b.copy_(b_below[pick])
-
-
-def main_set_index(m: int, epoch: int, redraw: str = "authors") -> tuple[int, int]:
-    """``(e, k)``: meta-iteration ``m`` (0-based) uses main set ``e``, the ``k``-th meta-iteration
-    on it. ``redraw="authors"`` (``CNCEstimator.m``: a new set at the first meta-iteration and
-    when the 1-based meta-iteration is a multiple of ``epoch``; with ``epoch = 20`` sets start at
-    0, 19 and 39); ``"blocks"``: sets start at multiples of ``epoch``."""
-    if epoch < 1:
-        raise ValueError(f"epoch must be >= 1; got {epoch!r}")
-    if redraw == "blocks":
-        return divmod(m, epoch)
-    if redraw != "authors":
-        raise ValueError(f"redraw must be 'authors' or 'blocks'; got {redraw!r}")
-    e = (m + 1) // epoch
-    start = 0 if e == 0 else e * epoch - 1
-    return e, m - start
-
-
-def meta_batch(source: PatchSource, cfg: ImageConfig, layer: int, m: int, seed: int, dev, cache: dict) -> torch.Tensor:
-    """The whitened patches of meta-iteration ``m`` of layer ``layer``: fresh ones, or the next
-    ``n_patches`` batch of its main set (:func:`main_set_index`; kept in ``cache``; a resumed run
-    redraws it from its seed)."""
-    N = cfg.n_patches[layer - 1]
-    if cfg.main_set is None:
-        return source.draw(N, stream_seed(seed, layer, m, Stream.FRESH_PATCHES), dev)
-    M, E = cfg.main_set[layer - 1], cfg.epoch[layer - 1]
-    e, j = main_set_index(m, E, cfg.redraw)
-    key = (layer, e)
-    if key not in cache:
-        cache.clear()
-        cache[key] = source.draw(M, stream_seed(seed, layer, e, Stream.MAIN_SET), dev)
-    j %= M // N
-    return cache[key][j * N:(j + 1) * N]
 
 
 def make_optimizer(cfg: ImageConfig, params, layer: int):

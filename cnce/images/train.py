@@ -45,14 +45,15 @@ the same space, whose Gaussian term cancels against Eq. (18) just as in CNCE, so
 
 After every meta-iteration the whole state (network, whitening, optimiser, history, timings)
 is written atomically to ``<out>/state.pt``; :func:`train` resumes from it. Patches are
-sampled and whitened on the training device (:meth:`PatchSource.draw`).
+sampled and whitened on the training device (:meth:`PatchSource.draw`), with the seeds of the run's
+table (:class:`cnce.images.draws.RunDraws`), computed once when it starts.
 """
 from __future__ import annotations
 
 import contextlib
 import os
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -63,12 +64,13 @@ from cnce.jobs import Job
 from cnce.constraints import Integer, validate
 from cnce.images.configs import ImageConfig, get_config
 from cnce.images.data import PatchSource, Whitener, load_images, load_skimage_images, prepare_image
+from cnce.images.draws import RunDraws
 from cnce.images.network import ImageNetwork
-from cnce.images.recipe import LayerRecipe, fit_layer3_whitening, start_layer, whitener_seed
+from cnce.images.recipe import fit_layer3_whitening, start_layer
 from cnce.images.runs import (STATE_FILE, DirtyTreeError, cnce_tree, git_commit, load_checkpoint,
                               write_provenance, writes_dirty_weights)
 
-__all__ = ["Trainer", "LayerRun", "branch_state", "make_source", "train", "train_comparison", "COMPARE_FILE", "COMPARE_VARIANTS"]
+__all__ = ["Trainer", "branch_state", "make_source", "train", "train_comparison", "COMPARE_FILE", "COMPARE_VARIANTS"]
 
 COMPARE_FILE = "compare.pt"
 METHODS = ("cnce", "nce")
@@ -167,39 +169,24 @@ def torch_switches(dev: torch.device, *, threads: int | None = None, tf32: bool 
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before_tf32
 
 
-@dataclass
-class LayerRun:
-    """The explicit state of the layer being trained: its number, its history (the records of
-    the meta-iterations done, shared with the run's state), how many meta-iterations it runs,
-    and its :class:`~cnce.images.recipe.LayerRecipe` (the network's view of the layer, the
-    parameters the optimiser moves, NCE's ``c``, eps as the next meta-iteration starts from it)."""
-
-    number: int
-    hist: list
-    n_meta: int
-    recipe: LayerRecipe
-
-    @property
-    def key(self) -> str:
-        return str(self.number)
-
-
 class Trainer:
     """One training run of the image model, with its state explicit.
 
     ``state`` is what ``<out>/state.pt`` holds (config, method, seed, network, whitening,
     histories, optimiser states, sessions): loaded when the file exists, else new; ``net`` and
-    ``source`` are the network and the patches it trains on; :class:`LayerRun` is the layer being
-    trained. :meth:`run` trains layers; each layer is :meth:`train_layer`, which turns the layer
-    number into the network's view of the layer (:meth:`ImageNetwork.layer`) once and hands it
-    to the recipe (:func:`~cnce.images.recipe.start_layer`); each meta-iteration is
-    :meth:`meta_iteration` (the recipe's :meth:`~cnce.images.recipe.LayerRecipe.meta_iteration`),
-    after which the whole state is written atomically. :func:`train` is the function to call; it builds a trainer inside
-    :func:`torch_switches`."""
+    ``source`` are the network and the patches it trains on; ``draws`` is the table of every
+    seed the run draws with (:class:`~cnce.images.draws.RunDraws`, computed once). :meth:`run`
+    trains layers; each layer is :meth:`train_layer`, which turns the layer number into the
+    network's view of the layer (:meth:`ImageNetwork.layer`) once, hands it to the recipe
+    (:func:`~cnce.images.recipe.start_layer`) and runs the layer's meta-iterations: the
+    patches of the draws table, the recipe's :meth:`~cnce.images.recipe.LayerRecipe.meta_iteration`, the
+    record kept and the whole state written atomically. :func:`train` is the function to call;
+    it builds a trainer inside :func:`torch_switches`."""
 
     def __init__(self, cfg: ImageConfig, *, out, method, dev, seed, images=None, source=None, snapshots=False,
                  progress=True, monitor=None, allow_dirty=False, on_session=None, data=None):
         self.cfg, self.method, self.dev, self.seed = cfg, method, dev, seed
+        self.draws = RunDraws.of(cfg, seed, ImageNetwork.LAYERS)
         self.snapshots, self.progress, self.monitor = snapshots, progress, monitor
         self.out = Path(out)
         dirty = writes_dirty_weights(self.out)
@@ -219,7 +206,6 @@ class Trainer:
         except BaseException:
             self.job.release()
             raise
-        self.main_cache: dict = {}  # the main set in use (meta_batch)
 
     def _open_state(self) -> dict:
         cfg = self.cfg
@@ -262,7 +248,7 @@ class Trainer:
         if state["whitener"] is not None:
             source.whitener = Whitener.from_state_dict(state["whitener"])
         elif source.whitener is None or source.whitener.D != cfg.D:
-            source.fit_whitener(cfg.n_whiten, cfg.D, whitener_seed(self.seed), device=self.dev)
+            source.fit_whitener(cfg.n_whiten, cfg.D, self.draws.whitener, device=self.dev)
         state["whitener"] = source.whitener.state_dict()
         state["data"] = state["data"] or desc
         return source
@@ -279,27 +265,52 @@ class Trainer:
         return self.state
 
     def train_layer(self, layer: int, layers=()) -> None:
-        """The meta-iterations of ``layer`` not done yet (none when it is finished)."""
-        cfg, state, net, dev = self.cfg, self.state, self.net, self.dev
+        """The meta-iterations of ``layer`` not done yet (none when it is finished): per
+        meta-iteration its patches and unseen patches (:class:`~cnce.images.draws.LayerDraws`),
+        the recipe's step, then the record kept and the whole state written atomically."""
+        cfg, state, net, dev, source = self.cfg, self.state, self.net, self.dev, self.source
         lk = str(layer)
         if layer > 1 and len(state["history"].get(str(layer - 1), [])) < cfg.meta_iters[layer - 2]:
             raise ValueError(f"layers={tuple(layers)!r}: layer {layer} needs layer {layer - 1} trained first")
         hist = state["history"].setdefault(lk, [])
         n_meta = cfg.meta_iters[layer - 1]
         if layer == 3 and state["wh2_retained"] is None:
-            state["wh2_retained"] = fit_layer3_whitening(net, self.source, cfg, self.seed, dev)
+            state["wh2_retained"] = fit_layer3_whitening(net, source.draw(cfg.whiten3_samples(), self.draws.layer3_pca, dev), cfg)
         if len(hist) >= n_meta:
             return
+        draws = self.draws.layers[layer]
         c0 = 0.0 if cfg.nce_c == "reset" else float(state["nce_c"].get(lk, 0.0))
         eps = hist[-1]["eps"] if hist and cfg.eps_rule == "carry" else cfg.eps_base
+        bar = Job.progress(len(hist), n_meta, desc=f"{cfg.name} {self.method} layer {layer}", enabled=self.progress)
         view = net.layer(layer)  # the layer number becomes the network's view of the layer, once
-        recipe = start_layer(view, cfg, self.method, self.seed, dev, fresh=not hist, c0=c0, eps=eps)
-        run = LayerRun(number=layer, hist=hist, n_meta=n_meta, recipe=recipe)
+        recipe = start_layer(view, cfg, self.method, dev, pooling_seed=draws.pooling_start, fresh=not hist, c0=c0, eps=eps)
         if self.snapshots and layer == 1 and 0 not in state["snapshots"]:
             state["snapshots"][0] = net.W1.detach().cpu().half()
-        bar = Job.progress(len(hist), n_meta, desc=f"{cfg.name} {self.method} layer {layer}", enabled=self.progress)
         for m in bar:
-            rec = self.meta_iteration(run, m)
+            t0 = time.perf_counter()
+            b = draws.batches[m]
+            u = source.draw_rows(b.n, b.seed, b.start, b.stop, dev)
+            unseen = source.draw(draws.n_unseen, draws.unseen[m], dev)  # never trained on
+            rec, opt = recipe.meta_iteration(m, u, unseen, draws.noise[m], opt_state=state["opt"].get(lk))
+            del u, unseen
+            c = recipe.extra["c"]
+            if self.method == "nce":
+                rec["c"] = c.item()
+            if self.monitor is not None:
+                rec.update({k: float(v) for k, v in self.monitor(net, layer, source.whitener).items()})
+            if cfg.optimizer == "adam":
+                state["opt"][lk] = opt.state_dict()
+            rec.update(meta=m, seconds=time.perf_counter() - t0)
+            hist.append(rec)
+            state["seconds"][lk] = state["seconds"].get(lk, 0.0) + rec["seconds"]
+            state["network"] = {k: v.detach().cpu().clone() for k, v in net.state_dict().items()}
+            state["nce_c"][lk] = c.item()
+            if m + 1 == n_meta:
+                state["opt"].pop(lk, None)  # a finished layer is never resumed: keep the file small
+            if self.snapshots and layer == 1:
+                state["snapshots"][m + 1] = net.W1.detach().cpu().half()
+            state["device"] = str(dev)
+            self.job.save(state)
             post = {"loss": f"{rec['loss']:.4f}"}
             if self.method == "cnce":
                 post["eps"] = f"{recipe.eps:.3f}"
@@ -307,33 +318,6 @@ class Trainer:
         bar.close()
         for p in view.params():
             p.requires_grad_(False)
-
-    def meta_iteration(self, run: LayerRun, m: int) -> dict:
-        """Meta-iteration ``m`` of ``run``'s layer (the recipe's
-        :meth:`~cnce.images.recipe.LayerRecipe.meta_iteration`: its patches, noise, optimiser,
-        eps and update), then the record kept and the whole state written atomically."""
-        cfg, state, net, dev, lk = self.cfg, self.state, self.net, self.dev, run.key
-        t0 = time.perf_counter()
-        rec, opt = run.recipe.meta_iteration(m, self.source, opt_state=state["opt"].get(lk), cache=self.main_cache)
-        c = run.recipe.extra["c"]
-        if self.method == "nce":
-            rec["c"] = c.item()
-        if self.monitor is not None:
-            rec.update({k: float(v) for k, v in self.monitor(net, run.number, self.source.whitener).items()})
-        if cfg.optimizer == "adam":
-            state["opt"][lk] = opt.state_dict()
-        rec.update(meta=m, seconds=time.perf_counter() - t0)
-        run.hist.append(rec)
-        state["seconds"][lk] = state["seconds"].get(lk, 0.0) + rec["seconds"]
-        state["network"] = {k: v.detach().cpu().clone() for k, v in net.state_dict().items()}
-        state["nce_c"][lk] = c.item()
-        if m + 1 == run.n_meta:
-            state["opt"].pop(lk, None)  # a finished layer is never resumed: keep the file small
-        if self.snapshots and run.number == 1:
-            state["snapshots"][m + 1] = net.W1.detach().cpu().half()
-        state["device"] = str(dev)
-        self.job.save(state)
-        return rec
 
 
 #: config fields that layers 3 and 4 alone read (a branch at layer 3 may change them)
