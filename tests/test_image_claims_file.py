@@ -1,5 +1,6 @@
 """The committed claim measures of the image page (data/checks/image-claims.json) match what the
-committed runs give when measured again, and came from a clean commit of this repository."""
+committed runs give when measured again (their clean provenance:
+tests/test_check_files_provenance.py)."""
 from __future__ import annotations
 
 import json
@@ -8,7 +9,6 @@ import math
 import numpy as np
 import pytest
 
-from cnce import provenance
 from companion.paths import REPO_ROOT
 from cnce.images import claims, d2, layer_claims, measures, runs
 
@@ -18,19 +18,6 @@ FILE = REPO_ROOT / "data" / "checks" / "image-claims.json"
 @pytest.fixture(scope="module")
 def committed():
     return claims.load_measured(FILE)
-
-
-def test_provenance_is_a_clean_commit_of_this_repository(committed):
-    _, _, meta = committed
-    commit = meta["git"]["git_commit"]
-    assert commit and not meta["dirty_cnce_or_scripts"] and not meta["args"]["allow_dirty"]
-    if provenance.git("rev-parse", "HEAD") is None:
-        pytest.skip("not a git checkout")
-    assert provenance.git("merge-base", "--is-ancestor", commit, "HEAD") is not None, f"{commit} is not in this history"
-    for e in meta.get("kept", []):  # keys kept from earlier commits (scripts/image_claims.py --adopt) name theirs
-        assert e["keys"] and not e["args"].get("allow_dirty"), e["keys"][:3]
-        c = e["git"]["git_commit"]
-        assert provenance.git("merge-base", "--is-ancestor", c, "HEAD") is not None, f"{c} is not in this history"
 
 
 def test_every_group_and_d2_seed_was_measured(committed):

@@ -36,7 +36,7 @@ def _word(m) -> str:
 
 def test_settings_file_is_clean_and_complete(committed):
     measured, meta = committed
-    assert not meta["dirty_cnce_or_scripts"] and meta["args"]["n_perm"] >= 100
+    assert meta["args"]["n_perm"] >= 100  # clean provenance: tests/test_check_files_provenance.py
     for key in ("layer2_position", "layer2_orientation", "layer2_frequency", "layer2_sparsity", "layer3_contours",
                 "layer4_orientation_across_frequency", "layer4_corners", "d2_faster", "pca_variance"):
         assert key in measured, key
