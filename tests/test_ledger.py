@@ -241,6 +241,33 @@ def test_the_ledger_is_up_to_date_and_from_a_clean_commit():
     assert pv["git_commit"] and pv["dirty"] is False, f"the ledger was written from a dirty tree: {pv}"
 
 
+def test_no_row_measures_one_verdict_and_shows_another():
+    """A row's "measured" text may not open with a verdict word other than the row's own (the
+    layer-3 row once read "partly reproduced" beside "not reproduced under every testable
+    setting", the settings table's share test, not the row's existence rule)."""
+    words = ("not testable here", "partly reproduced", "not reproduced", "reproduced")
+    for r in ledger.records():
+        rec = r["record"]
+        head = next((w for w in words if rec["measured"].lower().startswith(w)), None)
+        assert head in (None, rec["verdict"]), (r["id"], rec["verdict"], rec["measured"][:80])
+
+
+def test_existence_rows_measure_in_their_own_rules_words():
+    from cnce.images.verdicts import Measured
+    from companion.claims.images import existence_by_settings, existence_measured
+
+    m = Measured(claim="c", measure="units", value=4 / 90, interval=(0.0, 0.09), verdict="not supported: 0.04 of units",
+                 extra={"per_seed": [2 / 60, 2 / 60, 4 / 60], "p_per_seed": [0.34, 0.28, 0.015],
+                        "null quantiles": {"random": [{"q95": 0.05}] * 3}})
+    untestable = Measured(claim="c", measure="units", value=float("nan"), verdict="not testable", not_testable="control fails")
+    by = {"probe A": m, "probe B": untestable}
+    verdict = existence_by_settings(by, n_units=60)[0]
+    text = existence_measured(by, 60)
+    assert verdict == "partly reproduced" and not text.startswith("not reproduced")
+    assert "2, 2, 4 of 60 units per seed" in text and "3.0, 3.0, 3.0 units" in text and "probe B: not testable here, control fails" in text
+    assert "share test (interval against the nulls' means): not supported" in text
+
+
 def test_the_ledgers_synthetic_records_recompute():
     """The cheap records (committed synthetic tables and the theory checks) recompute to what the
     ledger holds, verdict and numbers."""

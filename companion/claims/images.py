@@ -164,6 +164,27 @@ def existence_by_settings(by: dict, *, n_units: int, alpha: float = 0.05) -> tup
     return verdict, why, numbers
 
 
+def existence_measured(by: dict, n_units: int) -> str:
+    """What an existence row measured, setting by setting, in the words of its own rule: the
+    count of such units per seed against the null's 95 % quantile count, with the permutation
+    p-values. The share test of the settings table (the interval against the nulls' means,
+    :mod:`cnce.images.layer_claims`) is named beside it, since the page shows that test too
+    and the two can read differently."""
+    parts = []
+    for s, m in by.items():
+        if not m.testable:
+            parts.append(f"{s}: not testable here, {m.not_testable}")
+            continue
+        counts = ", ".join(str(int(round(x * n_units))) for x in m.extra["per_seed"])
+        q95 = ", ".join(f"{max(qs[k]['q95'] for qs in m.extra['null quantiles'].values()) * n_units:.1f}"
+                        for k in range(len(m.extra["per_seed"])))
+        ps = ", ".join(f"{p:.2g}" for p in m.extra["p_per_seed"])
+        parts.append(f"{s}: {counts} of {n_units} units per seed (share {m.value:.2f} [{m.interval[0]:.2f}, "
+                     f"{m.interval[1]:.2f}]) against null 95 % quantiles of {q95} units, permutation p {ps}; the "
+                     f"settings table's share test (interval against the nulls' means): {m.verdict.split(':')[0]}")
+    return "; ".join(parts)
+
+
 def _existence(key: str, n_units: int):
     def compute(ctx):
         st = _settings(ctx)
@@ -171,7 +192,7 @@ def _existence(key: str, n_units: int):
         verdict, why, numbers = existence_by_settings(by, n_units=n_units)
         first = next((m for m in by.values() if m.testable), None)
         short = "; ".join(f"{k}: {'not testable' if not m.testable else f'share {m.value:.2f}'}" for k, m in by.items())
-        return Record(verdict=verdict, short=short, measured=st[key].verdict, why=why, numbers=numbers,
+        return Record(verdict=verdict, short=short, measured=existence_measured(by, n_units), why=why, numbers=numbers,
                       value=None if first is None else float(first.value),
                       interval=None if first is None else tuple(map(float, first.interval)),
                       interval_kind="" if first is None else first.rule, seeds="three photo-pack seeds")
