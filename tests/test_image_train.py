@@ -164,6 +164,8 @@ def test_draw_rows_keeps_one_set_and_follows_the_whitener():
     torch.testing.assert_close(src.draw_rows(300, 5, 100, 200), src.draw(300, 5)[100:200])
     src.fit_whitener(2000, 10, seed=1)  # another whitener: the kept set is not reused
     assert src.draw_rows(300, 5, 0, 100).shape == (100, 10)
+    src.release_rows()
+    assert src._kept is None
 
 
 def test_run_draws_name_every_seed_of_a_run():

@@ -398,3 +398,7 @@ class PatchSource:
             self._kept = None  # free the last set before drawing the next
             self._kept = (key, self.whitener, self.draw(n, seed, device))
         return self._kept[2][start:stop]
+
+    def release_rows(self) -> None:
+        """Forget the set :meth:`draw_rows` keeps (its memory, on the device it was drawn on)."""
+        self._kept = None

@@ -267,7 +267,8 @@ class Trainer:
     def train_layer(self, layer: int, layers=()) -> None:
         """The meta-iterations of ``layer`` not done yet (none when it is finished): per
         meta-iteration its patches and unseen patches (:class:`~cnce.images.draws.LayerDraws`),
-        the recipe's step, then the record kept and the whole state written atomically."""
+        the recipe's meta-iteration, then the record kept and the whole state written atomically.
+        The main set kept for the layer's batches is released when the layer ends."""
         cfg, state, net, dev, source = self.cfg, self.state, self.net, self.dev, self.source
         lk = str(layer)
         if layer > 1 and len(state["history"].get(str(layer - 1), [])) < cfg.meta_iters[layer - 2]:
@@ -316,6 +317,7 @@ class Trainer:
                 post["eps"] = f"{recipe.eps:.3f}"
             bar.set_postfix(post)
         bar.close()
+        source.release_rows()
         for p in view.params():
             p.requires_grad_(False)
 
